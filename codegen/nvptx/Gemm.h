@@ -1,0 +1,38 @@
+//===- Gemm.h - tensor-core GEMM kernel generator ---------------*- C++ -*-===//
+//
+// Public entry points of codegen/nvptx: generate a GEMM kernel as MLIR
+// (llvm/nvvm/scf dialects), lower it through LLVM's NVPTX back end to PTX,
+// assemble it with ptxas and bundle cubins into a fat binary. The header has
+// no MLIR or LLVM types, so tools can include it freely.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TG_CODEGEN_NVPTX_GEMM_H
+#define TG_CODEGEN_NVPTX_GEMM_H
+
+#include "codegen/nvptx/GemmConfig.h"
+
+#include <string>
+
+namespace tg::nvptx {
+
+/// The MLIR module (text) of the kernel for `p` with tile config `c`. The
+/// kernel function is `kernelName(p, c)`; it carries the config as the
+/// `tg.tile_config` attribute. `checkProblem(p)` must have passed.
+std::string generateGemmMLIR(const GemmProblem &p, const TileConfig &c);
+
+/// Parses, verifies and lowers `mlir` to LLVM IR, optimises it and emits PTX
+/// for `t` with the NVPTX target machine. Returns false and sets `error` on
+/// failure.
+bool compileMLIRToPTX(const std::string &mlir, Target t, std::string &ptx,
+                      std::string &error);
+
+/// Convenience: generate + compile. Returns false and sets `error` on failure.
+bool generateGemmPTX(const GemmProblem &p, const TileConfig &c,
+                     std::string &ptx, std::string &error);
+
+/// The ptx target name ("sm_80", "sm_90a").
+inline std::string archName(Target t) { return toString(t); }
+
+} // namespace tg::nvptx
+
+#endif // TG_CODEGEN_NVPTX_GEMM_H

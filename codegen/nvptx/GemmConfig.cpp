@@ -1,0 +1,177 @@
+//===- GemmConfig.cpp - tile configurations and the heuristic ---*- C++ -*-===//
+//
+// The heuristic is deliberately simple and documented in docs/nvptx.md: take
+// the largest tile that still gives every SM work (a full wave), else the
+// tile that wastes least. Autotuning on a GPU can replace it later; the
+// candidates are listed here so tests can assemble every one of them.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/nvptx/GemmConfig.h"
+
+#include <algorithm>
+
+namespace tg::nvptx {
+
+int TileConfig::threads(Target t) const {
+  if (t == Target::SM80)
+    return 32 * warpsM * warpsN;
+  return 128 * (1 + consumerWarpgroups());
+}
+
+int TileConfig::smemBytes(Target t) const {
+  int ring = stages * (bm + bn) * bk * 2; // 16-bit operands
+  if (t == Target::SM80)
+    return ring;
+  // 1024-byte aligned ring (128B swizzle atoms), then 2·stages mbarriers.
+  return ring + 2 * stages * 8;
+}
+
+std::string TileConfig::str(Target t) const {
+  std::string s = std::to_string(bm) + "x" + std::to_string(bn) + "x" +
+                  std::to_string(bk) + "_s" + std::to_string(stages);
+  if (t == Target::SM80)
+    return s + "_w" + std::to_string(warpsM) + "x" + std::to_string(warpsN);
+  return s + "_c" + std::to_string(consumerWarpgroups());
+}
+
+std::vector<TileConfig> candidateConfigs(Target t) {
+  if (t == Target::SM80)
+    return {
+        // bm, bn, bk, stages, warpsM, warpsN
+        {128, 256, 32, 3, 2, 4, 8}, // warp tile 64x64, 8 warps
+        {128, 128, 32, 4, 2, 2, 8}, // warp tile 64x64, 4 warps
+        {64, 128, 32, 4, 2, 2, 8},  // warp tile 32x64
+        {64, 64, 32, 4, 2, 2, 8},   // warp tile 32x32
+    };
+  return {
+      {128, 256, 64, 4, 1, 1, 8}, // 2 consumer WGs, wgmma m64n256k16
+      {128, 128, 64, 6, 1, 1, 8}, // 2 consumer WGs, wgmma m64n128k16
+      {64, 128, 64, 8, 1, 1, 8},  // 1 consumer WG for small problems
+  };
+}
+
+int assumedSMs(Target t) { return t == Target::SM80 ? 108 : 132; }
+
+static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+TileConfig chooseTileConfig(const GemmProblem &p) {
+  std::vector<TileConfig> cands = candidateConfigs(p.target);
+  int sms = assumedSMs(p.target);
+  // Candidates are ordered largest first: the first that fills one wave wins.
+  for (const TileConfig &c : cands) {
+    int64_t tiles = ceilDiv(p.m, c.bm) * ceilDiv(p.n, c.bn);
+    if (tiles >= sms)
+      return c;
+  }
+  // Small problem: the smallest tile maximises parallelism.
+  return cands.back();
+}
+
+std::optional<std::string> checkProblem(const GemmProblem &p) {
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0)
+    return std::string("M, N and K must be positive");
+  if (p.m > (1ll << 31) - 1 || p.n > (1ll << 31) - 1 || p.k > (1ll << 31) - 1)
+    return std::string("M, N and K must fit in 31 bits");
+  if (p.in != ElemType::BF16 && p.in != ElemType::F16)
+    return std::string("input element type must be bf16 or f16");
+  // 16-byte async copies (cp.async, TMA) need every row to start 16-byte
+  // aligned: the contiguous dimension of each operand is a multiple of 8.
+  auto need8 = [](int64_t v, const char *what) -> std::optional<std::string> {
+    if (v % 8)
+      return std::string(what) + " must be a multiple of 8 (16-byte rows); "
+                                 "pad the operand";
+    return std::nullopt;
+  };
+  bool aKMajor = p.form != Form::TN, bKMajor = p.form == Form::NT;
+  if (auto e = need8(aKMajor ? p.k : p.m, aKMajor ? "K" : "M"))
+    return e;
+  if (auto e = need8(bKMajor ? p.k : p.n, bKMajor ? "K" : "N"))
+    return e;
+  if (auto e = need8(p.n, "N"))
+    return e;
+  return std::nullopt;
+}
+
+LaunchGeometry launchGeometry(const GemmProblem &p, const TileConfig &c,
+                              int sms) {
+  LaunchGeometry g;
+  int64_t tiles = ceilDiv(p.m, c.bm) * ceilDiv(p.n, c.bn);
+  g.block = c.threads(p.target);
+  g.smemBytes = c.smemBytes(p.target);
+  if (p.target == Target::SM90a)
+    g.grid = static_cast<unsigned>(std::min<int64_t>(tiles, std::max(1, sms)));
+  else
+    g.grid = static_cast<unsigned>(tiles);
+  return g;
+}
+
+TmaBox tmaBox(const GemmProblem &p, const TileConfig &c, bool a) {
+  bool kMajor = a ? p.form != Form::TN : p.form == Form::NT;
+  int rows = a ? c.bm : c.bn;
+  // 128-byte swizzle: the inner box is 128 bytes (64 16-bit elements).
+  if (kMajor)
+    return {64, static_cast<uint32_t>(rows)};
+  return {64, static_cast<uint32_t>(c.bk)};
+}
+
+std::string toString(Target t) { return t == Target::SM80 ? "sm_80" : "sm_90a"; }
+std::string toString(ElemType t) {
+  switch (t) {
+  case ElemType::F32: return "f32";
+  case ElemType::BF16: return "bf16";
+  case ElemType::F16: return "f16";
+  }
+  return "?";
+}
+std::string toString(Form f) {
+  switch (f) {
+  case Form::NN: return "nn";
+  case Form::NT: return "nt";
+  case Form::TN: return "tn";
+  }
+  return "?";
+}
+std::string toString(Activation a) {
+  switch (a) {
+  case Activation::None: return "none";
+  case Activation::ReLU: return "relu";
+  case Activation::GELU: return "gelu";
+  }
+  return "?";
+}
+std::optional<Target> parseTarget(const std::string &s) {
+  if (s == "sm_80") return Target::SM80;
+  if (s == "sm_90a") return Target::SM90a;
+  return std::nullopt;
+}
+std::optional<ElemType> parseElemType(const std::string &s) {
+  if (s == "f32") return ElemType::F32;
+  if (s == "bf16") return ElemType::BF16;
+  if (s == "f16") return ElemType::F16;
+  return std::nullopt;
+}
+std::optional<Form> parseForm(const std::string &s) {
+  if (s == "nn") return Form::NN;
+  if (s == "nt") return Form::NT;
+  if (s == "tn") return Form::TN;
+  return std::nullopt;
+}
+std::optional<Activation> parseActivation(const std::string &s) {
+  if (s == "none") return Activation::None;
+  if (s == "relu") return Activation::ReLU;
+  if (s == "gelu") return Activation::GELU;
+  return std::nullopt;
+}
+int elemBytes(ElemType t) { return t == ElemType::F32 ? 4 : 2; }
+
+std::string kernelName(const GemmProblem &p, const TileConfig &c) {
+  const Epilogue &e = p.epilogue;
+  std::string epi = std::string(e.scale ? "s" : "") + (e.bias ? "b" : "") +
+                    (e.act != Activation::None ? toString(e.act) : "") +
+                    (e.residual ? "r" : "");
+  std::string t = p.target == Target::SM80 ? "sm80" : "sm90a";
+  return "tg_gemm_" + t + "_" + toString(p.in) + "_" + toString(p.form) + "_" +
+         toString(e.out) + (epi.empty() ? "" : "_" + epi) + "_" + c.str(p.target);
+}
+
+} // namespace tg::nvptx

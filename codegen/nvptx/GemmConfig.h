@@ -1,0 +1,115 @@
+//===- GemmConfig.h - GEMM problems, tile configs, the heuristic -*- C++ -*-===//
+//
+// Plain data that describes one tensor-core GEMM kernel: the problem (shape,
+// operand layout, element types, fused epilogue), the tile configuration the
+// heuristic picks for it, and the launch geometry and argument ABI that follow.
+// No MLIR or LLVM here, so the runtime side (tg-bench-gemm, tests) can use it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TG_CODEGEN_NVPTX_GEMMCONFIG_H
+#define TG_CODEGEN_NVPTX_GEMMCONFIG_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tg::nvptx {
+
+/// GPU architectures with a GEMM code path.
+enum class Target { SM80, SM90a };
+/// Element types of operands and results.
+enum class ElemType { F32, BF16, F16 };
+/// Which product: NN = A[M,K]·B[K,N]; NT = A[M,K]·B[N,K]ᵀ; TN = A[K,M]ᵀ·B[K,N].
+/// All matrices are row-major; C is always [M,N].
+enum class Form { NN, NT, TN };
+enum class Activation { None, ReLU, GELU };
+
+/// The fused epilogue: out = cast(act(alpha·acc + bias[n]) + residual[m,n]).
+/// bias is f32[N]; residual has the output element type.
+struct Epilogue {
+  bool scale = false;
+  bool bias = false;
+  Activation act = Activation::None;
+  bool residual = false;
+  ElemType out = ElemType::F32;
+};
+
+/// One GEMM to generate a kernel for.
+struct GemmProblem {
+  int64_t m = 0, n = 0, k = 0;
+  ElemType in = ElemType::BF16;
+  Form form = Form::NN;
+  Target target = Target::SM80;
+  Epilogue epilogue;
+};
+
+/// A tile configuration. On sm_80: a CTA of warpsM×warpsN warps computes a
+/// bm×bn tile, stepping K by bk through a `stages`-deep cp.async ring. On
+/// sm_90a: bm/64 consumer warpgroups (each 64×bn, one wgmma m64nBNk16 chain)
+/// plus one producer warpgroup issuing TMA into a `stages`-deep mbarrier ring;
+/// the grid is persistent (one CTA per SM, tiles strided over CTAs).
+struct TileConfig {
+  int bm = 128, bn = 128, bk = 32, stages = 4;
+  int warpsM = 2, warpsN = 2; // sm_80 only
+  int groupM = 8;             // tile raster: M-groups of this many tiles
+
+  int consumerWarpgroups() const { return bm / 64; }
+  /// Threads per CTA for `t`.
+  int threads(Target t) const;
+  /// Dynamic shared memory bytes for `t` (operand ring + barriers).
+  int smemBytes(Target t) const;
+  /// "128x128x32_s4_w2x2" (sm_80) or "128x256x64_s4_c2" (sm_90a).
+  std::string str(Target t) const;
+  bool operator==(const TileConfig &o) const {
+    return bm == o.bm && bn == o.bn && bk == o.bk && stages == o.stages &&
+           warpsM == o.warpsM && warpsN == o.warpsN && groupM == o.groupM;
+  }
+};
+
+/// Every configuration the heuristic can return for `t`.
+std::vector<TileConfig> candidateConfigs(Target t);
+/// The heuristic: the configuration to use for `p` (see docs/nvptx.md).
+TileConfig chooseTileConfig(const GemmProblem &p);
+/// Why `p` cannot be generated, or nullopt if it can.
+std::optional<std::string> checkProblem(const GemmProblem &p);
+
+/// Number of SMs the heuristic assumes (A100: 108, H100/H200: 132).
+int assumedSMs(Target t);
+
+/// Launch geometry of a generated kernel.
+struct LaunchGeometry {
+  unsigned grid = 1;    // 1-D grid; tiles are rastered in the kernel
+  unsigned block = 128;
+  unsigned smemBytes = 0;
+};
+/// `sms` = number of SMs on the device (persistent grid size on sm_90a).
+LaunchGeometry launchGeometry(const GemmProblem &p, const TileConfig &c,
+                              int sms);
+
+/// Kernel arguments, in order (all passed by value, 8-byte aligned pointers):
+///   sm_80 : ptr A, ptr B, ptr C, ptr bias, ptr residual, i32 M, N, K, f32 alpha
+///   sm_90a: ptr tmapA, ptr tmapB, ptr C, ptr bias, ptr residual, i32 M, N, K,
+///           f32 alpha  (tmapX: device pointer to a 128-byte CUtensorMap)
+/// TMA boxes on sm_90a, {inner, outer} in elements (see tmaBox()).
+struct TmaBox {
+  uint32_t inner = 64, outer = 64;
+};
+/// The box each TMA load of operand A (`a` = true) or B uses.
+TmaBox tmaBox(const GemmProblem &p, const TileConfig &c, bool a);
+
+std::string toString(Target t);
+std::string toString(ElemType t);
+std::string toString(Form f);
+std::string toString(Activation a);
+std::optional<Target> parseTarget(const std::string &s);
+std::optional<ElemType> parseElemType(const std::string &s);
+std::optional<Form> parseForm(const std::string &s);
+std::optional<Activation> parseActivation(const std::string &s);
+int elemBytes(ElemType t);
+/// A stable symbol name that encodes problem class and config.
+std::string kernelName(const GemmProblem &p, const TileConfig &c);
+
+} // namespace tg::nvptx
+
+#endif // TG_CODEGEN_NVPTX_GEMMCONFIG_H

@@ -1,0 +1,191 @@
+//===- TGDialect.cpp - the tg dialect ---------------------------*- C++ -*-===//
+//
+// Dialect registration, the #tg.init attribute, constant materialisation and
+// the verifiers of the attributes that tag model functions (tg.name, tg.role,
+// tg.init on arguments and results; tg.model, tg.hyper, tg.train on modules).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/TGOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+
+#include "dialects/TGDialect.cpp.inc"
+#include "dialects/TGEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/TGAttrs.cpp.inc"
+
+void TGDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/TGOps.cpp.inc"
+      >();
+  registerAttributes();
+}
+
+void TGDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/TGAttrs.cpp.inc"
+      >();
+}
+
+Operation *TGDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                          Type type, Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, elements);
+}
+
+//===----------------------------------------------------------------------===//
+// #tg.init
+//===----------------------------------------------------------------------===//
+
+/// Number of arguments each initializer kind takes, or -1 if unknown.
+static int initializerArity(StringRef kind) {
+  return llvm::StringSwitch<int>(kind)
+      .Cases({"zeros", "ones", "glorot_uniform", "glorot_normal"}, 0)
+      .Cases({"kaiming_uniform", "kaiming_normal"}, 0)
+      .Case("constant", 1)
+      .Cases({"normal", "uniform"}, 2)
+      .Default(-1);
+}
+
+LogicalResult
+InitializerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        StringRef kind, ArrayRef<double> args) {
+  int arity = initializerArity(kind);
+  if (arity < 0)
+    return emitError() << "unknown initializer '" << kind
+                       << "' (expected zeros, ones, constant, normal, uniform, "
+                          "glorot_uniform, glorot_normal, kaiming_uniform or "
+                          "kaiming_normal)";
+  if (static_cast<int>(args.size()) != arity)
+    return emitError() << "initializer '" << kind << "' takes " << arity
+                       << " argument(s), got " << args.size();
+  if (kind == "normal" && !(args[1] > 0))
+    return emitError() << "normal initializer needs std > 0, got " << args[1];
+  if (kind == "uniform" && !(args[0] < args[1]))
+    return emitError() << "uniform initializer needs lo < hi, got (" << args[0]
+                       << ", " << args[1] << ")";
+  return success();
+}
+
+Attribute InitializerAttr::parse(AsmParser &parser, Type) {
+  std::string kind;
+  SmallVector<double> args;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseKeywordOrString(&kind))
+    return {};
+  if (succeeded(parser.parseOptionalLParen())) {
+    if (parser.parseCommaSeparatedList([&] {
+          double v;
+          if (parser.parseFloat(v))
+            return failure();
+          args.push_back(v);
+          return success();
+        }) ||
+        parser.parseRParen())
+      return {};
+  }
+  if (parser.parseGreater())
+    return {};
+  return InitializerAttr::getChecked(
+      [&] { return parser.emitError(loc); }, parser.getContext(), kind, args);
+}
+
+void InitializerAttr::print(AsmPrinter &printer) const {
+  printer << '<' << getKind();
+  if (!getArgs().empty()) {
+    printer << '(';
+    llvm::interleaveComma(getArgs(), printer,
+                          [&](double v) { printer << APFloat(v); });
+    printer << ')';
+  }
+  printer << '>';
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes on model functions and modules
+//===----------------------------------------------------------------------===//
+
+/// Checks one tg.* attribute on a function argument (isArg) or result.
+static LogicalResult verifyModelAttr(Operation *op, NamedAttribute attr,
+                                     unsigned index, bool isArg) {
+  StringRef name = attr.getName().strref();
+  StringRef what = isArg ? "argument" : "result";
+  auto fail = [&]() {
+    return op->emitOpError() << what << " #" << index << ": ";
+  };
+  if (name == attr::name) {
+    auto str = dyn_cast<StringAttr>(attr.getValue());
+    if (!str || str.getValue().empty())
+      return fail() << "'" << name << "' must be a non-empty string";
+    return success();
+  }
+  if (name == attr::role) {
+    auto str = dyn_cast<StringAttr>(attr.getValue());
+    bool ok = str && (isArg ? (str == "param" || str == "input")
+                            : (str == "loss" || str == "output"));
+    if (!ok)
+      return fail() << "'" << name << "' must be "
+                    << (isArg ? "\"param\" or \"input\""
+                              : "\"loss\" or \"output\"");
+    return success();
+  }
+  if (name == attr::init && isArg) {
+    if (!isa<InitializerAttr>(attr.getValue()))
+      return fail() << "'" << name << "' must be a #tg.init attribute";
+    return success();
+  }
+  return fail() << "unknown tg attribute '" << name << "'";
+}
+
+LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                  unsigned argIndex,
+                                                  NamedAttribute attr) {
+  if (failed(verifyModelAttr(op, attr, argIndex, /*isArg=*/true)))
+    return failure();
+  // An initializer only makes sense on a float parameter.
+  if (attr.getName() == attr::init) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    if (fn && argIndex < fn.getNumArguments() &&
+        !isa<FloatType>(getElementTypeOrSelf(fn.getArgumentTypes()[argIndex])))
+      return op->emitOpError()
+             << "argument #" << argIndex
+             << ": 'tg.init' on a non-float argument; only float parameters "
+                "are initialised";
+  }
+  return success();
+}
+
+LogicalResult TGDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                     unsigned resultIndex,
+                                                     NamedAttribute attr) {
+  return verifyModelAttr(op, attr, resultIndex, /*isArg=*/false);
+}
+
+LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attr) {
+  StringRef name = attr.getName().strref();
+  if (name == attr::model) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << name << "' must be a string";
+    return success();
+  }
+  if (name == attr::hyper || name == attr::train) {
+    if (!isa<DictionaryAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << name << "' must be a dictionary";
+    return success();
+  }
+  return op->emitOpError() << "unknown tg attribute '" << name << "'";
+}

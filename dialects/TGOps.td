@@ -1,0 +1,569 @@
+//===- TGOps.td - tg operations ----------------------------*- tablegen -*-===//
+//
+// Every op of the tg dialect, each documented where it is defined. Shape and
+// element-type rules live in the C++ inferReturnTypes/verify functions of
+// TGOps.cpp so that each error names the shapes involved.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TG_OPS_TD
+#define TG_OPS_TD
+
+include "dialects/TGAttrs.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def TG_FloatElt : AnyTypeOf<[F32, BF16, F16, F64]>;
+def TG_IntElt : AnyTypeOf<[I32, I64]>;
+def TG_Tensor : StaticShapeTensorOf<[F32, BF16, F16, F64, I32, I64, I1]>;
+def TG_NumTensor : StaticShapeTensorOf<[F32, BF16, F16, F64, I32, I64]>;
+def TG_FloatTensor : StaticShapeTensorOf<[F32, BF16, F16, F64]>;
+def TG_IntTensor : StaticShapeTensorOf<[I32, I64]>;
+def TG_BoolTensor : StaticShapeTensorOf<[I1]>;
+def TG_Seed : 0DTensorOf<[I64]>;
+
+def TG_Pair : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayCount<2>]>;
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary ops with NumPy broadcasting
+//===----------------------------------------------------------------------===//
+
+class TG_BinaryOp<string mnemonic, string desc, TypeConstraint operandTy = TG_NumTensor>
+    : TG_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise " # desc # " with NumPy broadcasting";
+  let description = [{
+    Computes `}] # desc # [{` elementwise. Shapes broadcast as in NumPy: they
+    are aligned at the right, and each pair of dimensions is equal or one of
+    them is 1. Both operands have the same element type.
+
+    ```mlir
+    %r = tg.}] # mnemonic # [{ %a, %b : tensor<4x1xf32>, tensor<3xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins operandTy:$lhs, operandTy:$rhs);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return inferBroadcastResult(loc, adaptor.getOperands(), /*resultElt=*/{},
+                                  types);
+    }
+  }];
+}
+
+def TG_AddOp : TG_BinaryOp<"add", "addition"> {
+  let hasFolder = 1;
+}
+def TG_SubOp : TG_BinaryOp<"sub", "subtraction">;
+def TG_MulOp : TG_BinaryOp<"mul", "multiplication"> {
+  let hasFolder = 1;
+}
+def TG_DivOp : TG_BinaryOp<"div", "division">;
+def TG_PowOp : TG_BinaryOp<"pow", "power (lhs raised to rhs)", TG_FloatTensor>;
+def TG_MaximumOp : TG_BinaryOp<"maximum", "maximum">;
+def TG_MinimumOp : TG_BinaryOp<"minimum", "minimum">;
+
+def TG_CmpOp : TG_Op<"cmp", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise comparison with broadcasting, giving i1";
+  let description = [{
+    Compares elementwise with the predicate `eq`, `ne`, `lt`, `le`, `gt` or
+    `ge`; shapes broadcast as in `tg.add`. The result has element type i1 and
+    feeds `tg.select`.
+
+    ```mlir
+    %m = tg.cmp lt %a, %b : tensor<4x3xf32>, tensor<f32> -> tensor<4x3xi1>
+    ```
+  }];
+  let arguments = (ins TG_CmpPredicateAttr:$predicate, TG_NumTensor:$lhs,
+                       TG_NumTensor:$rhs);
+  let results = (outs TG_BoolTensor:$result);
+  let assemblyFormat = [{
+    $predicate $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def TG_SelectOp : TG_Op<"select", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise choice between two tensors, with broadcasting";
+  let description = [{
+    `cond ? true_value : false_value` elementwise; all three broadcast
+    together. This is the masked fill of attention and of `ignore_index`.
+
+    ```mlir
+    %r = tg.select %m, %a, %b : tensor<4x3xi1>, tensor<4x3xf32>, tensor<f32> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins TG_BoolTensor:$cond, TG_Tensor:$true_value,
+                       TG_Tensor:$false_value);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $cond `,` $true_value `,` $false_value attr-dict `:` type($cond) `,`
+    type($true_value) `,` type($false_value) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary ops
+//===----------------------------------------------------------------------===//
+
+class TG_UnaryOp<string mnemonic, string formula, TypeConstraint ty = TG_FloatTensor,
+                 list<Trait> traits = []>
+    : TG_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
+  let summary = "elementwise " # formula;
+  let description = [{
+    Computes `}] # formula # [{` for every element; the result has the
+    operand's type.
+
+    ```mlir
+    %r = tg.}] # mnemonic # [{ %x : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins ty:$input);
+  let results = (outs ty:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def TG_NegOp : TG_UnaryOp<"neg", "-x", TG_NumTensor>;
+def TG_AbsOp : TG_UnaryOp<"abs", "|x|", TG_NumTensor>;
+def TG_ExpOp : TG_UnaryOp<"exp", "e^x">;
+def TG_LogOp : TG_UnaryOp<"log", "ln(x)">;
+def TG_SqrtOp : TG_UnaryOp<"sqrt", "sqrt(x)">;
+def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "1 / sqrt(x)">;
+def TG_TanhOp : TG_UnaryOp<"tanh", "tanh(x)">;
+def TG_ErfOp : TG_UnaryOp<"erf", "erf(x), the Gauss error function">;
+def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "1 / (1 + e^-x)">;
+def TG_ReluOp : TG_UnaryOp<"relu", "max(x, 0)", TG_NumTensor>;
+def TG_SiluOp : TG_UnaryOp<"silu", "x * sigmoid(x)">;
+
+def TG_GeluOp : TG_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise GELU, exact (erf) or tanh-approximated";
+  let description = [{
+    `x * Phi(x)` with the normal CDF `Phi`. `approximate = tanh` selects
+    `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, GPT-2's form.
+
+    ```mlir
+    %r = tg.gelu %x approximate = tanh : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input,
+      DefaultValuedAttr<TG_GeluApproximationAttr, "GeluApproximation::none">:$approximate);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`approximate` `=` $approximate^)? attr-dict `:` type($input)
+  }];
+}
+
+def TG_CastOp : TG_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+  let summary = "element type conversion";
+  let description = [{
+    Converts every element to the result's element type (rounding to nearest
+    even for floats, truncation toward zero for float to integer).
+
+    ```mlir
+    %r = tg.cast %x : tensor<4x8xf32> to tensor<4x8xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
+def TG_ConstantOp : TG_Op<"constant", [ConstantLike, Pure, InferTypeOpAdaptor]> {
+  let summary = "a constant tensor";
+  let description = [{
+    ```mlir
+    %c = tg.constant dense<5.000000e-01> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and reductions
+//===----------------------------------------------------------------------===//
+
+def TG_MatmulOp : TG_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "matrix product, 2-D or batched, optionally transposed operands";
+  let description = [{
+    `op(lhs) @ op(rhs)` where `op` transposes the last two dimensions when
+    `transpose_lhs` / `transpose_rhs` is set. Leading (batch) dimensions
+    broadcast as in NumPy's `matmul`.
+
+    ```mlir
+    %c = tg.matmul %a, %b {transpose_rhs} : tensor<8x64x32xf32>, tensor<16x32xf32> -> tensor<8x64x16xf32>
+    ```
+  }];
+  let arguments = (ins TG_NumTensor:$lhs, TG_NumTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs TG_NumTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+class TG_ReduceOp<string mnemonic, string what, TypeConstraint ty = TG_NumTensor>
+    : TG_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = what # " over a list of axes";
+  let description = [{
+    Reduces `input` over `axes` (distinct, in `[0, rank)`), computing the }]
+    # what # [{. With `keepdims` the reduced dimensions stay as size 1.
+
+    ```mlir
+    %r = tg.}] # mnemonic # [{ %x axes = [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+  }];
+  let arguments = (ins ty:$input, DenseI64ArrayAttr:$axes, UnitAttr:$keepdims);
+  let results = (outs ty:$result);
+  let assemblyFormat = [{
+    $input `axes` `=` $axes (`keepdims` $keepdims^)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return inferReduceResult(loc, adaptor.getInput(), adaptor.getAxes(),
+                               adaptor.getKeepdims(), types);
+    }
+  }];
+}
+
+def TG_SumOp : TG_ReduceOp<"sum", "sum">;
+def TG_MeanOp : TG_ReduceOp<"mean", "arithmetic mean", TG_FloatTensor>;
+def TG_MaxOp : TG_ReduceOp<"max", "maximum">;
+
+//===----------------------------------------------------------------------===//
+// Normalisations and losses (composite ops; see tg-decompose)
+//===----------------------------------------------------------------------===//
+
+class TG_SoftmaxLikeOp<string mnemonic, string formula>
+    : TG_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = formula # " along one axis";
+  let description = [{
+    Computes `}] # formula # [{` along `axis` (negative values count from
+    the end), in a numerically stable way (the maximum is subtracted first).
+
+    ```mlir
+    %p = tg.}] # mnemonic # [{ %x axis = -1 : tensor<4x10xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def TG_SoftmaxOp : TG_SoftmaxLikeOp<"softmax", "exp(x) / sum(exp(x))">;
+def TG_LogSoftmaxOp : TG_SoftmaxLikeOp<"log_softmax", "x - log(sum(exp(x)))">;
+
+def TG_CrossEntropyOp : TG_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
+  let summary = "mean cross-entropy of logits against integer labels";
+  let description = [{
+    `logits` has shape `[..., C]` and `labels` the leading shape `[...]`.
+    The result is the mean, over the positions whose label is not
+    `ignore_index` (default -100), of `-log_softmax(logits)[label]`; it is 0
+    when every position is ignored.
+
+    ```mlir
+    %l = tg.cross_entropy %logits, %labels : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$logits, TG_IntTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)
+  }];
+}
+
+def TG_MseLossOp : TG_Op<"mse_loss", [Pure, InferTypeOpAdaptor]> {
+  let summary = "mean squared error";
+  let description = [{
+    `mean((input - target)^2)` over every element; both have the same type.
+
+    ```mlir
+    %l = tg.mse_loss %y, %t : tensor<32x1xf32>, tensor<32x1xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$target);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $target attr-dict `:` type($input) `,` type($target) `->` type($result)
+  }];
+}
+
+def TG_LayerNormOp : TG_Op<"layer_norm",
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>]> {
+  let summary = "layer normalisation over the last dimension";
+  let description = [{
+    `(x - mean) / sqrt(var + eps) * scale + bias` with mean and (biased)
+    variance over the last dimension; `scale` and `bias` have shape `[D]` and
+    are optional.
+
+    ```mlir
+    %y = tg.layer_norm %x scale(%g : tensor<768xf32>) bias(%b : tensor<768xf32>) {eps = 1.0e-05 : f64} : tensor<8x768xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, Optional<TG_FloatTensor>:$scale,
+                       Optional<TG_FloatTensor>:$bias,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$eps);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`scale` `(` $scale^ `:` type($scale) `)`)?
+    (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_RmsNormOp : TG_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "RMS normalisation over the last dimension";
+  let description = [{
+    `x / sqrt(mean(x^2) + eps) * scale` over the last dimension; `scale` has
+    shape `[D]` and is optional.
+
+    ```mlir
+    %y = tg.rms_norm %x scale(%g : tensor<512xf32>) : tensor<8x512xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, Optional<TG_FloatTensor>:$scale,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$eps);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`scale` `(` $scale^ `:` type($scale) `)`)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def TG_EmbeddingOp : TG_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+  let summary = "row gather from an embedding table";
+  let description = [{
+    `result[i..., :] = table[indices[i...], :]`. Indices outside `[0, V)`
+    are clamped.
+
+    ```mlir
+    %e = tg.embedding %wte, %ids : tensor<50257x768xf32>, tensor<8x1024xi64> -> tensor<8x1024x768xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$table, TG_IntTensor:$indices);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $indices attr-dict `:` type($table) `,` type($indices) `->` type($result)
+  }];
+}
+
+def TG_ReshapeOp : TG_Op<"reshape", [Pure]> {
+  let summary = "same elements, new static shape";
+  let description = [{
+    Reinterprets the elements (row-major) with the result's shape; the
+    element count and type are unchanged.
+
+    ```mlir
+    %r = tg.reshape %x : tensor<8x1024x768xf32> to tensor<8192x768xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def TG_TransposeOp : TG_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "permutation of dimensions";
+  let description = [{
+    `result.shape[i] = input.shape[permutation[i]]`.
+
+    ```mlir
+    %t = tg.transpose %x perm = [0, 2, 1, 3] : tensor<8x64x12x64xf32> -> tensor<8x12x64x64xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $input `perm` `=` $permutation attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def TG_BroadcastToOp : TG_Op<"broadcast_to", [Pure]> {
+  let summary = "explicit NumPy broadcast to a larger shape";
+  let description = [{
+    ```mlir
+    %b = tg.broadcast_to %x : tensor<1x768xf32> to tensor<8x768xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def TG_SliceOp : TG_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "strided slice with static bounds";
+  let description = [{
+    Along every dimension `d`, keeps indices `start[d], start[d] + step[d],
+    ...` below `limit[d]`, with `0 <= start <= limit <= size` and `step >= 1`.
+
+    ```mlir
+    %s = tg.slice %x start [0, 768] limit [8, 1536] step [1, 1] : tensor<8x2304xf32> -> tensor<8x768xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$limit, DenseI64ArrayAttr:$step);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $input `start` $start `limit` $limit `step` $step attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def TG_ConcatOp : TG_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "concatenation along one axis";
+  let description = [{
+    All inputs have the same rank and element type, and equal sizes except
+    along `axis`.
+
+    ```mlir
+    %c = tg.concat %a, %b axis = 1 : tensor<4x2xf32>, tensor<4x3xf32> -> tensor<4x5xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs `axis` `=` $axis attr-dict `:` type($inputs) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Masking and randomness
+//===----------------------------------------------------------------------===//
+
+def TG_CausalMaskOp : TG_Op<"causal_mask", [Pure, SameOperandsAndResultType]> {
+  let summary = "fill the strictly upper triangle of the last two dims";
+  let description = [{
+    `result[..., i, j] = j > i ? value : input[..., i, j]`: the causal mask of
+    self-attention scores. `value` defaults to -inf.
+
+    ```mlir
+    %m = tg.causal_mask %scores : tensor<8x12x64x64xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input,
+      DefaultValuedAttr<F64Attr, "-::std::numeric_limits<double>::infinity()">:$value);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def TG_DropoutOp : TG_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "inverted dropout with a counter-based RNG";
+  let description = [{
+    Zeroes each element with probability `p` and scales the others by
+    `1 / (1 - p)`. The mask is a pure function of (`seed`, `stream`, element
+    index) through a counter-based generator (Philox-4x32-10), so the
+    backward pass and rematerialisation see the same mask. `stream` tells
+    dropout ops apart within one step.
+
+    ```mlir
+    %d = tg.dropout %x, %seed {p = 1.0e-01 : f64, stream = 3 : i64} : tensor<8x768xf32>, tensor<i64>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_Seed:$seed, F64Attr:$p,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $seed attr-dict `:` type($input) `,` type($seed)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_OneHotOp : TG_Op<"one_hot", [Pure]> {
+  let summary = "integer indices to one-hot vectors";
+  let description = [{
+    `result[i..., c] = (indices[i...] == c) ? 1 : 0`; the number of classes
+    is the result's last dimension.
+
+    ```mlir
+    %o = tg.one_hot %labels : tensor<32xi64> -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins TG_IntTensor:$indices);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$indices attr-dict `:` type($indices) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+def TG_Conv2dOp : TG_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D convolution, NCHW input, OIHW weight";
+  let description = [{
+    `input` is `[N, C, H, W]`, `weight` is `[O, C / groups, KH, KW]`;
+    `stride`, `padding` (zeros, both sides) and `dilation` are (h, w) pairs.
+    The output is `[N, O, (H + 2p - d (KH - 1) - 1) / s + 1, ...]`.
+
+    ```mlir
+    %y = tg.conv2d %x, %w {padding = array<i64: 2, 2>} : tensor<8x1x28x28xf32>, tensor<6x1x5x5xf32> -> tensor<8x6x28x28xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       DefaultValuedAttr<TG_Pair, "{1, 1}">:$stride,
+                       DefaultValuedAttr<TG_Pair, "{0, 0}">:$padding,
+                       DefaultValuedAttr<TG_Pair, "{1, 1}">:$dilation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` type($input) `,` type($weight) `->` type($result)
+  }];
+}
+
+class TG_PoolOp<string mnemonic, string what>
+    : TG_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D " # what # " pooling over NCHW";
+  let description = [{
+    Takes the }] # what # [{ of each `kernel` window, moved by `stride`, with
+    `padding` on both sides (padded positions never win a max and are not
+    counted in an average).
+
+    ```mlir
+    %p = tg.}] # mnemonic # [{ %x kernel = [2, 2] stride = [2, 2] : tensor<8x6x28x28xf32> -> tensor<8x6x14x14xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_Pair:$kernel, TG_Pair:$stride,
+                       DefaultValuedAttr<TG_Pair, "{0, 0}">:$padding);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `kernel` `=` $kernel `stride` `=` $stride attr-dict `:` type($input) `->` type($result)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return inferPoolResult(loc, adaptor.getInput(), adaptor.getKernel(),
+                             adaptor.getStride(), adaptor.getPadding(), types);
+    }
+  }];
+}
+
+def TG_MaxPool2dOp : TG_PoolOp<"max_pool2d", "maximum">;
+def TG_AvgPool2dOp : TG_PoolOp<"avg_pool2d", "average">;
+
+#endif // TG_OPS_TD

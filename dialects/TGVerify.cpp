@@ -1,0 +1,132 @@
+//===- TGVerify.cpp - verifiers of tg ops -----------------------*- C++ -*-===//
+//
+// Semantic checks that ODS constraints and type inference cannot express.
+// Each message names the values and shapes a user needs to fix the model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/TGOps.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+
+LogicalResult ConstantOp::verify() {
+  if (!isa<RankedTensorType>(getValue().getType()) ||
+      !cast<RankedTensorType>(getValue().getType()).hasStaticShape())
+    return emitOpError("value must be a statically shaped tensor, got ")
+           << getValue().getType();
+  return success();
+}
+
+/// Softmax and log-softmax share their axis check.
+static LogicalResult verifyAxis(Operation *op, RankedTensorType type,
+                                int64_t axis) {
+  int64_t rank = type.getRank();
+  if (rank == 0)
+    return op->emitOpError("needs a tensor of rank >= 1, got ") << type;
+  if (axis < -rank || axis >= rank)
+    return op->emitOpError("axis ")
+           << axis << " is out of range for " << type << " (valid: " << -rank
+           << " to " << rank - 1 << ")";
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifyAxis(*this, getInput().getType(), getAxis());
+}
+
+LogicalResult LogSoftmaxOp::verify() {
+  return verifyAxis(*this, getInput().getType(), getAxis());
+}
+
+/// Checks an optional [D] scale/bias of a normalisation of `input`.
+static LogicalResult verifyNormParam(Operation *op, StringRef name,
+                                     RankedTensorType input, Value param) {
+  if (!param)
+    return success();
+  auto type = cast<RankedTensorType>(param.getType());
+  int64_t d = input.getShape().back();
+  if (type.getRank() != 1 || type.getDimSize(0) != d ||
+      type.getElementType() != input.getElementType())
+    return op->emitOpError() << name << " must be tensor<" << d << "x"
+                             << input.getElementType()
+                             << "> to match the last dimension of " << input
+                             << ", got " << type;
+  return success();
+}
+
+/// Checks the input rank and epsilon of layer_norm and rms_norm.
+static LogicalResult verifyNorm(Operation *op, RankedTensorType input,
+                                double eps) {
+  if (input.getRank() < 1)
+    return op->emitOpError("needs an input of rank >= 1, got ") << input;
+  if (!(eps > 0))
+    return op->emitOpError("eps must be > 0, got ") << eps;
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  auto type = getInput().getType();
+  if (failed(verifyNorm(*this, type, getEps().convertToDouble())))
+    return failure();
+  return failure(failed(verifyNormParam(*this, "scale", type, getScale())) ||
+                 failed(verifyNormParam(*this, "bias", type, getBias())));
+}
+
+LogicalResult RmsNormOp::verify() {
+  auto type = getInput().getType();
+  if (failed(verifyNorm(*this, type, getEps().convertToDouble())))
+    return failure();
+  return verifyNormParam(*this, "scale", type, getScale());
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getType());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("cannot change the element type (")
+           << in.getElementType() << " to " << out.getElementType()
+           << "); use tg.cast";
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("cannot reshape ")
+           << in << " (" << in.getNumElements() << " elements) to " << out
+           << " (" << out.getNumElements() << " elements)";
+  return success();
+}
+
+LogicalResult BroadcastToOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getType());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("cannot change the element type; use tg.cast");
+  auto shape = broadcastShapes(in.getShape(), out.getShape());
+  if (in.getRank() > out.getRank() || !shape || *shape != out.getShape())
+    return emitOpError("cannot broadcast ") << in << " to " << out;
+  return success();
+}
+
+LogicalResult CausalMaskOp::verify() {
+  if (getInput().getType().getRank() < 2)
+    return emitOpError("needs a tensor of rank >= 2 (its last two dimensions "
+                       "are query and key positions), got ")
+           << getInput().getType();
+  return success();
+}
+
+LogicalResult DropoutOp::verify() {
+  double p = getP().convertToDouble();
+  if (!(p >= 0 && p < 1))
+    return emitOpError("probability p must be in [0, 1), got ") << p;
+  return success();
+}
+
+LogicalResult OneHotOp::verify() {
+  auto in = getIndices().getType();
+  auto out = getType();
+  if (out.getRank() != in.getRank() + 1 ||
+      out.getShape().drop_back() != in.getShape())
+    return emitOpError("result must be the indices' shape plus a class "
+                       "dimension: indices ")
+           << in << ", result " << out;
+  return success();
+}

@@ -1,0 +1,29 @@
+# lit configuration for TGC: tg-opt, tgc and friends with FileCheck.
+import os
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "TG"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".tg", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tg_obj_root)
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope --dump-input=fail"
+
+config.substitutions.append(("%tg_src", config.tg_src_root))
+config.substitutions.append(("%examples", os.path.join(config.tg_src_root, "examples")))
+
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.tg_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# Optional tools: tests that need them say `REQUIRES: ptxas` etc.
+ptxas = os.path.join(config.cuda_home, "bin", "ptxas")
+if os.access(ptxas, os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+for tool in ["tgc", "tg-run", "tg-bench-gemm"]:
+    if os.path.exists(os.path.join(config.tg_tools_dir, tool)):
+        config.available_features.add(tool)

@@ -1,0 +1,214 @@
+//===- DecomposeComposites.cpp - composite tg ops to primitives -*- C++ -*-===//
+//
+// Rewrites softmax, log_softmax, gelu, silu, sigmoid, layer_norm, rms_norm,
+// cross_entropy and mse_loss into primitive tg ops. Each decomposition is one
+// function below; the pattern around them is shared.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_DECOMPOSECOMPOSITESPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+/// Small builder of tg arithmetic at one location.
+struct Emit {
+  PatternRewriter &rw;
+  Location loc;
+
+  /// A rank-0 constant of element type `elt` (broadcasts against anything).
+  Value scalar(Type elt, double v) {
+    auto type = RankedTensorType::get({}, elt);
+    Attribute value = isa<FloatType>(elt)
+                          ? Attribute(FloatAttr::get(elt, v))
+                          : Attribute(IntegerAttr::get(elt, (int64_t)v));
+    return ConstantOp::create(rw, loc, DenseElementsAttr::get(type, value));
+  }
+  Value add(Value a, Value b) { return AddOp::create(rw, loc, a, b); }
+  Value sub(Value a, Value b) { return SubOp::create(rw, loc, a, b); }
+  Value mul(Value a, Value b) { return MulOp::create(rw, loc, a, b); }
+  Value div(Value a, Value b) { return DivOp::create(rw, loc, a, b); }
+  Value sum(Value x, ArrayRef<int64_t> axes, bool keep) {
+    return SumOp::create(rw, loc, x, axes, keep);
+  }
+  Value mean(Value x, ArrayRef<int64_t> axes, bool keep) {
+    return MeanOp::create(rw, loc, x, axes, keep);
+  }
+  Value max(Value x, ArrayRef<int64_t> axes, bool keep) {
+    return MaxOp::create(rw, loc, x, axes, keep);
+  }
+  /// Every axis of `x`, for full reductions.
+  static SmallVector<int64_t> allAxes(Value x) {
+    auto rank = cast<RankedTensorType>(x.getType()).getRank();
+    return llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  }
+  static Type elt(Value x) { return getElementTypeOrSelf(x.getType()); }
+};
+
+/// Normalises a possibly negative axis of `x`.
+int64_t normAxis(Value x, int64_t axis) {
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  return axis < 0 ? axis + rank : axis;
+}
+
+Value decompose(SoftmaxOp op, Emit &e) {
+  Value x = op.getInput();
+  int64_t axis = normAxis(x, op.getAxis());
+  Value shifted = e.sub(x, e.max(x, axis, true));
+  Value exp = ExpOp::create(e.rw, e.loc, shifted);
+  return e.div(exp, e.sum(exp, axis, true));
+}
+
+Value decompose(LogSoftmaxOp op, Emit &e) {
+  Value x = op.getInput();
+  int64_t axis = normAxis(x, op.getAxis());
+  Value shifted = e.sub(x, e.max(x, axis, true));
+  Value sum = e.sum(ExpOp::create(e.rw, e.loc, shifted), axis, true);
+  return e.sub(shifted, LogOp::create(e.rw, e.loc, sum));
+}
+
+Value decompose(GeluOp op, Emit &e) {
+  Value x = op.getInput();
+  Type t = Emit::elt(x);
+  Value inner;
+  if (op.getApproximate() == GeluApproximation::tanh) {
+    Value cube = e.mul(e.mul(x, x), x);
+    Value poly = e.add(x, e.mul(e.scalar(t, 0.044715), cube));
+    inner = TanhOp::create(e.rw, e.loc,
+                           e.mul(e.scalar(t, std::sqrt(2.0 / M_PI)), poly));
+  } else {
+    inner = ErfOp::create(e.rw, e.loc, e.mul(x, e.scalar(t, M_SQRT1_2)));
+  }
+  Value half = e.mul(e.scalar(t, 0.5), x);
+  return e.mul(half, e.add(e.scalar(t, 1.0), inner));
+}
+
+Value decompose(SigmoidOp op, Emit &e) {
+  Value x = op.getInput();
+  Type t = Emit::elt(x);
+  Value exp = ExpOp::create(e.rw, e.loc, NegOp::create(e.rw, e.loc, x));
+  return e.div(e.scalar(t, 1.0), e.add(e.scalar(t, 1.0), exp));
+}
+
+Value decompose(SiluOp op, Emit &e) {
+  Value x = op.getInput();
+  return e.mul(x, SigmoidOp::create(e.rw, e.loc, x));
+}
+
+/// `x * rsqrt(meanSquare + eps)`, shared by layer_norm and rms_norm.
+Value normalise(Emit &e, Value x, Value meanSquare, double eps) {
+  Value var = e.add(meanSquare, e.scalar(Emit::elt(x), eps));
+  return e.mul(x, RsqrtOp::create(e.rw, e.loc, var));
+}
+
+Value decompose(LayerNormOp op, Emit &e) {
+  Value x = op.getInput();
+  int64_t last = normAxis(x, -1);
+  Value centred = e.sub(x, e.mean(x, last, true));
+  Value y = normalise(e, centred, e.mean(e.mul(centred, centred), last, true),
+                      op.getEps().convertToDouble());
+  if (op.getScale())
+    y = e.mul(y, op.getScale());
+  if (op.getBias())
+    y = e.add(y, op.getBias());
+  return y;
+}
+
+Value decompose(RmsNormOp op, Emit &e) {
+  Value x = op.getInput();
+  Value y = normalise(e, x, e.mean(e.mul(x, x), normAxis(x, -1), true),
+                      op.getEps().convertToDouble());
+  return op.getScale() ? e.mul(y, op.getScale()) : y;
+}
+
+Value decompose(CrossEntropyOp op, Emit &e) {
+  Value logits = op.getLogits(), labels = op.getLabels();
+  auto logitsType = cast<RankedTensorType>(logits.getType());
+  Type t = logitsType.getElementType();
+  int64_t last = logitsType.getRank() - 1;
+  Value logp = LogSoftmaxOp::create(e.rw, e.loc, logits, last);
+  Value onehot = OneHotOp::create(e.rw, e.loc, logitsType, labels);
+  Value picked = e.sum(e.mul(logp, onehot), last, false);
+  Value ignore = e.scalar(Emit::elt(labels), op.getIgnoreIndex());
+  Value valid = CmpOp::create(e.rw, e.loc, CmpPredicate::ne, labels, ignore);
+  Value zero = e.scalar(t, 0.0), one = e.scalar(t, 1.0);
+  Value nll = SelectOp::create(e.rw, e.loc, valid,
+                               NegOp::create(e.rw, e.loc, picked), zero);
+  Value count = SelectOp::create(e.rw, e.loc, valid, one, zero);
+  Value total = e.sum(nll, Emit::allAxes(nll), false);
+  Value n = e.sum(count, Emit::allAxes(count), false);
+  // An all-ignored batch has loss 0, not 0/0.
+  return e.div(total, MaximumOp::create(e.rw, e.loc, n, one));
+}
+
+Value decompose(MseLossOp op, Emit &e) {
+  Value d = e.sub(op.getInput(), op.getTarget());
+  Value sq = e.mul(d, d);
+  return e.mean(sq, Emit::allAxes(sq), false);
+}
+
+/// Replaces a composite op by its decomposition.
+template <typename OpTy>
+struct DecomposeOp final : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rw) const override {
+    Emit e{rw, op.getLoc()};
+    rw.replaceOp(op, decompose(op, e));
+    return success();
+  }
+};
+
+template <typename... OpTys>
+void addIfSelected(RewritePatternSet &patterns, ArrayRef<std::string> only) {
+  auto selected = [&](StringRef name) {
+    return only.empty() || llvm::is_contained(only, name.drop_front(3).str());
+  };
+  (void)std::initializer_list<int>{
+      (selected(OpTys::getOperationName())
+           ? (patterns.add<DecomposeOp<OpTys>>(patterns.getContext()), 0)
+           : 0)...};
+}
+
+struct DecomposeCompositesPass final
+    : impl::DecomposeCompositesPassBase<DecomposeCompositesPass> {
+  using Base::Base;
+  LogicalResult initialize(MLIRContext *ctx) override {
+    static constexpr llvm::StringLiteral known[] = {
+        "softmax", "log_softmax", "gelu", "silu", "sigmoid",
+        "layer_norm", "rms_norm", "cross_entropy", "mse_loss"};
+    for (const std::string &name : ops)
+      if (!llvm::is_contained(known, name))
+        return emitError(UnknownLoc::get(ctx))
+               << "tg-decompose: '" << name
+               << "' is not a composite op (known: softmax, log_softmax, "
+                  "gelu, silu, sigmoid, layer_norm, rms_norm, cross_entropy, "
+                  "mse_loss)";
+    return success();
+  }
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateDecomposeCompositesPatterns(patterns, ops);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mlir::tg::populateDecomposeCompositesPatterns(RewritePatternSet &patterns,
+                                                   ArrayRef<std::string> only) {
+  addIfSelected<SoftmaxOp, LogSoftmaxOp, GeluOp, SiluOp, SigmoidOp,
+                LayerNormOp, RmsNormOp, CrossEntropyOp, MseLossOp>(patterns,
+                                                                   only);
+}

@@ -1,0 +1,27 @@
+//===- InitAll.cpp - register everything TGC uses ---------------*- C++ -*-===//
+//
+// See InitAll.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/InitAll.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+void mlir::tg::registerAllDialects(DialectRegistry &registry) {
+  registry.insert<TGDialect, func::FuncDialect, arith::ArithDialect,
+                  scf::SCFDialect, tensor::TensorDialect>();
+}
+
+void mlir::tg::registerAllPasses() {
+  registerPasses();
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+}

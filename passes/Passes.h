@@ -1,0 +1,31 @@
+//===- Passes.h - TGC passes ------------------------------------*- C++ -*-===//
+//
+// Declarations of every pass in Passes.td, their pattern populators and the
+// registration entry point.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_PASSES_PASSES_H
+#define TGC_PASSES_PASSES_H
+
+#include "dialects/TGOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::tg {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+/// Patterns that rewrite composite ops into primitive ones. `only` names the
+/// ops to decompose (without the "tg." prefix); empty means all of them.
+void populateDecomposeCompositesPatterns(RewritePatternSet &patterns,
+                                         ArrayRef<std::string> only = {});
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+} // namespace mlir::tg
+
+#endif // TGC_PASSES_PASSES_H

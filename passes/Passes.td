@@ -1,0 +1,42 @@
+//===- Passes.td - every TGC pass --------------------------*- tablegen -*-===//
+//
+// The one place where TGC's passes are declared. Each pass lives in the .cpp
+// named after its def.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TG_PASSES_TD
+#define TG_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def DecomposeCompositesPass : Pass<"tg-decompose"> {
+  let summary = "Rewrite composite tg ops into primitive tg ops";
+  let description = [{
+    softmax, log_softmax, gelu, silu, sigmoid, layer_norm, rms_norm,
+    cross_entropy and mse_loss are ops in their own right so that autodiff
+    and fusion can treat them as units. Backends that lack a kernel for one
+    of them call this pass, which rewrites each into primitive tg ops
+    (elementwise arithmetic, reductions, one_hot, select) with the same
+    numerics: softmax subtracts the row maximum, cross_entropy averages over
+    the positions whose label is not ignore_index.
+
+    ```mlir
+    %p = tg.softmax %x axis = 1 : tensor<4x10xf32>
+    // becomes
+    %m = tg.max %x axes = [1] keepdims : tensor<4x10xf32> -> tensor<4x1xf32>
+    %d = tg.sub %x, %m : ...
+    %e = tg.exp %d : tensor<4x10xf32>
+    %s = tg.sum %e axes = [1] keepdims : ...
+    %p = tg.div %e, %s : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+  let options = [
+    ListOption<"ops", "ops", "std::string",
+               "Decompose only these ops (by name without the 'tg.' prefix, "
+               "e.g. ops=softmax,gelu); all composites when empty">,
+  ];
+}
+
+#endif // TG_PASSES_TD
