@@ -17,21 +17,12 @@ def TG_CmpPredicate : I32EnumAttr<"CmpPredicate", "comparison predicate", [
     I32EnumAttrCase<"lt", 2>, I32EnumAttrCase<"le", 3>,
     I32EnumAttrCase<"gt", 4>, I32EnumAttrCase<"ge", 5>]> {
   let cppNamespace = "::mlir::tg";
-  let genSpecializedAttr = 0;
-}
-def TG_CmpPredicateAttr : EnumAttr<TG_Dialect, TG_CmpPredicate, "cmp"> {
-  let assemblyFormat = "$value";
 }
 
 def TG_GeluApproximation : I32EnumAttr<"GeluApproximation",
     "GELU formula: exact (erf) or the tanh approximation", [
     I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"tanh", 1>]> {
   let cppNamespace = "::mlir::tg";
-  let genSpecializedAttr = 0;
-}
-def TG_GeluApproximationAttr
-    : EnumAttr<TG_Dialect, TG_GeluApproximation, "gelu_approximation"> {
-  let assemblyFormat = "$value";
 }
 
 def TG_InitializerAttr : AttrDef<TG_Dialect, "Initializer"> {
@@ -49,7 +40,16 @@ def TG_InitializerAttr : AttrDef<TG_Dialect, "Initializer"> {
     ```
   }];
   let parameters = (ins StringRefParameter<"initializer kind">:$kind,
-                        ArrayRefParameter<"double", "arguments">:$args);
+                        "::mlir::DenseF64ArrayAttr":$args);
+  let builders = [
+    AttrBuilder<(ins "::llvm::StringRef":$kind, "::llvm::ArrayRef<double>":$args), [{
+      return $_get($_ctxt, kind, ::mlir::DenseF64ArrayAttr::get($_ctxt, args));
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The arguments as plain numbers.
+    ::llvm::ArrayRef<double> getValues() const { return getArgs().asArrayRef(); }
+  }];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }

@@ -62,7 +62,8 @@ static int initializerArity(StringRef kind) {
 
 LogicalResult
 InitializerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                        StringRef kind, ArrayRef<double> args) {
+                        StringRef kind, DenseF64ArrayAttr argsAttr) {
+  ArrayRef<double> args = argsAttr.asArrayRef();
   int arity = initializerArity(kind);
   if (arity < 0)
     return emitError() << "unknown initializer '" << kind
@@ -100,14 +101,15 @@ Attribute InitializerAttr::parse(AsmParser &parser, Type) {
   if (parser.parseGreater())
     return {};
   return InitializerAttr::getChecked(
-      [&] { return parser.emitError(loc); }, parser.getContext(), kind, args);
+      [&] { return parser.emitError(loc); }, parser.getContext(), kind,
+      DenseF64ArrayAttr::get(parser.getContext(), args));
 }
 
 void InitializerAttr::print(AsmPrinter &printer) const {
   printer << '<' << getKind();
-  if (!getArgs().empty()) {
+  if (!getValues().empty()) {
     printer << '(';
-    llvm::interleaveComma(getArgs(), printer,
+    llvm::interleaveComma(getValues(), printer,
                           [&](double v) { printer << APFloat(v); });
     printer << ')';
   }

@@ -83,7 +83,7 @@ def TG_CmpOp : TG_Op<"cmp", [Pure, InferTypeOpAdaptor]> {
     %m = tg.cmp lt %a, %b : tensor<4x3xf32>, tensor<f32> -> tensor<4x3xi1>
     ```
   }];
-  let arguments = (ins TG_CmpPredicateAttr:$predicate, TG_NumTensor:$lhs,
+  let arguments = (ins TG_CmpPredicate:$predicate, TG_NumTensor:$lhs,
                        TG_NumTensor:$rhs);
   let results = (outs TG_BoolTensor:$result);
   let assemblyFormat = [{
@@ -154,7 +154,7 @@ def TG_GeluOp : TG_Op<"gelu", [Pure, SameOperandsAndResultType]> {
     ```
   }];
   let arguments = (ins TG_FloatTensor:$input,
-      DefaultValuedAttr<TG_GeluApproximationAttr, "GeluApproximation::none">:$approximate);
+      DefaultValuedAttr<TG_GeluApproximation, "GeluApproximation::none">:$approximate);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`approximate` `=` $approximate^)? attr-dict `:` type($input)
@@ -188,7 +188,6 @@ def TG_ConstantOp : TG_Op<"constant", [ConstantLike, Pure, InferTypeOpAdaptor]> 
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "attr-dict $value";
   let hasFolder = 1;
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -10,14 +10,6 @@
 using namespace mlir;
 using namespace mlir::tg;
 
-LogicalResult ConstantOp::verify() {
-  if (!isa<RankedTensorType>(getValue().getType()) ||
-      !cast<RankedTensorType>(getValue().getType()).hasStaticShape())
-    return emitOpError("value must be a statically shaped tensor, got ")
-           << getValue().getType();
-  return success();
-}
-
 /// Softmax and log-softmax share their axis check.
 static LogicalResult verifyAxis(Operation *op, RankedTensorType type,
                                 int64_t axis) {
@@ -48,9 +40,10 @@ static LogicalResult verifyNormParam(Operation *op, StringRef name,
   int64_t d = input.getShape().back();
   if (type.getRank() != 1 || type.getDimSize(0) != d ||
       type.getElementType() != input.getElementType())
-    return op->emitOpError() << name << " must be tensor<" << d << "x"
-                             << input.getElementType()
-                             << "> to match the last dimension of " << input
+    return op->emitOpError()
+           << name << " must be "
+           << RankedTensorType::get({d}, input.getElementType())
+           << " to match the last dimension of " << input
                              << ", got " << type;
   return success();
 }

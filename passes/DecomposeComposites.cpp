@@ -8,6 +8,7 @@
 
 #include "passes/Passes.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <cmath>
@@ -27,12 +28,12 @@ struct Emit {
   PatternRewriter &rw;
   Location loc;
 
-  /// A rank-0 constant of element type `elt` (broadcasts against anything).
-  Value scalar(Type elt, double v) {
-    auto type = RankedTensorType::get({}, elt);
-    Attribute value = isa<FloatType>(elt)
-                          ? Attribute(FloatAttr::get(elt, v))
-                          : Attribute(IntegerAttr::get(elt, (int64_t)v));
+  /// A rank-0 float constant of type `elt` (broadcasts against anything).
+  Value scalar(Type elt, double v) { return splat(FloatAttr::get(elt, v)); }
+  /// A rank-0 integer constant of type `elt`.
+  Value integer(Type elt, int64_t v) { return splat(IntegerAttr::get(elt, v)); }
+  Value splat(TypedAttr value) {
+    auto type = RankedTensorType::get({}, value.getType());
     return ConstantOp::create(rw, loc, DenseElementsAttr::get(type, value));
   }
   Value add(Value a, Value b) { return AddOp::create(rw, loc, a, b); }
@@ -140,7 +141,8 @@ Value decompose(CrossEntropyOp op, Emit &e) {
   Value logp = LogSoftmaxOp::create(e.rw, e.loc, logits, last);
   Value onehot = OneHotOp::create(e.rw, e.loc, logitsType, labels);
   Value picked = e.sum(e.mul(logp, onehot), last, false);
-  Value ignore = e.scalar(Emit::elt(labels), op.getIgnoreIndex());
+  Value ignore =
+      e.integer(Emit::elt(labels), op.getIgnoreIndexAttr().getInt());
   Value valid = CmpOp::create(e.rw, e.loc, CmpPredicate::ne, labels, ignore);
   Value zero = e.scalar(t, 0.0), one = e.scalar(t, 1.0);
   Value nll = SelectOp::create(e.rw, e.loc, valid,
@@ -181,7 +183,7 @@ void addIfSelected(RewritePatternSet &patterns, ArrayRef<std::string> only) {
 }
 
 struct DecomposeCompositesPass final
-    : impl::DecomposeCompositesPassBase<DecomposeCompositesPass> {
+    : tg::impl::DecomposeCompositesPassBase<DecomposeCompositesPass> {
   using Base::Base;
   LogicalResult initialize(MLIRContext *ctx) override {
     static constexpr llvm::StringLiteral known[] = {

@@ -20,7 +20,7 @@ void mlir::tg::registerAllDialects(DialectRegistry &registry) {
 }
 
 void mlir::tg::registerAllPasses() {
-  registerPasses();
+  registerTGPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 
 #include <catch2/catch.hpp>
 
@@ -50,6 +51,11 @@ struct Fixture {
     b.setInsertionPointToStart(fn.addEntryBlock());
   }
   Value arg(unsigned i) { return fn.getArgument(i); }
+  /// Terminates the scratch function and verifies the module.
+  bool verifies() {
+    func::ReturnOp::create(b, b.getUnknownLoc());
+    return succeeded(verify(*module));
+  }
 };
 
 SmallVector<int64_t> shapeOf(Value v) {
@@ -91,7 +97,7 @@ TEST_CASE("builders infer broadcast results", "[shapes]") {
   CHECK(cast<RankedTensorType>(cmp.getType()).getElementType().isInteger(1));
   Value sel = tg::SelectOp::create(f.b, loc, cmp, f.arg(1), f.arg(0));
   CHECK(shapeOf(sel) == SmallVector<int64_t>{4, 3});
-  CHECK(succeeded(verify(*f.module)));
+  CHECK(f.verifies());
 }
 
 TEST_CASE("matmul infers batched and transposed shapes", "[shapes]") {
@@ -103,7 +109,7 @@ TEST_CASE("matmul infers batched and transposed shapes", "[shapes]") {
   CHECK(shapeOf(mm) == SmallVector<int64_t>{8, 64, 16});
   auto tn = tg::MatmulOp::create(f.b, loc, f.arg(2), f.arg(2), true, false);
   CHECK(shapeOf(tn) == SmallVector<int64_t>{64, 64});
-  CHECK(succeeded(verify(*f.module)));
+  CHECK(f.verifies());
 }
 
 TEST_CASE("matmul with mismatched K reports both shapes", "[shapes]") {
@@ -129,7 +135,7 @@ TEST_CASE("reductions keep or drop dimensions", "[shapes]") {
   CHECK(shapeOf(tg::MaxOp::create(f.b, loc, x, ArrayRef<int64_t>{0, 1, 2},
                                   false))
             .empty());
-  CHECK(succeeded(verify(*f.module)));
+  CHECK(f.verifies());
 }
 
 TEST_CASE("conv2d and pooling output sizes", "[shapes]") {
@@ -146,5 +152,5 @@ TEST_CASE("conv2d and pooling output sizes", "[shapes]") {
   CHECK(shapeOf(pool) == SmallVector<int64_t>{8, 6, 14, 14});
   CHECK(tg::windowOutputSize(5, 3, 2, 1, 1) == 3);
   CHECK(tg::windowOutputSize(2, 5, 1, 0, 1) == 0);
-  CHECK(succeeded(verify(*f.module)));
+  CHECK(f.verifies());
 }

@@ -14,6 +14,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -66,8 +68,8 @@ OwningOpRef<ModuleOp> buildClassifier(MLIRContext &ctx) {
     fn.setArgAttr(i, tg::attr::role, b.getStringAttr(i < 2 ? "input" : "param"));
   }
   fn.setArgAttr(2, tg::attr::init,
-                tg::InitializerAttr::get(&ctx, "glorot_uniform", {}));
-  fn.setArgAttr(3, tg::attr::init, tg::InitializerAttr::get(&ctx, "zeros", {}));
+                tg::InitializerAttr::get(&ctx, "glorot_uniform", ArrayRef<double>{}));
+  fn.setArgAttr(3, tg::attr::init, tg::InitializerAttr::get(&ctx, "zeros", ArrayRef<double>{}));
   fn.setResultAttr(0, tg::attr::role, b.getStringAttr("loss"));
 
   b.setInsertionPointToStart(fn.addEntryBlock());

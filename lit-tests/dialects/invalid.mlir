@@ -1,0 +1,419 @@
+// RUN: tg-opt %s --split-input-file --verify-diagnostics
+
+// One case per verifier error of the tg dialect and its attributes.
+
+func.func @f(%a: tensor<4x3xf32>, %b: tensor<5xf32>) {
+  // expected-error @+2 {{shapes do not broadcast: 'tensor<4x3xf32>' and 'tensor<5xf32>' differ in result dimension }}
+  // expected-error @+1 {{'tg.add' op failed to infer returned types}}
+  %0 = tg.add %a, %b : tensor<4x3xf32>, tensor<5xf32> -> tensor<4x5xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>, %b: tensor<4xbf16>) {
+  // expected-error @+2 {{operands have different element types: 'tensor<4xf32>' and 'tensor<4xbf16>'}}
+  // expected-error @+1 {{'tg.mul' op failed to infer returned types}}
+  %0 = tg.mul %a, %b : tensor<4xf32>, tensor<4xbf16> -> tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x1xf32>, %b: tensor<3xf32>) {
+  // expected-error @+2 {{'tg.sub' op inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of ope}}
+  // expected-error @+1 {{'tg.sub' op failed to infer returned types}}
+  %0 = tg.sub %a, %b : tensor<4x1xf32>, tensor<3xf32> -> tensor<4x1xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'tg.pow' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type o}}
+  %0 = tg.pow %a, %a : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xi1>) {
+  // expected-error @+1 {{'tg.add' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type o}}
+  %0 = tg.add %a, %a : tensor<4xi1>, tensor<4xi1> -> tensor<4xi1>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>, %b: tensor<4xi32>) {
+  // expected-error @+2 {{operands have different element types: 'tensor<4xf32>' and 'tensor<4xi32>'}}
+  // expected-error @+1 {{'tg.cmp' op failed to infer returned types}}
+  %0 = tg.cmp eq %a, %b : tensor<4xf32>, tensor<4xi32> -> tensor<4xi1>
+  return
+}
+// -----
+func.func @f(%c: tensor<4xf32>, %a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.select' op operand #0 must be statically shaped tensor of 1-bit signless integer value}}
+  %0 = tg.select %c, %a, %a : tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<2xf32>) {
+  // expected-error @+2 {{shapes do not broadcast: 'tensor<4xi1>' and 'tensor<2xf32>' differ in result dimension 0 a}}
+  // expected-error @+1 {{'tg.select' op failed to infer returned types}}
+  %0 = tg.select %c, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<2xf32> -> tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'tg.exp' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type o}}
+  %0 = tg.exp %a : tensor<4xi32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.cast' op requires the same shape for all operands and results}}
+  %0 = tg.cast %a : tensor<4xf32> to tensor<5xbf16>
+  return
+}
+// -----
+func.func @f(%a: tensor<?xf32>) {
+  // expected-error @+1 {{'tg.relu' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type }}
+  %0 = tg.relu %a : tensor<?xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x5xf32>, %b: tensor<6x7xf32>) {
+  // expected-error @+2 {{contraction dimensions differ: 'tensor<4x5xf32>' has K = 5 but 'tensor<6x7xf32>' has K = 6}}
+  // expected-error @+1 {{'tg.matmul' op failed to infer returned types}}
+  %0 = tg.matmul %a, %b : tensor<4x5xf32>, tensor<6x7xf32> -> tensor<4x7xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>, %b: tensor<4x7xf32>) {
+  // expected-error @+2 {{operands must have rank >= 2, got 'tensor<4xf32>' and 'tensor<4x7xf32>'}}
+  // expected-error @+1 {{'tg.matmul' op failed to infer returned types}}
+  %0 = tg.matmul %a, %b : tensor<4xf32>, tensor<4x7xf32> -> tensor<7xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<2x4x5xf32>, %b: tensor<3x5x7xf32>) {
+  // expected-error @+2 {{batch dimensions of 'tensor<2x4x5xf32>' and 'tensor<3x5x7xf32>' do not broadcast}}
+  // expected-error @+1 {{'tg.matmul' op failed to infer returned types}}
+  %0 = tg.matmul %a, %b : tensor<2x4x5xf32>, tensor<3x5x7xf32> -> tensor<2x4x7xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x5xf32>, %b: tensor<5x7xf16>) {
+  // expected-error @+2 {{operands have different element types: 'tensor<4x5xf32>' and 'tensor<5x7xf16>'}}
+  // expected-error @+1 {{'tg.matmul' op failed to infer returned types}}
+  %0 = tg.matmul %a, %b : tensor<4x5xf32>, tensor<5x7xf16> -> tensor<4x7xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+2 {{axis 2 is out of range for a tensor of rank 2 (axes must be in [0, 2))}}
+  // expected-error @+1 {{'tg.sum' op failed to infer returned types}}
+  %0 = tg.sum %a axes = [2] : tensor<4x5xf32> -> tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+2 {{axis 1 is listed twice}}
+  // expected-error @+1 {{'tg.max' op failed to infer returned types}}
+  %0 = tg.max %a axes = [1, 1] : tensor<4x5xf32> -> tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x5xi32>) {
+  // expected-error @+1 {{'tg.mean' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type }}
+  %0 = tg.mean %a axes = [1] : tensor<4x5xi32> -> tensor<4xi32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'tg.softmax' op axis 2 is out of range for 'tensor<4x5xf32>' (valid: -2 to 1)}}
+  %0 = tg.softmax %a axis = 2 : tensor<4x5xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<f32>) {
+  // expected-error @+1 {{'tg.log_softmax' op needs a tensor of rank >= 1, got 'tensor<f32>'}}
+  %0 = tg.log_softmax %a axis = 0 : tensor<f32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x10xf32>, %y: tensor<5xi64>) {
+  // expected-error @+2 {{labels must have the shape of the logits without their last (class) dimension: logits 'ten}}
+  // expected-error @+1 {{'tg.cross_entropy' op failed to infer returned types}}
+  %0 = tg.cross_entropy %a, %y : tensor<4x10xf32>, tensor<5xi64> -> tensor<f32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x10xf32>, %y: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.cross_entropy' op operand #1 must be statically shaped tensor of 32-bit signless integ}}
+  %0 = tg.cross_entropy %a, %y : tensor<4x10xf32>, tensor<4xf32> -> tensor<f32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x10xf32>, %t: tensor<4x1xf32>) {
+  // expected-error @+2 {{input and target must have the same type: 'tensor<4x10xf32>' vs 'tensor<4x1xf32>'}}
+  // expected-error @+1 {{'tg.mse_loss' op failed to infer returned types}}
+  %0 = tg.mse_loss %a, %t : tensor<4x10xf32>, tensor<4x1xf32> -> tensor<f32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x10xf32>, %s: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op scale must be 'tensor<10xf32>' to match the last dimension of 'tensor<4}}
+  %0 = tg.layer_norm %a scale(%s : tensor<8xf32>) : tensor<4x10xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x10xf32>, %s: tensor<10xbf16>) {
+  // expected-error @+1 {{'tg.layer_norm' op bias must be 'tensor<10xf32>' to match the last dimension of 'tensor<4x}}
+  %0 = tg.layer_norm %a bias(%s : tensor<10xbf16>) : tensor<4x10xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x10xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op eps must be > 0, got 0.000000e+00}}
+  %0 = tg.layer_norm %a {eps = 0.0 : f64} : tensor<4x10xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<f32>) {
+  // expected-error @+1 {{'tg.rms_norm' op needs an input of rank >= 1, got 'tensor<f32>'}}
+  %0 = tg.rms_norm %a : tensor<f32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x10xf32>, %s: tensor<4x10xf32>) {
+  // expected-error @+1 {{'tg.rms_norm' op scale must be 'tensor<10xf32>' to match the last dimension of 'tensor<4x1}}
+  %0 = tg.rms_norm %a scale(%s : tensor<4x10xf32>) : tensor<4x10xf32>
+  return
+}
+// -----
+func.func @f(%t: tensor<100xf32>, %i: tensor<4xi32>) {
+  // expected-error @+2 {{the table must be [rows, width], got 'tensor<100xf32>'}}
+  // expected-error @+1 {{'tg.embedding' op failed to infer returned types}}
+  %0 = tg.embedding %t, %i : tensor<100xf32>, tensor<4xi32> -> tensor<4x100xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'tg.reshape' op cannot reshape 'tensor<2x3xf32>' (6 elements) to 'tensor<7xf32>' (7 elemen}}
+  %0 = tg.reshape %a : tensor<2x3xf32> to tensor<7xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'tg.reshape' op cannot change the element type ('f32' to 'f16'); use tg.cast}}
+  %0 = tg.reshape %a : tensor<2x3xf32> to tensor<6xf16>
+  return
+}
+// -----
+func.func @f(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{permutation array<i64: 0, 0> is not a permutation of the 2 dimensions of 'tensor<2x3xf32>'}}
+  // expected-error @+1 {{'tg.transpose' op failed to infer returned types}}
+  %0 = tg.transpose %a perm = [0, 0] : tensor<2x3xf32> -> tensor<2x2xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'tg.broadcast_to' op cannot broadcast 'tensor<2x3xf32>' to 'tensor<4x3xf32>'}}
+  %0 = tg.broadcast_to %a : tensor<2x3xf32> to tensor<4x3xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<3xf32>) {
+  // expected-error @+1 {{'tg.broadcast_to' op cannot change the element type; use tg.cast}}
+  %0 = tg.broadcast_to %a : tensor<3xf32> to tensor<4x3xf16>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x4xf32>) {
+  // expected-error @+2 {{dimension 1 of size 4 cannot be sliced [2:5:1] (need 0 <= start <= limit <= size, step >= }}
+  // expected-error @+1 {{'tg.slice' op failed to infer returned types}}
+  %0 = tg.slice %a start [0, 2] limit [4, 5] step [1, 1] : tensor<4x4xf32> -> tensor<4x3xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x4xf32>) {
+  // expected-error @+2 {{start, limit and step need one value per dimension (2), got 1, 1 and 1}}
+  // expected-error @+1 {{'tg.slice' op failed to infer returned types}}
+  %0 = tg.slice %a start [0] limit [4] step [1] : tensor<4x4xf32> -> tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x4xf32>) {
+  // expected-error @+2 {{axis 2 is out of range for tensors of rank 2}}
+  // expected-error @+1 {{'tg.concat' op failed to infer returned types}}
+  %0 = tg.concat %a, %a axis = 2 : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x8xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4x4xf32>, %b: tensor<3x4xf32>) {
+  // expected-error @+2 {{cannot concatenate 'tensor<4x4xf32>' and 'tensor<3x4xf32>' along axis 1: other dimensions }}
+  // expected-error @+1 {{'tg.concat' op failed to infer returned types}}
+  %0 = tg.concat %a, %b axis = 1 : tensor<4x4xf32>, tensor<3x4xf32> -> tensor<4x8xf32>
+  return
+}
+// -----
+func.func @f() {
+  // expected-error @+2 {{needs at least one input}}
+  // expected-error @+1 {{'tg.concat' op failed to infer returned types}}
+  %0 = "tg.concat"() {axis = 0 : i64} : () -> tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.causal_mask' op needs a tensor of rank >= 2 (its last two dimensions are query and key}}
+  %0 = tg.causal_mask %a : tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.dropout' op probability p must be in [0, 1), got 1.000000e+00}}
+  %0 = tg.dropout %a, %s {p = 1.0 : f64} : tensor<4xf32>, tensor<i64>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'tg.dropout' op operand #1 must be 0D tensor of 64-bit signless integer values, but got 't}}
+  %0 = tg.dropout %a, %s {p = 0.5 : f64} : tensor<4xf32>, tensor<2xi64>
+  return
+}
+// -----
+func.func @f(%i: tensor<4xi64>) {
+  // expected-error @+1 {{'tg.one_hot' op result must be the indices' shape plus a class dimension: indices 'tensor<}}
+  %0 = tg.one_hot %i : tensor<4xi64> -> tensor<5x10xf32>
+  return
+}
+// -----
+func.func @f(%x: tensor<1x28x28xf32>, %w: tensor<6x1x5x5xf32>) {
+  // expected-error @+2 {{expects input [N, C, H, W] and weight [O, C/groups, KH, KW], got 'tensor<1x28x28xf32>' and}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w : tensor<1x28x28xf32>, tensor<6x1x5x5xf32> -> tensor<1x6x24x24xf32>
+  return
+}
+// -----
+func.func @f(%x: tensor<1x1x28x28xf32>, %w: tensor<6x1x5x5xbf16>) {
+  // expected-error @+2 {{input and weight have different element types: 'tensor<1x1x28x28xf32>' and 'tensor<6x1x5x5}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w : tensor<1x1x28x28xf32>, tensor<6x1x5x5xbf16> -> tensor<1x6x24x24xf32>
+  return
+}
+// -----
+func.func @f(%x: tensor<1x4x28x28xf32>, %w: tensor<6x2x5x5xf32>) {
+  // expected-error @+2 {{groups = 3 must divide the input channels (4) and the output channels (6)}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w {groups = 3 : i64} : tensor<1x4x28x28xf32>, tensor<6x2x5x5xf32> -> tensor<1x6x24x24xf32>
+  return
+}
+// -----
+func.func @f(%x: tensor<1x3x28x28xf32>, %w: tensor<6x1x5x5xf32>) {
+  // expected-error @+2 {{weight 'tensor<6x1x5x5xf32>' expects 1 input channels but the input 'tensor<1x3x28x28xf32>}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w : tensor<1x3x28x28xf32>, tensor<6x1x5x5xf32> -> tensor<1x6x24x24xf32>
+  return
+}
+// -----
+func.func @f(%x: tensor<1x1x4x4xf32>, %w: tensor<6x1x5x5xf32>) {
+  // expected-error @+2 {{the 5x5 kernel does not fit the padded 4x4 input}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w : tensor<1x1x4x4xf32>, tensor<6x1x5x5xf32> -> tensor<1x6x1x1xf32>
+  return
+}
+// -----
+func.func @f(%x: tensor<1x1x8x8xf32>, %w: tensor<6x1x5x5xf32>) {
+  // expected-error @+2 {{'stride' values must be >= 1, got [0, 1]}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w {stride = array<i64: 0, 1>} : tensor<1x1x8x8xf32>, tensor<6x1x5x5xf32> -> tensor<1x6x4x4xf32>
+  return
+}
+// -----
+func.func @f(%x: tensor<1x1x8x8xf32>, %w: tensor<6x1x5x5xf32>) {
+  // expected-error @+1 {{custom op 'tg.conv2d' 'tg.conv2d' op attribute 'stride' failed to satisfy constraint: i64 }}
+  %0 = tg.conv2d %x, %w {stride = array<i64: 1>} : tensor<1x1x8x8xf32>, tensor<6x1x5x5xf32> -> tensor<1x6x4x4xf32>
+  return
+}
+// -----
+func.func @f(%x: tensor<8x8xf32>) {
+  // expected-error @+2 {{expects an NCHW input of rank 4, got 'tensor<8x8xf32>'}}
+  // expected-error @+1 {{'tg.max_pool2d' op failed to infer returned types}}
+  %0 = tg.max_pool2d %x kernel = [2, 2] stride = [2, 2] : tensor<8x8xf32> -> tensor<4x4xf32>
+  return
+}
+// -----
+func.func @f(%x: tensor<1x1x8x8xf32>) {
+  // expected-error @+2 {{padding 2 is more than half the kernel size 2}}
+  // expected-error @+1 {{'tg.avg_pool2d' op failed to infer returned types}}
+  %0 = tg.avg_pool2d %x kernel = [2, 2] stride = [2, 2] {padding = array<i64: 2, 2>} : tensor<1x1x8x8xf32> -> tensor<1x1x6x6xf32>
+  return
+}
+// -----
+func.func @f(%x: tensor<1x1x2x2xf32>) {
+  // expected-error @+2 {{the 3x3 window does not fit the padded 2x2 input}}
+  // expected-error @+1 {{'tg.max_pool2d' op failed to infer returned types}}
+  %0 = tg.max_pool2d %x kernel = [3, 3] stride = [1, 1] : tensor<1x1x2x2xf32> -> tensor<1x1x1x1xf32>
+  return
+}
+// -----
+func.func @f(%x: tensor<1x1x8x8xf32>) {
+  // expected-error @+2 {{'stride' values must be >= 1, got [0, 2]}}
+  // expected-error @+1 {{'tg.max_pool2d' op failed to infer returned types}}
+  %0 = tg.max_pool2d %x kernel = [2, 2] stride = [0, 2] : tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>
+  return
+}
+// -----
+// expected-error @+1 {{unknown initializer 'gaussian' (expected zeros, ones, constant, normal, uniform, glorot_un}}
+func.func @f(%w: tensor<4xf32> {tg.init = #tg.init<gaussian>}) {
+  return
+}
+// -----
+// expected-error @+1 {{initializer 'normal' takes 2 argument(s), got 1}}
+func.func @f(%w: tensor<4xf32> {tg.init = #tg.init<normal(0.0)>}) {
+  return
+}
+// -----
+// expected-error @+1 {{normal initializer needs std > 0, got -1.000000e+00}}
+func.func @f(%w: tensor<4xf32> {tg.init = #tg.init<normal(0.0, -1.0)>}) {
+  return
+}
+// -----
+// expected-error @+1 {{uniform initializer needs lo < hi, got (1.000000e+00, 0.000000e+00)}}
+func.func @f(%w: tensor<4xf32> {tg.init = #tg.init<uniform(1.0, 0.0)>}) {
+  return
+}
+// -----
+// expected-error @+1 {{'func.func' op argument #0: 'tg.role' must be "param" or "input"}}
+func.func @f(%w: tensor<4xf32> {tg.role = "weight"}) {
+  return
+}
+// -----
+// expected-error @+1 {{'func.func' op argument #0: 'tg.name' must be a non-empty string}}
+func.func @f(%w: tensor<4xf32> {tg.name = ""}) {
+  return
+}
+// -----
+// expected-error @+1 {{'func.func' op argument #0: 'tg.init' must be a #tg.init attribute}}
+func.func @f(%w: tensor<4xf32> {tg.init = "zeros"}) {
+  return
+}
+// -----
+// expected-error @+1 {{'func.func' op argument #0: 'tg.init' on a non-float argument; only float parameters are i}}
+func.func @f(%w: tensor<4xi64> {tg.init = #tg.init<zeros>}) {
+  return
+}
+// -----
+// expected-error @+1 {{'func.func' op argument #0: unknown tg attribute 'tg.shape'}}
+func.func @f(%w: tensor<4xf32> {tg.shape = 3}) {
+  return
+}
+// -----
+// expected-error @+1 {{'func.func' op result #0: 'tg.role' must be "loss" or "output"}}
+func.func @f(%w: tensor<4xf32>) -> (tensor<4xf32> {tg.role = "param"}) {
+  return %w : tensor<4xf32>
+}
+// -----
+// expected-error @+1 {{'builtin.module' op 'tg.hyper' must be a dictionary}}
+module attributes {tg.hyper = 3} {
+}
+// -----
+// expected-error @+1 {{'builtin.module' op 'tg.model' must be a string}}
+module attributes {tg.model = 3} {
+}
+// -----
+// expected-error @+1 {{'builtin.module' op unknown tg attribute 'tg.optimizer'}}
+module attributes {tg.optimizer = "adam"} {
+}
