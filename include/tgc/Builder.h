@@ -214,6 +214,7 @@ public:
   Tensor sqrt(Tensor x, Location loc = Location::current());
   Tensor rsqrt(Tensor x, Location loc = Location::current());
   Tensor tanh(Tensor x, Location loc = Location::current());
+  Tensor erf(Tensor x, Location loc = Location::current());
   Tensor sigmoid(Tensor x, Location loc = Location::current());
   Tensor relu(Tensor x, Location loc = Location::current());
   Tensor silu(Tensor x, Location loc = Location::current());

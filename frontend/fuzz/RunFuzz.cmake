@@ -1,0 +1,18 @@
+# Runs the frontend fuzzer for SECONDS on CORPUS (seeded from SEEDS); fails
+# when libFuzzer reports a crash, leak-free timeout or sanitizer error.
+file(MAKE_DIRECTORY ${CORPUS} ${ARTIFACTS})
+foreach(dir ${SEEDS})
+  file(GLOB seedfiles ${dir}/*.tg)
+  foreach(f ${seedfiles})
+    get_filename_component(name ${f} NAME)
+    configure_file(${f} ${CORPUS}/seed-${name} COPYONLY)
+  endforeach()
+endforeach()
+execute_process(
+  COMMAND ${FUZZER} ${CORPUS} -max_total_time=${SECONDS} -max_len=4096
+          -timeout=20 -rss_limit_mb=4096 -print_final_stats=1
+          -artifact_prefix=${ARTIFACTS}
+  RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "tg-fuzz-frontend found a problem (exit ${rc}); see ${ARTIFACTS}")
+endif()

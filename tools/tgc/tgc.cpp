@@ -1,0 +1,220 @@
+//===- tgc.cpp - the TGC compiler driver ------------------------*- C++ -*-===//
+//
+// `tgc MODEL.tg [--emit=tg] [--report=params] [-o FILE] [-D k=v ...]`.
+// Reads a model, checks it, and prints the forward graph as tg IR or a
+// parameter table. Options live in one struct parsed by one function so new
+// actions (--emit=train, --report=memory, ...) are a line each.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/MLIRGen.h"
+#include "frontend/Sema.h"
+#include "passes/InitAll.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// Everything the command line can ask for.
+struct DriverOptions {
+  enum class Emit { None, TG };
+  enum class Report { None, Params };
+
+  std::string input;
+  std::string output = "-";
+  Emit emit = Emit::None;
+  Report report = Report::None;
+  bool debugInfo = false;
+  bool help = false;
+  std::vector<std::pair<std::string, std::string>> defines;
+};
+
+const char *kUsage =
+    "usage: tgc MODEL.tg [options]\n"
+    "  --emit=tg              print the forward graph as tg IR (default)\n"
+    "  --report=params        print the parameter table and total\n"
+    "  -o FILE                write output to FILE instead of stdout\n"
+    "  -D NAME=VALUE          override a hyper-parameter (repeatable)\n"
+    "  --mlir-print-debuginfo print source locations in the IR\n"
+    "  --help                 show this text\n";
+
+/// Parses argv into `opts`; on a mistake returns false with `error` set.
+bool parseArgs(int argc, char **argv, DriverOptions &opts, std::string &error) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const std::string &flag, std::string &out) {
+      if (a.size() > flag.size() && a.compare(0, flag.size(), flag) == 0) {
+        out = a.substr(flag.size());
+        if (out[0] == '=')
+          out = out.substr(1);
+        return true;
+      }
+      if (a == flag) {
+        if (i + 1 >= argc) {
+          error = "option '" + flag + "' needs a value";
+          return false;
+        }
+        out = argv[++i];
+        return true;
+      }
+      return false;
+    };
+    std::string v;
+    if (a == "--help" || a == "-h") {
+      opts.help = true;
+    } else if (a.rfind("--emit=", 0) == 0) {
+      v = a.substr(7);
+      if (v != "tg") {
+        error = "unknown --emit kind '" + v + "' (supported: tg)";
+        return false;
+      }
+      opts.emit = DriverOptions::Emit::TG;
+    } else if (a.rfind("--report=", 0) == 0) {
+      v = a.substr(9);
+      if (v != "params") {
+        error = "unknown --report kind '" + v + "' (supported: params)";
+        return false;
+      }
+      opts.report = DriverOptions::Report::Params;
+    } else if (a == "--mlir-print-debuginfo") {
+      opts.debugInfo = true;
+    } else if (a.rfind("-o", 0) == 0 && a.rfind("--", 0) != 0) {
+      if (!value("-o", opts.output))
+        return false;
+    } else if (a.rfind("-D", 0) == 0) {
+      if (!value("-D", v))
+        return false;
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        error = "-D expects NAME=VALUE, got '" + v + "'";
+        return false;
+      }
+      opts.defines.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    } else if (!a.empty() && a[0] == '-' && a != "-") {
+      error = "unknown option '" + a + "' (see tgc --help)";
+      return false;
+    } else if (opts.input.empty()) {
+      opts.input = a;
+    } else {
+      error = "more than one input file ('" + opts.input + "' and '" + a + "')";
+      return false;
+    }
+  }
+  if (!opts.help && opts.input.empty()) {
+    error = "no input file (see tgc --help)";
+    return false;
+  }
+  if (opts.emit == DriverOptions::Emit::None &&
+      opts.report == DriverOptions::Report::None)
+    opts.emit = DriverOptions::Emit::TG;
+  return true;
+}
+
+std::string withCommas(int64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
+    s.insert(i, ",");
+  return s;
+}
+
+void printParams(const tgc::Graph &g, llvm::raw_ostream &os) {
+  std::vector<tgc::ParamInfo> params = tgc::listParams(g);
+  size_t nameW = 4, shapeW = 5;
+  std::vector<std::string> shapes;
+  for (const tgc::ParamInfo &p : params) {
+    std::string s = p.type.str();
+    s = s.substr(s.find('['));
+    nameW = std::max(nameW, p.name.size());
+    shapeW = std::max(shapeW, s.size());
+    shapes.push_back(s);
+  }
+  int64_t total = 0, bytes = 0;
+  os << llvm::left_justify("name", nameW) << "  "
+     << llvm::left_justify("shape", shapeW) << "  dtype  "
+     << llvm::right_justify("count", 12) << "\n";
+  for (size_t i = 0; i < params.size(); ++i) {
+    const tgc::ParamInfo &p = params[i];
+    os << llvm::left_justify(p.name, nameW) << "  "
+       << llvm::left_justify(shapes[i], shapeW) << "  "
+       << llvm::left_justify(tgc::dtypeName(p.type.dtype), 5) << "  "
+       << llvm::right_justify(std::to_string(p.count), 12) << "\n";
+    total += p.count;
+    bytes += p.count * (p.type.dtype == tgc::DType::F32 ? 4 : 2);
+  }
+  os << "total: " << total << " parameters (" << withCommas(total) << ") in "
+     << params.size() << " tensors, "
+     << llvm::format("%.1f", bytes / (1024.0 * 1024.0)) << " MiB\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  DriverOptions opts;
+  std::string error;
+  if (!parseArgs(argc, argv, opts, error)) {
+    llvm::errs() << "tgc: error: " << error << "\n";
+    return 1;
+  }
+  if (opts.help) {
+    llvm::outs() << kUsage;
+    return 0;
+  }
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(opts.input, /*IsText=*/true);
+  if (!buffer) {
+    llvm::errs() << "tgc: error: cannot read '" << opts.input
+                 << "': " << buffer.getError().message() << "\n";
+    return 1;
+  }
+  tgc::SourceFile file(opts.input, (*buffer)->getBuffer().str());
+  tgc::DiagEngine diag(file);
+  tgc::FrontendOptions fopts;
+  fopts.defines = opts.defines;
+  std::unique_ptr<tgc::Builder> builder = tgc::parseAndElaborate(file, diag, fopts);
+  if (!builder) {
+    diag.print(llvm::errs());
+    return 1;
+  }
+
+  mlir::DialectRegistry registry;
+  mlir::tg::registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  std::vector<std::string> errors;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      tgc::mlirGen(ctx, builder->graph(), errors);
+  if (!module) {
+    for (const std::string &e : errors)
+      llvm::errs() << "tgc: error: " << e << "\n";
+    llvm::errs() << "tgc: error: internal error: the generated IR does not "
+                    "verify; please report this model\n";
+    return 1;
+  }
+
+  std::error_code ec;
+  llvm::ToolOutputFile out(opts.output, ec, llvm::sys::fs::OF_Text);
+  if (ec) {
+    llvm::errs() << "tgc: error: cannot write '" << opts.output
+                 << "': " << ec.message() << "\n";
+    return 1;
+  }
+  if (opts.report == DriverOptions::Report::Params)
+    printParams(builder->graph(), out.os());
+  if (opts.emit == DriverOptions::Emit::TG) {
+    mlir::OpPrintingFlags flags;
+    if (opts.debugInfo)
+      flags.enableDebugInfo();
+    module->print(out.os(), flags);
+    out.os() << "\n";
+  }
+  out.keep();
+  return 0;
+}
