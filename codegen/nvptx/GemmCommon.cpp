@@ -38,8 +38,10 @@ std::string moduleHeader(const GemmProblem &p, const TileConfig &c,
        aArgTy +
        ", %C: !llvm.ptr<1>, %bias: !llvm.ptr<1>, %res: !llvm.ptr<1>, "
        "%M: i32, %N: i32, %K: i32, %alpha: f32)\n";
+  // sm_90a: one CTA per SM is what lets ptxas size registers for setmaxnreg.
   s += "      attributes {nvvm.kernel, nvvm.maxntid = array<i32: " +
-       std::to_string(c.threads(p.target)) + ", 1, 1>,\n";
+       std::to_string(c.threads(p.target)) + ", 1, 1>" +
+       (p.target == Target::SM90a ? ", nvvm.minctasm = 1 : i32" : "") + ",\n";
   s += "                  tg.tile_config = " + cfg + ",\n";
   s += "                  tg.gemm = " + gemm + "} {\n";
   return s;

@@ -86,6 +86,8 @@ bool compileMLIRToPTX(const std::string &text, Target t, std::string &ptx,
   pm.addPass(mlir::createSCFToControlFlowPass());
   pm.addPass(mlir::createArithToLLVMConversionPass());
   pm.addPass(mlir::createConvertControlFlowToLLVMPass());
+  // PTX-builder NVVM ops (wgmma, mbarrier waits, TMA) become inline PTX.
+  pm.addPass(mlir::createConvertNVVMToLLVMPass());
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
   if (mlir::failed(pm.run(*module))) {
     error = "lowering the kernel to the llvm dialect failed: " + diags;

@@ -115,3 +115,26 @@ TEST_CASE("sm_80: every candidate config assembles, all forms", "[nvptx][sm80][p
       }
     }
 }
+
+TEST_CASE("sm_90a: every candidate config assembles, all forms", "[nvptx][sm90a][ptxas]") {
+  Epilogue fused;
+  fused.scale = fused.bias = fused.residual = true;
+  fused.act = Activation::ReLU;
+  fused.out = ElemType::BF16;
+  for (const TileConfig &c : candidateConfigs(Target::SM90a))
+    for (Form f : {Form::NN, Form::NT, Form::TN}) {
+      SECTION(c.str(Target::SM90a) + "_" + toString(f)) {
+        checkAssembles(problem(Target::SM90a, f, ElemType::BF16), c);
+        checkAssembles(problem(Target::SM90a, f, ElemType::F16, fused), c);
+      }
+    }
+}
+
+TEST_CASE("the tile config is an attribute of the kernel IR", "[nvptx][config]") {
+  GemmProblem p = problem(Target::SM90a, Form::NT, ElemType::BF16);
+  TileConfig c = candidateConfigs(Target::SM90a).front();
+  std::string ir = generateGemmMLIR(p, c);
+  CHECK(ir.find("tg.tile_config = {bm = 128 : i32, bn = 256 : i32, bk = 64 : i32, "
+                "stages = 4 : i32") != std::string::npos);
+  CHECK(ir.find("@" + kernelName(p, c) + "(") != std::string::npos);
+}
