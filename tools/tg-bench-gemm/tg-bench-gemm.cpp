@@ -143,7 +143,10 @@ Options parseArgs(int argc, char **argv) {
   return o;
 }
 
+/// Writes `data` to `path` ("-" is stdout).
 bool writeFile(const std::string &path, const std::string &data) {
+  if (path == "-")
+    return std::fwrite(data.data(), 1, data.size(), stdout) == data.size();
   std::ofstream f(path, std::ios::binary);
   f << data;
   return static_cast<bool>(f);
