@@ -123,6 +123,21 @@ private:
     const Token &t = cur();
     if (t.kind == Tok::Error)
       return false;
+    // Inside brackets the parser skipped line ends to get here. The mistake
+    // is almost always an unclosed bracket on the earlier line: report it
+    // there, and resume at that line end so the next line is still parsed.
+    size_t k = pos;
+    while (k > 0 && toks[k - 1].kind == Tok::Newline)
+      --k;
+    if (k < pos && k > 0) {
+      const Token &last = toks[k - 1];
+      SrcLoc end{last.loc.line, last.loc.col + static_cast<unsigned>(
+                                                   last.kind == Tok::String
+                                                       ? last.text.size() + 2
+                                                       : last.text.size())};
+      pos = k;
+      return diag.error(end, "expected " + what + ", found end of line");
+    }
     return diag.error(t.loc, "expected " + what + ", found " + describe(t));
   }
   bool expect(Tok k, const llvm::Twine &context = "") {

@@ -796,6 +796,12 @@ Value Sema::callDef(const Expr &e, const DefDecl &def) {
   std::vector<Formal> formals;
   for (const std::string &p : def.params)
     formals.push_back({p.c_str(), true});
+  if (e.args.size() != formals.size())
+    return err(e.loc, "def '" + def.name + "' takes " +
+                          std::to_string(formals.size()) + " argument" +
+                          (formals.size() == 1 ? "" : "s") + " (" +
+                          llvm::join(def.params, ", ") + "), got " +
+                          std::to_string(e.args.size()));
   Args args;
   if (!bindArgs(e, formals, args))
     return Value::error();
@@ -927,6 +933,11 @@ bool Sema::evalInit(const Expr *e, const TensorType &type, Init &out) {
     vals.push_back(v);
   }
   if (kind == "normal") {
+    // normal(std) for the common case; normal(mean, std) like the IR.
+    bool twoPositional = e->kind == Expr::Call && e->args.size() == 2 &&
+                         e->argNames[0].empty() && e->argNames[1].empty();
+    if (twoPositional)
+      std::swap(vals[0], vals[1]);
     double stddev = args.has(0) ? vals[0] : 1.0;
     double mean = args.has(1) ? vals[1] : 0.0;
     if (!(stddev > 0))
@@ -1634,8 +1645,9 @@ void Sema::evalTrain(const TrainDecl &tr) {
       static const std::vector<std::string> precs = {"fp32", "bf16", "fp16"};
       std::string p = e.kind == Expr::Name || e.kind == Expr::String ? e.text : "";
       if (std::find(precs.begin(), precs.end(), p) == precs.end()) {
-        diag.error(e.loc, withSuggestion("precision must be fp32, bf16 or fp16", p,
-                                         precs));
+        diag.error(e.loc, withSuggestion("precision must be fp32, bf16 or fp16, got '" +
+                                             (p.empty() ? std::string("?") : p) + "'",
+                                         p, precs));
         continue;
       }
       cv = ConfigValue::ofString(p);
