@@ -4,9 +4,14 @@
 //                 [--target sm_80|sm_90a] [--out f32|bf16|f16] [--bias]
 //                 [--act none|relu|gelu] [--residual] [--alpha X]
 //                 [--config NAME] [--emit-ptx FILE] [--emit-mlir FILE]
+//                 [--ptx FILE] [--emit-cubin FILE]
 //                 [--iters N] [--warmup N] [--device N] [--seed N]
 //
-// With --emit-ptx/--emit-mlir it only writes the kernel (no GPU). Otherwise
+// With --emit-ptx/--emit-mlir it only writes the kernel (no GPU). --ptx runs
+// a kernel emitted earlier instead of generating one. The same source also
+// builds `tg-bench-gemm-run` (TG_BENCH_RUN_ONLY): no generator, no MLIR or
+// LLVM libraries, for GPU machines that have only a driver (and perhaps the
+// CUDA toolkit); it needs --ptx. Otherwise
 // it assembles the kernel into a fat binary, loads it through the CUDA
 // runtime, fills A, B (and bias, residual) with random data, poisons C with
 // NaN, runs once and checks every output is written and, against an fp64 CPU
@@ -17,8 +22,11 @@
 // 2 bad arguments, 3 compile or device error.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/nvptx/Gemm.h"
+#include "codegen/nvptx/GemmConfig.h"
 #include "codegen/nvptx/Toolchain.h"
+#ifndef TG_BENCH_RUN_ONLY
+#include "codegen/nvptx/Gemm.h"
+#endif
 #include "runtime/cuda/CudaDriver.h"
 
 #include <algorithm>
@@ -27,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -38,7 +47,7 @@ namespace {
 
 struct Options {
   GemmProblem p;
-  std::string config, emitPtx, emitMlir;
+  std::string config, emitPtx, emitMlir, ptxFile, emitCubin;
   float alpha = 1.0f;
   int iters = 30, warmup = 5, device = 0;
   unsigned seed = 42;
@@ -108,6 +117,10 @@ Options parseArgs(int argc, char **argv) {
       o.config = value();
     } else if (a == "--emit-ptx") {
       o.emitPtx = value();
+    } else if (a == "--ptx") {
+      o.ptxFile = value();
+    } else if (a == "--emit-cubin") {
+      o.emitCubin = value();
     } else if (a == "--emit-mlir") {
       o.emitMlir = value();
     } else if (a == "--iters") {
@@ -123,7 +136,8 @@ Options parseArgs(int argc, char **argv) {
       std::printf("usage: tg-bench-gemm M N K [--dtype bf16|f16] [--form nn|nt|tn] "
                   "[--target sm_80|sm_90a] [--out f32|bf16|f16] [--bias] "
                   "[--act none|relu|gelu] [--residual] [--alpha X] [--config NAME] "
-                  "[--emit-ptx FILE] [--emit-mlir FILE] [--iters N] [--warmup N] "
+                  "[--emit-ptx FILE] [--emit-mlir FILE] [--ptx FILE] [--emit-cubin FILE] "
+                  "[--iters N] [--warmup N] "
                   "[--device N] [--seed N]\n");
       std::exit(0);
     } else if (a.size() > 1 && a[0] == '-') {
@@ -236,21 +250,49 @@ int main(int argc, char **argv) {
       usageError("unknown --config '" + o.config + "' for " + toString(p.target));
   }
   std::string name = kernelName(p, cfg);
-  std::string mlir = generateGemmMLIR(p, cfg);
-  if (!o.emitMlir.empty() && !writeFile(o.emitMlir, mlir))
-    return deviceFail("cannot write " + o.emitMlir);
   std::string ptx, err;
-  if (!compileMLIRToPTX(mlir, p.target, ptx, err))
-    return deviceFail(err);
+  if (!o.ptxFile.empty()) {
+    std::ifstream f(o.ptxFile, std::ios::binary);
+    if (!f)
+      usageError("cannot read --ptx file '" + o.ptxFile + "'");
+    ptx.assign(std::istreambuf_iterator<char>(f), {});
+    if (ptx.find(".entry " + name) == std::string::npos)
+      usageError("'" + o.ptxFile + "' has no kernel " + name +
+                 " (emit it with the same shape, type and epilogue options)");
+  } else {
+#ifdef TG_BENCH_RUN_ONLY
+    usageError("this build has no kernel generator: pass --ptx FILE "
+               "(written by tg-bench-gemm --emit-ptx)");
+#else
+    std::string mlir = generateGemmMLIR(p, cfg);
+    if (!o.emitMlir.empty() && !writeFile(o.emitMlir, mlir))
+      return deviceFail("cannot write " + o.emitMlir);
+    if (!compileMLIRToPTX(mlir, p.target, ptx, err))
+      return deviceFail(err);
+#endif
+  }
   if (!o.emitPtx.empty() && !writeFile(o.emitPtx, ptx))
     return deviceFail("cannot write " + o.emitPtx);
   if (!o.emitPtx.empty() || !o.emitMlir.empty())
     return 0;
 
   // Assemble before touching the GPU: a ptxas error is a compile error.
-  std::string fatbin;
-  if (!buildFatbinFromPtx({{toString(p.target), ptx}}, fatbin, err))
-    return deviceFail(err);
+  // Without a toolkit the driver JIT-compiles the PTX instead.
+  std::string image = ptx, imageKind = "ptx-jit";
+  if (haveCudaTool("ptxas") && haveCudaTool("fatbinary")) {
+    PtxasReport r = assemblePtx(ptx, toString(p.target));
+    if (!r.ok)
+      return deviceFail("ptxas -arch=" + toString(p.target) + " failed: " + r.log);
+    if (!o.emitCubin.empty() && !writeFile(o.emitCubin, r.cubin))
+      return deviceFail("cannot write " + o.emitCubin);
+    if (!buildFatbin({{toString(p.target), r.cubin, false}}, image, err))
+      return deviceFail(err);
+    imageKind = "fatbin";
+  } else {
+    std::fprintf(stderr, "tg-bench-gemm: warning: no ptxas/fatbinary under %s; "
+                         "loading PTX through the driver JIT\n",
+                 cudaHome().c_str());
+  }
 
   cu::Device dev;
   if (cu::Status s = cu::Device::open(o.device, dev); !s)
@@ -261,7 +303,7 @@ int main(int argc, char **argv) {
                       ") cannot run " + toString(p.target) + " kernels");
   cu::CUmodule mod;
   cu::CUfunction fn;
-  if (cu::Status s = dev.loadModule(fatbin, mod); !s)
+  if (cu::Status s = dev.loadModule(image, mod); !s)
     return deviceFail(s.message);
   if (cu::Status s = dev.getFunction(mod, name, fn); !s)
     return deviceFail(s.message);
@@ -391,13 +433,13 @@ int main(int argc, char **argv) {
   double tflops = 2.0 * p.m * p.n * p.k / (median * 1e-3) / 1e12;
 
   std::printf("device=\"%s\" M=%lld N=%lld K=%lld dtype=%s form=%s target=%s "
-              "out=%s kernel=%s config=%s grid=%u block=%u smem=%u checked=%lld "
+              "out=%s image=%s kernel=%s config=%s grid=%u block=%u smem=%u checked=%lld "
               "unwritten=%lld rel_err=%.3e max_abs_err=%.3e median_ms=%.4f "
               "tflops=%.2f status=%s\n",
               dev.name.c_str(), (long long)p.m, (long long)p.n, (long long)p.k,
               toString(p.in).c_str(), toString(p.form).c_str(),
               toString(p.target).c_str(), toString(p.epilogue.out).c_str(),
-              name.c_str(), cfg.str(p.target).c_str(), g.grid, g.block,
+              imageKind.c_str(), name.c_str(), cfg.str(p.target).c_str(), g.grid, g.block,
               g.smemBytes, (long long)checked, (long long)unwritten, relErr,
               maxAbs, median, tflops, pass ? "PASS" : "FAIL");
   for (cu::CUdeviceptr d : {dA, dB, dC, dBias, dRes, dMapA, dMapB})
