@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# device-check.sh - the GEMM kernels on a GPU, in one call (≤ 8 minutes).
+#
+#   scripts/device-check.sh --prepare   # on a build machine (no GPU needed)
+#   scripts/device-check.sh             # on the GPU machine (an H200)
+#
+# --prepare writes the PTX of every kernel the check runs into
+# $BUILD/gemm-kernels with tg-bench-gemm (which needs the MLIR/LLVM 22
+# libraries). The GPU run needs only the driver: it uses tg-bench-gemm-run (no
+# MLIR, no LLVM) on those files, or tg-bench-gemm directly where it can start.
+# Carry the build folder to the GPU machine; nothing is compiled there.
+#
+# On the GPU it: checks correctness (random data, output poisoned with NaN,
+# fp64 reference, normwise relative error ≤ 1e-2) and times (CUDA events,
+# warm-up, median of 30) 4096³, 8192³ and the GPT-2-small training shapes on
+# the sm_90a and sm_80 paths; times cuBLAS on the same shapes through
+# PyTorch's torch.matmul (bench/gemm_torch.py); checks the sm_90a SASS for
+# HGMMA (cuobjdump); writes bench/results/gemm-h200-<date>.md and prints a
+# short table last. Exit status: 0 if every correctness check passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+if [[ -n "${BUILD:-}" ]]; then :
+elif [[ -x build-gpu/bin/tg-bench-gemm-run ]]; then BUILD=build-gpu
+else BUILD=build; fi
+KDIR=${TG_GEMM_KERNELS:-$BUILD/gemm-kernels}
+GEN=$BUILD/bin/tg-bench-gemm
+RUN=$BUILD/bin/tg-bench-gemm-run
+DEADLINE=$((SECONDS + ${TG_DEVICE_CHECK_BUDGET_S:-450}))
+
+# Timed cases: M N K form (nn = forward, tn = weight gradient Xᵀ·dY).
+TIMED=(
+  "4096 4096 4096 nn"
+  "8192 8192 8192 nn"
+  "8192 768 3072 nn"
+  "8192 3072 768 nn"
+  "768 3072 8192 tn"
+)
+# Correctness-only cases: every form, ragged edges, the fused epilogue.
+EXTRA=(
+  "4096 4096 4096 nt|"
+  "4096 4096 4096 tn|"
+  "1000 776 504 nn|"
+  "1000 776 504 nt|"
+  "1000 776 504 tn|"
+  "2048 1024 512 nn|--bias --act gelu --residual --alpha 0.5"
+  "2048 1024 512 nt|--bias --act relu"
+)
+TARGETS=(sm_90a sm_80)
+PROBE="256 256 256 nn" # preflight kernel (sm_80)
+
+kname() { # target M N K form extra-flags -> kernel file
+  local t=$1 m=$2 n=$3 k=$4 f=$5 x=${6:-}
+  local tag=${x//[^a-z0-9]/}
+  echo "$KDIR/${t}_${m}x${n}x${k}_${f}${tag:+_$tag}.ptx"
+}
+
+if [[ "${1:-}" == "--prepare" ]]; then
+  [[ -x $GEN ]] || { echo "device-check: error: $GEN not built (ninja -C $BUILD tg-bench-gemm tg-bench-gemm-run)" >&2; exit 2; }
+  mkdir -p "$KDIR"
+  n=0
+  read -r m nn k f <<<"$PROBE"
+  "$GEN" "$m" "$nn" "$k" --form "$f" --target sm_80 --out bf16 --emit-ptx "$(kname sm_80 "$m" "$nn" "$k" "$f")" || exit 3
+  for t in "${TARGETS[@]}"; do
+    for c in "${TIMED[@]}"; do
+      read -r m nn k f <<<"$c"
+      "$GEN" "$m" "$nn" "$k" --form "$f" --target "$t" --out bf16 --emit-ptx "$(kname "$t" "$m" "$nn" "$k" "$f")" || exit 3
+      n=$((n + 1))
+    done
+    for c in "${EXTRA[@]}"; do
+      read -r m nn k f <<<"${c%%|*}"; x=${c#*|}
+      # shellcheck disable=SC2086
+      "$GEN" "$m" "$nn" "$k" --form "$f" --target "$t" --out bf16 $x --emit-ptx "$(kname "$t" "$m" "$nn" "$k" "$f" "$x")" || exit 3
+      n=$((n + 1))
+    done
+  done
+  PTXAS=${CUDA_HOME:-/usr/local/cuda}/bin/ptxas
+  if [[ -x $PTXAS ]]; then # cubins for the SASS check, in case the GPU machine has no ptxas
+    for t in "${TARGETS[@]}"; do
+      read -r m nn k f <<<"${TIMED[1]}"
+      p=$(kname "$t" "$m" "$nn" "$k" "$f")
+      "$PTXAS" -arch="$t" "$p" -o "${p%.ptx}.cubin" || exit 3
+    done
+  fi
+  echo "device-check: wrote $n kernels to $KDIR; carry $BUILD to the GPU machine"
+  exit 0
+fi
+
+# ---- on the GPU machine -----------------------------------------------------
+DATE=$(date -u +%Y-%m-%d)
+OUTDIR=$ROOT/bench/results
+REPORT=$OUTDIR/gemm-h200-$DATE.md
+LOG=$(mktemp -d)/device-check.log
+mkdir -p "$OUTDIR"
+GPU=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+echo "device-check: GPU: ${GPU:-unknown (nvidia-smi failed)}; build: $BUILD; kernels: $KDIR"
+
+# Prefer prepared PTX + the driver-only runner; fall back to the generator.
+gen_ok=0
+if [[ -x $GEN ]] && "$GEN" 64 64 64 --emit-ptx /dev/null >/dev/null 2>&1; then gen_ok=1; fi
+bench() { # target M N K form iters warmup extra... ; prints the result line
+  local t=$1 m=$2 n=$3 k=$4 f=$5 it=$6 wu=$7; shift 7
+  local ptx; ptx=$(kname "$t" "$m" "$n" "$k" "$f" "$*")
+  local left=$((DEADLINE - SECONDS)); ((left < 20)) && { echo "status=SKIPPED reason=time-budget"; return; }
+  local to=$((left < 120 ? left : 120))
+  if [[ -f $ptx && -x $RUN ]]; then
+    timeout "$to" "$RUN" "$m" "$n" "$k" --form "$f" --target "$t" --out bf16 --iters "$it" --warmup "$wu" --ptx "$ptx" "$@" 2>&1 | tail -1
+  elif ((gen_ok)); then
+    timeout "$to" "$GEN" "$m" "$n" "$k" --form "$f" --target "$t" --out bf16 --iters "$it" --warmup "$wu" "$@" 2>&1 | tail -1
+  else
+    echo "status=SKIPPED reason=no-kernel($ptx)-and-no-generator"
+  fi
+  [[ ${PIPESTATUS[0]:-0} == 124 ]] && echo "status=FAIL reason=timeout(${to}s)"
+}
+field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2" | head -1; }
+
+# Preflight: a machine without a usable driver stops here, with the reason.
+probe=$(bench sm_80 256 256 256 nn 1 1)
+if grep -q "no CUDA driver\|cuInit failed\|no CUDA device" <<<"$probe"; then
+  echo "device-check: error: $probe" >&2
+  exit 3
+fi
+
+declare -A OURS_MS OURS_TF STATUS ERR CFG
+fails=0
+for c in "${TIMED[@]}"; do
+  read -r m n k f <<<"$c"
+  for t in "${TARGETS[@]}"; do
+    line=$(bench "$t" "$m" "$n" "$k" "$f" 30 5)
+    echo "$line" | tee -a "$LOG"
+    key="$m,$n,$k,$f,$t"
+    OURS_MS[$key]=$(field median_ms "$line"); OURS_TF[$key]=$(field tflops "$line")
+    STATUS[$key]=$(field status "$line"); ERR[$key]=$(field rel_err "$line"); CFG[$key]=$(field config "$line")
+    [[ ${STATUS[$key]} == PASS ]] || fails=$((fails + 1))
+  done
+done
+
+declare -a EXTRA_ROWS
+for c in "${EXTRA[@]}"; do
+  read -r m n k f <<<"${c%%|*}"; x=${c#*|}
+  for t in "${TARGETS[@]}"; do
+    # shellcheck disable=SC2086
+    line=$(bench "$t" "$m" "$n" "$k" "$f" 3 1 $x)
+    echo "$line" | tee -a "$LOG"
+    st=$(field status "$line"); [[ $st == PASS ]] || fails=$((fails + 1))
+    EXTRA_ROWS+=("| $m×$n×$k | $f | ${x:-—} | $t | $(field rel_err "$line") | $(field unwritten "$line") | ${st:-ERROR} |")
+  done
+done
+
+# cuBLAS through PyTorch, same shapes, same run.
+declare -A PEER_MS PEER_TF
+cases=()
+for c in "${TIMED[@]}"; do read -r m n k f <<<"$c"; cases+=("$m,$n,$k,$f"); done
+PY=${PYTHON:-python3}
+peer_out=$(timeout $((DEADLINE - SECONDS > 30 ? DEADLINE - SECONDS : 30)) "$PY" bench/gemm_torch.py "${cases[@]}" 2>&1)
+echo "$peer_out" | tee -a "$LOG"
+while read -r line; do
+  [[ $line == peer=* ]] || continue
+  key="$(field M "$line"),$(field N "$line"),$(field K "$line"),$(field form "$line")"
+  PEER_MS[$key]=$(field median_ms "$line"); PEER_TF[$key]=$(field tflops "$line")
+done <<<"$peer_out"
+TORCH=$(sed -n 's/.*torch=\([^ ]*\).*/\1/p' <<<"$peer_out" | head -1)
+
+# SASS: the sm_90a kernel must use HGMMA (and the sm_80 one HMMA). Cubins
+# come from --prepare (where ptxas was present) or from ptxas here.
+CUDA=${CUDA_HOME:-/usr/local/cuda}
+OBJDUMP=$(command -v cuobjdump || echo "$CUDA/bin/cuobjdump")
+PTXAS=$(command -v ptxas || echo "$CUDA/bin/ptxas")
+read -r m n k f <<<"${TIMED[1]}"
+sass="SKIPPED (no cuobjdump)"
+if [[ -x $OBJDUMP ]]; then
+  counts=()
+  for t in sm_90a sm_80; do
+    p=$(kname "$t" "$m" "$n" "$k" "$f"); cub=${p%.ptx}.cubin
+    [[ -f $cub || ! -f $p || ! -x $PTXAS ]] || "$PTXAS" -arch="$t" "$p" -o "$cub" 2>>"$LOG"
+    if [[ -f $cub ]]; then
+      op=HGMMA; [[ $t == sm_80 ]] && op=HMMA
+      counts+=("$t:$("$OBJDUMP" --dump-sass "$cub" | grep -c "$op")")
+    else
+      counts+=("$t:none")
+    fi
+  done
+  hg=${counts[0]#sm_90a:}
+  if [[ $hg == none ]]; then sass="SKIPPED (no sm_90a cubin: no ptxas here and none prepared)"
+  elif ((hg > 0)); then sass="PASS: HGMMA in sm_90a SASS ($hg), HMMA in sm_80 SASS (${counts[1]#sm_80:})"
+  else sass="FAIL: no HGMMA in the sm_90a kernel's SASS"; fails=$((fails + 1)); fi
+fi
+
+# Report.
+{
+  echo "# GEMM on $(cut -d, -f1 <<<"${GPU:-unknown GPU}") — $DATE"
+  echo
+  echo "Measured by \`scripts/device-check.sh\` (commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)),"
+  echo "driver $(cut -d, -f2 <<<"${GPU:-,?}" | tr -d ' '), peer: cuBLAS via torch.matmul ${TORCH:-unavailable}."
+  echo "bf16 in, bf16 out, f32 accumulation; medians of 30 CUDA-event timings after 5 warm-ups;"
+  echo "correctness: random data, output poisoned with NaN, fp64 reference (sampled for large shapes)."
+  echo
+  echo "| M×N×K | form | path | config | ours ms | ours TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | ratio | rel err | check |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  for c in "${TIMED[@]}"; do
+    read -r m n k f <<<"$c"
+    for t in "${TARGETS[@]}"; do
+      key="$m,$n,$k,$f,$t"; pk="$m,$n,$k,$f"
+      ratio="—"
+      if [[ -n ${OURS_TF[$key]} && -n ${PEER_TF[$pk]:-} ]]; then
+        ratio=$(awk -v a="${OURS_TF[$key]}" -v b="${PEER_TF[$pk]}" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else print "—" }')
+      fi
+      echo "| $m×$n×$k | $f | $t | ${CFG[$key]:-—} | ${OURS_MS[$key]:-—} | ${OURS_TF[$key]:-—} | ${PEER_MS[$pk]:-—} | ${PEER_TF[$pk]:-—} | $ratio | ${ERR[$key]:-—} | ${STATUS[$key]:-ERROR} |"
+    done
+  done
+  echo
+  echo "Correctness of the other forms, ragged edges and fused epilogues (bf16 out):"
+  echo
+  echo "| M×N×K | form | epilogue | path | rel err | unwritten | check |"
+  echo "|---|---|---|---|---|---|---|"
+  printf '%s\n' "${EXTRA_ROWS[@]}"
+  echo
+  echo "SASS check: $sass"
+  echo
+  echo "<details><summary>raw output</summary>"
+  echo
+  echo '```'
+  cat "$LOG"
+  echo '```'
+  echo "</details>"
+} >"$REPORT"
+
+echo
+echo "device-check: wrote $REPORT ($fails failed checks, $((SECONDS))s)"
+echo "shape            form path    ours TF/s  cuBLAS TF/s  ratio  check"
+for c in "${TIMED[@]}"; do
+  read -r m n k f <<<"$c"
+  for t in "${TARGETS[@]}"; do
+    key="$m,$n,$k,$f,$t"; pk="$m,$n,$k,$f"
+    ratio=$(awk -v a="${OURS_TF[$key]:-0}" -v b="${PEER_TF[$pk]:-0}" 'BEGIN{ if (b > 0 && a > 0) printf "%.2f", a / b; else print "-" }')
+    printf '%-16s %-4s %-7s %9s  %11s  %5s  %s\n' "${m}x${n}x${k}" "$f" "$t" "${OURS_TF[$key]:--}" "${PEER_TF[$pk]:--}" "$ratio" "${STATUS[$key]:-ERROR}"
+  done
+done
+echo "SASS: $sass"
+((fails == 0))
