@@ -137,11 +137,12 @@ static LogicalResult verifyModelAttr(Operation *op, NamedAttribute attr,
   if (name == attr::role) {
     auto str = dyn_cast<StringAttr>(attr.getValue());
     bool ok = str && (isArg ? (str == "param" || str == "input")
-                            : (str == "loss" || str == "output"));
+                            : (str == "loss" || str == "output" ||
+                               str == "grad"));
     if (!ok)
       return fail() << "'" << name << "' must be "
                     << (isArg ? "\"param\" or \"input\""
-                              : "\"loss\" or \"output\"");
+                              : "\"loss\", \"output\" or \"grad\"");
     return success();
   }
   if (name == attr::init && isArg) {

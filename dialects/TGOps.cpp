@@ -16,6 +16,8 @@
 using namespace mlir;
 using namespace mlir::tg;
 
+#include "dialects/TGInterfaces.cpp.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/TGOps.cpp.inc"
 

@@ -52,6 +52,8 @@ int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
 
 } // namespace mlir::tg
 
+#include "dialects/TGInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/TGOps.h.inc"
 

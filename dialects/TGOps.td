@@ -10,6 +10,7 @@
 #define TG_OPS_TD
 
 include "dialects/TGAttrs.td"
+include "dialects/TGInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -27,6 +28,8 @@ def TG_IntTensor : StaticShapeTensorOf<[I32, I64]>;
 def TG_BoolTensor : StaticShapeTensorOf<[I1]>;
 def TG_Seed : 0DTensorOf<[I64]>;
 
+def TG_Differentiable : DeclareOpInterfaceMethods<TG_DifferentiableOpInterface>;
+
 def TG_Pair : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayCount<2>]>;
 
 //===----------------------------------------------------------------------===//
@@ -34,7 +37,7 @@ def TG_Pair : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayCount<2>]>;
 //===----------------------------------------------------------------------===//
 
 class TG_BinaryOp<string mnemonic, string desc, TypeConstraint operandTy = TG_NumTensor>
-    : TG_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : TG_Op<mnemonic, [TG_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "elementwise " # desc # " with NumPy broadcasting";
   let description = [{
     Computes `}] # desc # [{` elementwise. Shapes broadcast as in NumPy: they
@@ -91,7 +94,7 @@ def TG_CmpOp : TG_Op<"cmp", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def TG_SelectOp : TG_Op<"select", [Pure, InferTypeOpAdaptor]> {
+def TG_SelectOp : TG_Op<"select", [TG_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "elementwise choice between two tensors, with broadcasting";
   let description = [{
     `cond ? true_value : false_value` elementwise; all three broadcast
@@ -116,7 +119,7 @@ def TG_SelectOp : TG_Op<"select", [Pure, InferTypeOpAdaptor]> {
 
 class TG_UnaryOp<string mnemonic, string formula, TypeConstraint ty = TG_FloatTensor,
                  list<Trait> traits = []>
-    : TG_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
+    : TG_Op<mnemonic, !listconcat([TG_Differentiable, Pure, SameOperandsAndResultType], traits)> {
   let summary = "elementwise " # formula;
   let description = [{
     Computes `}] # formula # [{` for every element; the result has the
@@ -143,7 +146,7 @@ def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "1 / (1 + e^-x)">;
 def TG_ReluOp : TG_UnaryOp<"relu", "max(x, 0)", TG_NumTensor>;
 def TG_SiluOp : TG_UnaryOp<"silu", "x * sigmoid(x)">;
 
-def TG_GeluOp : TG_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def TG_GeluOp : TG_Op<"gelu", [TG_Differentiable, Pure, SameOperandsAndResultType]> {
   let summary = "elementwise GELU, exact (erf) or tanh-approximated";
   let description = [{
     `x * Phi(x)` with the normal CDF `Phi`. `approximate = tanh` selects
@@ -161,7 +164,7 @@ def TG_GeluOp : TG_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   }];
 }
 
-def TG_CastOp : TG_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+def TG_CastOp : TG_Op<"cast", [TG_Differentiable, Pure, SameOperandsAndResultShape]> {
   let summary = "element type conversion";
   let description = [{
     Converts every element to the result's element type (rounding to nearest
@@ -194,7 +197,7 @@ def TG_ConstantOp : TG_Op<"constant", [ConstantLike, Pure, InferTypeOpAdaptor]> 
 // Contractions and reductions
 //===----------------------------------------------------------------------===//
 
-def TG_MatmulOp : TG_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+def TG_MatmulOp : TG_Op<"matmul", [TG_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "matrix product, 2-D or batched, optionally transposed operands";
   let description = [{
     `op(lhs) @ op(rhs)` where `op` transposes the last two dimensions when
@@ -214,7 +217,7 @@ def TG_MatmulOp : TG_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
 }
 
 class TG_ReduceOp<string mnemonic, string what, TypeConstraint ty = TG_NumTensor>
-    : TG_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : TG_Op<mnemonic, [TG_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = what # " over a list of axes";
   let description = [{
     Reduces `input` over `axes` (distinct, in `[0, rank)`), computing the }]
@@ -248,7 +251,7 @@ def TG_MaxOp : TG_ReduceOp<"max", "maximum">;
 //===----------------------------------------------------------------------===//
 
 class TG_SoftmaxLikeOp<string mnemonic, string formula>
-    : TG_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : TG_Op<mnemonic, [TG_Differentiable, Pure, SameOperandsAndResultType]> {
   let summary = formula # " along one axis";
   let description = [{
     Computes `}] # formula # [{` along `axis` (negative values count from
@@ -267,7 +270,7 @@ class TG_SoftmaxLikeOp<string mnemonic, string formula>
 def TG_SoftmaxOp : TG_SoftmaxLikeOp<"softmax", "exp(x) / sum(exp(x))">;
 def TG_LogSoftmaxOp : TG_SoftmaxLikeOp<"log_softmax", "x - log(sum(exp(x)))">;
 
-def TG_CrossEntropyOp : TG_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
+def TG_CrossEntropyOp : TG_Op<"cross_entropy", [TG_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "mean cross-entropy of logits against integer labels";
   let description = [{
     `logits` has shape `[..., C]` and `labels` the leading shape `[...]`.
@@ -287,7 +290,7 @@ def TG_CrossEntropyOp : TG_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def TG_MseLossOp : TG_Op<"mse_loss", [Pure, InferTypeOpAdaptor]> {
+def TG_MseLossOp : TG_Op<"mse_loss", [TG_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "mean squared error";
   let description = [{
     `mean((input - target)^2)` over every element; both have the same type.
@@ -304,7 +307,7 @@ def TG_MseLossOp : TG_Op<"mse_loss", [Pure, InferTypeOpAdaptor]> {
 }
 
 def TG_LayerNormOp : TG_Op<"layer_norm",
-    [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>]> {
+    [TG_Differentiable, Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>]> {
   let summary = "layer normalisation over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + eps) * scale + bias` with mean and (biased)
@@ -326,7 +329,7 @@ def TG_LayerNormOp : TG_Op<"layer_norm",
   let hasVerifier = 1;
 }
 
-def TG_RmsNormOp : TG_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+def TG_RmsNormOp : TG_Op<"rms_norm", [TG_Differentiable, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "RMS normalisation over the last dimension";
   let description = [{
     `x / sqrt(mean(x^2) + eps) * scale` over the last dimension; `scale` has
@@ -349,7 +352,7 @@ def TG_RmsNormOp : TG_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]>
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def TG_EmbeddingOp : TG_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+def TG_EmbeddingOp : TG_Op<"embedding", [TG_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "row gather from an embedding table";
   let description = [{
     `result[i..., :] = table[indices[i...], :]`. Indices outside `[0, V)`
@@ -366,7 +369,7 @@ def TG_EmbeddingOp : TG_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def TG_ReshapeOp : TG_Op<"reshape", [Pure]> {
+def TG_ReshapeOp : TG_Op<"reshape", [TG_Differentiable, Pure]> {
   let summary = "same elements, new static shape";
   let description = [{
     Reinterprets the elements (row-major) with the result's shape; the
@@ -383,7 +386,7 @@ def TG_ReshapeOp : TG_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def TG_TransposeOp : TG_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def TG_TransposeOp : TG_Op<"transpose", [TG_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "permutation of dimensions";
   let description = [{
     `result.shape[i] = input.shape[permutation[i]]`.
@@ -400,7 +403,7 @@ def TG_TransposeOp : TG_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def TG_BroadcastToOp : TG_Op<"broadcast_to", [Pure]> {
+def TG_BroadcastToOp : TG_Op<"broadcast_to", [TG_Differentiable, Pure]> {
   let summary = "explicit NumPy broadcast to a larger shape";
   let description = [{
     ```mlir
@@ -414,7 +417,7 @@ def TG_BroadcastToOp : TG_Op<"broadcast_to", [Pure]> {
   let hasFolder = 1;
 }
 
-def TG_SliceOp : TG_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def TG_SliceOp : TG_Op<"slice", [TG_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "strided slice with static bounds";
   let description = [{
     Along every dimension `d`, keeps indices `start[d], start[d] + step[d],
@@ -432,7 +435,7 @@ def TG_SliceOp : TG_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def TG_ConcatOp : TG_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+def TG_ConcatOp : TG_Op<"concat", [TG_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "concatenation along one axis";
   let description = [{
     All inputs have the same rank and element type, and equal sizes except
@@ -453,7 +456,7 @@ def TG_ConcatOp : TG_Op<"concat", [Pure, InferTypeOpAdaptor]> {
 // Masking and randomness
 //===----------------------------------------------------------------------===//
 
-def TG_CausalMaskOp : TG_Op<"causal_mask", [Pure, SameOperandsAndResultType]> {
+def TG_CausalMaskOp : TG_Op<"causal_mask", [TG_Differentiable, Pure, SameOperandsAndResultType]> {
   let summary = "fill the strictly upper triangle of the last two dims";
   let description = [{
     `result[..., i, j] = j > i ? value : input[..., i, j]`: the causal mask of
@@ -470,7 +473,7 @@ def TG_CausalMaskOp : TG_Op<"causal_mask", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def TG_DropoutOp : TG_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]> {
+def TG_DropoutOp : TG_Op<"dropout", [TG_Differentiable, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "inverted dropout with a counter-based RNG";
   let description = [{
     Zeroes each element with probability `p` and scales the others by
@@ -512,7 +515,7 @@ def TG_OneHotOp : TG_Op<"one_hot", [Pure]> {
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
-def TG_Conv2dOp : TG_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
+def TG_Conv2dOp : TG_Op<"conv2d", [TG_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "2-D convolution, NCHW input, OIHW weight";
   let description = [{
     `input` is `[N, C, H, W]`, `weight` is `[O, C / groups, KH, KW]`;
@@ -535,7 +538,7 @@ def TG_Conv2dOp : TG_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
 }
 
 class TG_PoolOp<string mnemonic, string what>
-    : TG_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : TG_Op<mnemonic, [TG_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "2-D " # what # " pooling over NCHW";
   let description = [{
     Takes the }] # what # [{ of each `kernel` window, moved by `stride`, with
@@ -564,5 +567,116 @@ class TG_PoolOp<string mnemonic, string what>
 
 def TG_MaxPool2dOp : TG_PoolOp<"max_pool2d", "maximum">;
 def TG_AvgPool2dOp : TG_PoolOp<"avg_pool2d", "average">;
+
+//===----------------------------------------------------------------------===//
+// Backward ops: the transposed data movement that the VJPs of embedding,
+// conv2d and pooling need. They are not differentiable themselves.
+//===----------------------------------------------------------------------===//
+
+def TG_EmbeddingGradOp : TG_Op<"embedding_grad", [Pure]> {
+  let summary = "scatter-add of row cotangents into an embedding table";
+  let description = [{
+    The transpose of `tg.embedding`: `result[v, :] = sum of grad[i..., :]
+    over the positions i where clamp(indices[i...]) == v`. The result type
+    is the table's.
+
+    ```mlir
+    %dw = tg.embedding_grad %g, %ids : tensor<8x16x64xf32>, tensor<8x16xi64> -> tensor<1000x64xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_IntTensor:$indices);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $indices attr-dict `:` type($grad) `,` type($indices) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_Conv2dGradInputOp : TG_Op<"conv2d_grad_input", [Pure]> {
+  let summary = "cotangent of a conv2d input (transposed convolution)";
+  let description = [{
+    Given the cotangent `grad` of `tg.conv2d(input, weight)` with the same
+    attributes, computes the cotangent of `input`, whose type is the result
+    type.
+
+    ```mlir
+    %dx = tg.conv2d_grad_input %g, %w : tensor<8x6x24x24xf32>, tensor<6x1x5x5xf32> -> tensor<8x1x28x28xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$weight,
+                       DefaultValuedAttr<TG_Pair, "{1, 1}">:$stride,
+                       DefaultValuedAttr<TG_Pair, "{0, 0}">:$padding,
+                       DefaultValuedAttr<TG_Pair, "{1, 1}">:$dilation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $weight attr-dict `:` type($grad) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_Conv2dGradWeightOp : TG_Op<"conv2d_grad_weight", [Pure]> {
+  let summary = "cotangent of a conv2d weight";
+  let description = [{
+    Given the forward `input` and the cotangent `grad` of `tg.conv2d(input,
+    weight)` with the same attributes, computes the cotangent of `weight`,
+    whose type is the result type.
+
+    ```mlir
+    %dw = tg.conv2d_grad_weight %x, %g : tensor<8x1x28x28xf32>, tensor<8x6x24x24xf32> -> tensor<6x1x5x5xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$grad,
+                       DefaultValuedAttr<TG_Pair, "{1, 1}">:$stride,
+                       DefaultValuedAttr<TG_Pair, "{0, 0}">:$padding,
+                       DefaultValuedAttr<TG_Pair, "{1, 1}">:$dilation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad attr-dict `:` type($input) `,` type($grad) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_MaxPool2dGradOp : TG_Op<"max_pool2d_grad",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "cotangent of a max_pool2d input";
+  let description = [{
+    Routes each window's cotangent to the first position (row-major) that
+    holds the window's maximum in the forward `input`.
+
+    ```mlir
+    %dx = tg.max_pool2d_grad %g, %x kernel = [2, 2] stride = [2, 2] : tensor<8x6x14x14xf32>, tensor<8x6x28x28xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_Pair:$kernel, TG_Pair:$stride,
+                       DefaultValuedAttr<TG_Pair, "{0, 0}">:$padding);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input `kernel` `=` $kernel `stride` `=` $stride attr-dict `:`
+    type($grad) `,` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_AvgPool2dGradOp : TG_Op<"avg_pool2d_grad", [Pure]> {
+  let summary = "cotangent of an avg_pool2d input";
+  let description = [{
+    Spreads each window's cotangent evenly over the window's unpadded
+    positions; the result type is the forward input's.
+
+    ```mlir
+    %dx = tg.avg_pool2d_grad %g kernel = [2, 2] stride = [2, 2] : tensor<8x6x14x14xf32> -> tensor<8x6x28x28xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_Pair:$kernel, TG_Pair:$stride,
+                       DefaultValuedAttr<TG_Pair, "{0, 0}">:$padding);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `kernel` `=` $kernel `stride` `=` $stride attr-dict `:` type($grad) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
 
 #endif // TG_OPS_TD

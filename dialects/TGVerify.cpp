@@ -123,3 +123,75 @@ LogicalResult OneHotOp::verify() {
            << in << ", result " << out;
   return success();
 }
+
+LogicalResult EmbeddingGradOp::verify() {
+  SmallVector<Type> fwd;
+  auto table = getType();
+  if (table.getRank() != 2 ||
+      failed(EmbeddingOp::inferReturnTypes(
+          getContext(), getLoc(),
+          EmbeddingOp::Adaptor({getResult(), getIndices()}), fwd)) ||
+      fwd.front() != getGrad().getType())
+    return emitOpError("gradient ")
+           << getGrad().getType() << " does not match an embedding of "
+           << table << " by indices " << getIndices().getType();
+  return success();
+}
+
+/// Checks that conv2d(input, weight) with `op`'s attributes yields `grad`.
+template <typename OpTy>
+static LogicalResult verifyConvGrad(OpTy op, Value input, Value weight,
+                                    Value grad) {
+  SmallVector<Type> fwd;
+  SmallVector<Value> operands{input, weight};
+  // The forward op's attributes, copied through its properties.
+  auto props = Conv2dOp::Properties();
+  props.stride = op.getStrideAttr();
+  props.padding = op.getPaddingAttr();
+  props.dilation = op.getDilationAttr();
+  props.groups = op.getGroupsAttr();
+  if (failed(Conv2dOp::inferReturnTypes(
+          op.getContext(), op.getLoc(),
+          Conv2dOp::Adaptor(ValueRange(operands), DictionaryAttr(), props),
+          fwd)))
+    return failure();
+  if (fwd.front() != grad.getType())
+    return op.emitOpError("gradient ")
+           << grad.getType() << " does not match the convolution output "
+           << fwd.front();
+  return success();
+}
+
+LogicalResult Conv2dGradInputOp::verify() {
+  return verifyConvGrad(*this, getResult(), getWeight(), getGrad());
+}
+
+LogicalResult Conv2dGradWeightOp::verify() {
+  return verifyConvGrad(*this, getInput(), getResult(), getGrad());
+}
+
+/// Checks that pooling `input` with the given window yields `grad`.
+static LogicalResult verifyPoolGrad(Operation *op, Value input,
+                                    ArrayRef<int64_t> kernel,
+                                    ArrayRef<int64_t> stride,
+                                    ArrayRef<int64_t> padding, Value grad) {
+  SmallVector<Type> fwd;
+  if (failed(inferPoolResult(op->getLoc(), input, kernel, stride, padding,
+                             fwd)))
+    return failure();
+  if (fwd.front() != grad.getType())
+    return op->emitOpError("gradient ")
+           << grad.getType() << " does not match the pooling output "
+           << fwd.front();
+  return success();
+}
+
+LogicalResult MaxPool2dGradOp::verify() {
+  return verifyPoolGrad(*this, getInput(), getKernel(), getStride(),
+                        getPadding(), getGrad());
+}
+
+LogicalResult AvgPool2dGradOp::verify() {
+  return verifyPoolGrad(*this, getResult(), getKernel(), getStride(),
+                        getPadding(), getGrad());
+}

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "dialects/TGBuilder.h"
 
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -23,60 +24,22 @@ using namespace mlir::tg;
 
 namespace {
 
-/// Small builder of tg arithmetic at one location.
-struct Emit {
-  PatternRewriter &rw;
-  Location loc;
-
-  /// A rank-0 float constant of type `elt` (broadcasts against anything).
-  Value scalar(Type elt, double v) { return splat(FloatAttr::get(elt, v)); }
-  /// A rank-0 integer constant of type `elt`.
-  Value integer(Type elt, int64_t v) { return splat(IntegerAttr::get(elt, v)); }
-  Value splat(TypedAttr value) {
-    auto type = RankedTensorType::get({}, value.getType());
-    return ConstantOp::create(rw, loc, DenseElementsAttr::get(type, value));
-  }
-  Value add(Value a, Value b) { return AddOp::create(rw, loc, a, b); }
-  Value sub(Value a, Value b) { return SubOp::create(rw, loc, a, b); }
-  Value mul(Value a, Value b) { return MulOp::create(rw, loc, a, b); }
-  Value div(Value a, Value b) { return DivOp::create(rw, loc, a, b); }
-  Value sum(Value x, ArrayRef<int64_t> axes, bool keep) {
-    return SumOp::create(rw, loc, x, axes, keep);
-  }
-  Value mean(Value x, ArrayRef<int64_t> axes, bool keep) {
-    return MeanOp::create(rw, loc, x, axes, keep);
-  }
-  Value max(Value x, ArrayRef<int64_t> axes, bool keep) {
-    return MaxOp::create(rw, loc, x, axes, keep);
-  }
-  /// Every axis of `x`, for full reductions.
-  static SmallVector<int64_t> allAxes(Value x) {
-    auto rank = cast<RankedTensorType>(x.getType()).getRank();
-    return llvm::to_vector(llvm::seq<int64_t>(0, rank));
-  }
-  static Type elt(Value x) { return getElementTypeOrSelf(x.getType()); }
-};
-
-/// Normalises a possibly negative axis of `x`.
-int64_t normAxis(Value x, int64_t axis) {
-  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
-  return axis < 0 ? axis + rank : axis;
-}
+using Emit = TensorBuilder;
 
 Value decompose(SoftmaxOp op, Emit &e) {
   Value x = op.getInput();
-  int64_t axis = normAxis(x, op.getAxis());
+  int64_t axis = Emit::normAxis(x, op.getAxis());
   Value shifted = e.sub(x, e.max(x, axis, true));
-  Value exp = ExpOp::create(e.rw, e.loc, shifted);
+  Value exp = ExpOp::create(e.b, e.loc, shifted);
   return e.div(exp, e.sum(exp, axis, true));
 }
 
 Value decompose(LogSoftmaxOp op, Emit &e) {
   Value x = op.getInput();
-  int64_t axis = normAxis(x, op.getAxis());
+  int64_t axis = Emit::normAxis(x, op.getAxis());
   Value shifted = e.sub(x, e.max(x, axis, true));
-  Value sum = e.sum(ExpOp::create(e.rw, e.loc, shifted), axis, true);
-  return e.sub(shifted, LogOp::create(e.rw, e.loc, sum));
+  Value sum = e.sum(ExpOp::create(e.b, e.loc, shifted), axis, true);
+  return e.sub(shifted, LogOp::create(e.b, e.loc, sum));
 }
 
 Value decompose(GeluOp op, Emit &e) {
@@ -86,10 +49,10 @@ Value decompose(GeluOp op, Emit &e) {
   if (op.getApproximate() == GeluApproximation::tanh) {
     Value cube = e.mul(e.mul(x, x), x);
     Value poly = e.add(x, e.mul(e.scalar(t, 0.044715), cube));
-    inner = TanhOp::create(e.rw, e.loc,
+    inner = TanhOp::create(e.b, e.loc,
                            e.mul(e.scalar(t, std::sqrt(2.0 / M_PI)), poly));
   } else {
-    inner = ErfOp::create(e.rw, e.loc, e.mul(x, e.scalar(t, M_SQRT1_2)));
+    inner = ErfOp::create(e.b, e.loc, e.mul(x, e.scalar(t, M_SQRT1_2)));
   }
   Value half = e.mul(e.scalar(t, 0.5), x);
   return e.mul(half, e.add(e.scalar(t, 1.0), inner));
@@ -98,24 +61,24 @@ Value decompose(GeluOp op, Emit &e) {
 Value decompose(SigmoidOp op, Emit &e) {
   Value x = op.getInput();
   Type t = Emit::elt(x);
-  Value exp = ExpOp::create(e.rw, e.loc, NegOp::create(e.rw, e.loc, x));
+  Value exp = ExpOp::create(e.b, e.loc, NegOp::create(e.b, e.loc, x));
   return e.div(e.scalar(t, 1.0), e.add(e.scalar(t, 1.0), exp));
 }
 
 Value decompose(SiluOp op, Emit &e) {
   Value x = op.getInput();
-  return e.mul(x, SigmoidOp::create(e.rw, e.loc, x));
+  return e.mul(x, SigmoidOp::create(e.b, e.loc, x));
 }
 
 /// `x * rsqrt(meanSquare + eps)`, shared by layer_norm and rms_norm.
 Value normalise(Emit &e, Value x, Value meanSquare, double eps) {
   Value var = e.add(meanSquare, e.scalar(Emit::elt(x), eps));
-  return e.mul(x, RsqrtOp::create(e.rw, e.loc, var));
+  return e.mul(x, RsqrtOp::create(e.b, e.loc, var));
 }
 
 Value decompose(LayerNormOp op, Emit &e) {
   Value x = op.getInput();
-  int64_t last = normAxis(x, -1);
+  int64_t last = Emit::normAxis(x, -1);
   Value centred = e.sub(x, e.mean(x, last, true));
   Value y = normalise(e, centred, e.mean(e.mul(centred, centred), last, true),
                       op.getEps().convertToDouble());
@@ -128,7 +91,7 @@ Value decompose(LayerNormOp op, Emit &e) {
 
 Value decompose(RmsNormOp op, Emit &e) {
   Value x = op.getInput();
-  Value y = normalise(e, x, e.mean(e.mul(x, x), normAxis(x, -1), true),
+  Value y = normalise(e, x, e.mean(e.mul(x, x), Emit::normAxis(x, -1), true),
                       op.getEps().convertToDouble());
   return op.getScale() ? e.mul(y, op.getScale()) : y;
 }
@@ -138,20 +101,20 @@ Value decompose(CrossEntropyOp op, Emit &e) {
   auto logitsType = cast<RankedTensorType>(logits.getType());
   Type t = logitsType.getElementType();
   int64_t last = logitsType.getRank() - 1;
-  Value logp = LogSoftmaxOp::create(e.rw, e.loc, logits, last);
-  Value onehot = OneHotOp::create(e.rw, e.loc, logitsType, labels);
+  Value logp = LogSoftmaxOp::create(e.b, e.loc, logits, last);
+  Value onehot = OneHotOp::create(e.b, e.loc, logitsType, labels);
   Value picked = e.sum(e.mul(logp, onehot), last, false);
   Value ignore =
       e.integer(Emit::elt(labels), op.getIgnoreIndexAttr().getInt());
-  Value valid = CmpOp::create(e.rw, e.loc, CmpPredicate::ne, labels, ignore);
+  Value valid = CmpOp::create(e.b, e.loc, CmpPredicate::ne, labels, ignore);
   Value zero = e.scalar(t, 0.0), one = e.scalar(t, 1.0);
-  Value nll = SelectOp::create(e.rw, e.loc, valid,
-                               NegOp::create(e.rw, e.loc, picked), zero);
-  Value count = SelectOp::create(e.rw, e.loc, valid, one, zero);
+  Value nll = SelectOp::create(e.b, e.loc, valid,
+                               NegOp::create(e.b, e.loc, picked), zero);
+  Value count = SelectOp::create(e.b, e.loc, valid, one, zero);
   Value total = e.sum(nll, Emit::allAxes(nll), false);
   Value n = e.sum(count, Emit::allAxes(count), false);
   // An all-ignored batch has loss 0, not 0/0.
-  return e.div(total, MaximumOp::create(e.rw, e.loc, n, one));
+  return e.div(total, MaximumOp::create(e.b, e.loc, n, one));
 }
 
 Value decompose(MseLossOp op, Emit &e) {

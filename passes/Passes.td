@@ -39,4 +39,37 @@ def DecomposeCompositesPass : Pass<"tg-decompose"> {
   ];
 }
 
+def AutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation of a model's forward function";
+  let description = [{
+    Adds `@<func>_grad`, a copy of the forward function that also returns the
+    gradient of its loss (the result tagged `tg.role = "loss"`) with respect
+    to every parameter (arguments tagged `tg.role = "param"`), and with
+    `wrt-inputs` to every float input too. Gradient results are tagged
+    `tg.role = "grad"` and carry the parameter's `tg.name`.
+
+    The backward ops come from each op's `DifferentiableOpInterface::buildVJP`;
+    this pass only walks the graph in reverse, sums cotangents where a value
+    fans out, gives unused parameters zero gradients, and treats integer
+    values (labels, token ids) and non-differentiable tg ops (cmp, one_hot,
+    constant) as constants.
+
+    ```mlir
+    func.func @forward(%x: tensor<4x3xf32> {tg.role = "input", ...},
+                       %w: tensor<3x2xf32> {tg.role = "param", tg.name = "w"}, ...)
+        -> (tensor<f32> {tg.role = "loss"})
+    // gains
+    func.func @forward_grad(...) -> (tensor<f32> {tg.role = "loss"},
+                                     tensor<3x2xf32> {tg.role = "grad", tg.name = "w"})
+    ```
+  }];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"forward\"",
+           "Name of the function to differentiate">,
+    Option<"wrtInputs", "wrt-inputs", "bool", "false",
+           "Also differentiate with respect to float inputs">,
+  ];
+}
+
 #endif // TG_PASSES_TD

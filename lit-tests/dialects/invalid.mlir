@@ -401,7 +401,7 @@ func.func @f(%w: tensor<4xf32> {tg.shape = 3}) {
   return
 }
 // -----
-// expected-error @+1 {{'func.func' op result #0: 'tg.role' must be "loss" or "output"}}
+// expected-error @+1 {{'func.func' op result #0: 'tg.role' must be "loss", "output" or "grad"}}
 func.func @f(%w: tensor<4xf32>) -> (tensor<4xf32> {tg.role = "param"}) {
   return %w : tensor<4xf32>
 }

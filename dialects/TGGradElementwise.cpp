@@ -1,0 +1,236 @@
+//===- TGGradElementwise.cpp - VJPs of elementwise tg ops -------*- C++ -*-===//
+//
+// The derivative of every elementwise op (binary with broadcasting, unary,
+// select, cast), each stated as tg ops by the op's own buildVJP. Operands
+// that were broadcast get their cotangent summed back to their shape.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/TGBuilder.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tg;
+
+using TB = TensorBuilder;
+
+/// Appends the cotangents `da`, `db` of a binary op, summed back to the
+/// operands' shapes.
+static LogicalResult binaryGrads(TB &t, Value lhs, Value rhs, Value da,
+                                 Value db, SmallVectorImpl<Value> &out) {
+  out.push_back(da ? t.reduceToShape(da, TB::typeOf(lhs)) : Value());
+  out.push_back(db ? t.reduceToShape(db, TB::typeOf(rhs)) : Value());
+  return success();
+}
+
+LogicalResult AddOp::buildVJP(OpBuilder &b, ValueRange g,
+                              SmallVectorImpl<Value> &out) {
+  TB t{b, getLoc()};
+  return binaryGrads(t, getLhs(), getRhs(), g[0], g[0], out);
+}
+
+LogicalResult SubOp::buildVJP(OpBuilder &b, ValueRange g,
+                              SmallVectorImpl<Value> &out) {
+  TB t{b, getLoc()};
+  return binaryGrads(t, getLhs(), getRhs(), g[0], t.neg(g[0]), out);
+}
+
+LogicalResult MulOp::buildVJP(OpBuilder &b, ValueRange g,
+                              SmallVectorImpl<Value> &out) {
+  TB t{b, getLoc()};
+  return binaryGrads(t, getLhs(), getRhs(), t.mul(g[0], getRhs()),
+                     t.mul(g[0], getLhs()), out);
+}
+
+LogicalResult DivOp::buildVJP(OpBuilder &b, ValueRange g,
+                              SmallVectorImpl<Value> &out) {
+  // d(a/b) = g/b, -g*a/b^2 = -g*(a/b)/b.
+  TB t{b, getLoc()};
+  Value da = t.div(g[0], getRhs());
+  Value db = t.neg(t.mul(da, getResult()));
+  return binaryGrads(t, getLhs(), getRhs(), da, db, out);
+}
+
+LogicalResult PowOp::buildVJP(OpBuilder &b, ValueRange g,
+                              SmallVectorImpl<Value> &out) {
+  // d(a^c) = g*c*a^(c-1), g*a^c*log(a).
+  TB t{b, getLoc()};
+  Value a = getLhs(), c = getRhs();
+  Value cm1 = t.sub(c, t.scalar(TB::elt(c), 1.0));
+  Value da = t.mul(g[0], t.mul(c, PowOp::create(b, getLoc(), a, cm1)));
+  Value dc = t.mul(g[0], t.mul(getResult(), LogOp::create(b, getLoc(), a)));
+  return binaryGrads(t, a, c, da, dc, out);
+}
+
+/// maximum/minimum: the cotangent goes to the operand that won; ties go to
+/// the left-hand side.
+static LogicalResult extremumGrads(TB &t, CmpPredicate lhsWins, Value lhs,
+                                   Value rhs, Value g,
+                                   SmallVectorImpl<Value> &out) {
+  Value zero = t.scalar(TB::elt(g), 0.0);
+  Value wins = t.cmp(lhsWins, lhs, rhs);
+  return binaryGrads(t, lhs, rhs, t.select(wins, g, zero),
+                     t.select(wins, zero, g), out);
+}
+
+LogicalResult MaximumOp::buildVJP(OpBuilder &b, ValueRange g,
+                                  SmallVectorImpl<Value> &out) {
+  TB t{b, getLoc()};
+  return extremumGrads(t, CmpPredicate::ge, getLhs(), getRhs(), g[0], out);
+}
+
+LogicalResult MinimumOp::buildVJP(OpBuilder &b, ValueRange g,
+                                  SmallVectorImpl<Value> &out) {
+  TB t{b, getLoc()};
+  return extremumGrads(t, CmpPredicate::le, getLhs(), getRhs(), g[0], out);
+}
+
+LogicalResult SelectOp::buildVJP(OpBuilder &b, ValueRange g,
+                                 SmallVectorImpl<Value> &out) {
+  TB t{b, getLoc()};
+  Value zero = t.scalar(TB::elt(g[0]), 0.0);
+  out.push_back(Value());
+  out.push_back(t.reduceToShape(t.select(getCond(), g[0], zero),
+                                TB::typeOf(getTrueValue())));
+  out.push_back(t.reduceToShape(t.select(getCond(), zero, g[0]),
+                                TB::typeOf(getFalseValue())));
+  return success();
+}
+
+LogicalResult NegOp::buildVJP(OpBuilder &b, ValueRange g,
+                              SmallVectorImpl<Value> &out) {
+  out.push_back(TB{b, getLoc()}.neg(g[0]));
+  return success();
+}
+
+LogicalResult AbsOp::buildVJP(OpBuilder &b, ValueRange g,
+                              SmallVectorImpl<Value> &out) {
+  TB t{b, getLoc()};
+  Value nonneg = t.cmp(CmpPredicate::ge, getInput(),
+                       t.scalar(TB::elt(g[0]), 0.0));
+  out.push_back(t.select(nonneg, g[0], t.neg(g[0])));
+  return success();
+}
+
+LogicalResult ExpOp::buildVJP(OpBuilder &b, ValueRange g,
+                              SmallVectorImpl<Value> &out) {
+  out.push_back(TB{b, getLoc()}.mul(g[0], getResult()));
+  return success();
+}
+
+LogicalResult LogOp::buildVJP(OpBuilder &b, ValueRange g,
+                              SmallVectorImpl<Value> &out) {
+  out.push_back(TB{b, getLoc()}.div(g[0], getInput()));
+  return success();
+}
+
+LogicalResult SqrtOp::buildVJP(OpBuilder &b, ValueRange g,
+                               SmallVectorImpl<Value> &out) {
+  // d sqrt(x) = g / (2 sqrt(x)).
+  TB t{b, getLoc()};
+  out.push_back(t.div(t.mul(g[0], t.scalar(TB::elt(g[0]), 0.5)), getResult()));
+  return success();
+}
+
+LogicalResult RsqrtOp::buildVJP(OpBuilder &b, ValueRange g,
+                                SmallVectorImpl<Value> &out) {
+  // d x^-1/2 = -1/2 x^-3/2 = -0.5 * y / x.
+  TB t{b, getLoc()};
+  Value dy = t.div(t.mul(getResult(), t.scalar(TB::elt(g[0]), -0.5)),
+                   getInput());
+  out.push_back(t.mul(g[0], dy));
+  return success();
+}
+
+LogicalResult TanhOp::buildVJP(OpBuilder &b, ValueRange g,
+                               SmallVectorImpl<Value> &out) {
+  TB t{b, getLoc()};
+  Value y = getResult();
+  out.push_back(
+      t.mul(g[0], t.sub(t.scalar(TB::elt(y), 1.0), t.mul(y, y))));
+  return success();
+}
+
+LogicalResult ErfOp::buildVJP(OpBuilder &b, ValueRange g,
+                              SmallVectorImpl<Value> &out) {
+  // d erf(x) = 2/sqrt(pi) exp(-x^2).
+  TB t{b, getLoc()};
+  Value x = getInput();
+  Value e = t.exp(t.neg(t.mul(x, x)));
+  out.push_back(t.mul(g[0], t.mul(t.scalar(TB::elt(x), M_2_SQRTPI), e)));
+  return success();
+}
+
+LogicalResult SigmoidOp::buildVJP(OpBuilder &b, ValueRange g,
+                                  SmallVectorImpl<Value> &out) {
+  TB t{b, getLoc()};
+  Value y = getResult();
+  out.push_back(
+      t.mul(g[0], t.mul(y, t.sub(t.scalar(TB::elt(y), 1.0), y))));
+  return success();
+}
+
+LogicalResult ReluOp::buildVJP(OpBuilder &b, ValueRange g,
+                               SmallVectorImpl<Value> &out) {
+  TB t{b, getLoc()};
+  Value zero = t.scalar(TB::elt(g[0]), 0.0);
+  out.push_back(
+      t.select(t.cmp(CmpPredicate::gt, getInput(), zero), g[0], zero));
+  return success();
+}
+
+LogicalResult SiluOp::buildVJP(OpBuilder &b, ValueRange g,
+                               SmallVectorImpl<Value> &out) {
+  // d x s(x) = s + x s (1 - s).
+  TB t{b, getLoc()};
+  Value x = getInput();
+  Value s = SigmoidOp::create(b, getLoc(), x);
+  Value one = t.scalar(TB::elt(x), 1.0);
+  Value d = t.add(s, t.mul(t.mul(x, s), t.sub(one, s)));
+  out.push_back(t.mul(g[0], d));
+  return success();
+}
+
+LogicalResult GeluOp::buildVJP(OpBuilder &b, ValueRange g,
+                               SmallVectorImpl<Value> &out) {
+  TB t{b, getLoc()};
+  Value x = getInput();
+  Type e = TB::elt(x);
+  Value half = t.scalar(e, 0.5), one = t.scalar(e, 1.0);
+  Value d;
+  if (getApproximate() == GeluApproximation::tanh) {
+    // y = x/2 (1 + tanh u), u = k (x + c x^3):
+    // dy = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) k (1 + 3 c x^2).
+    const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
+    Value x2 = t.mul(x, x);
+    Value u = t.mul(t.scalar(e, k), t.add(x, t.mul(t.scalar(e, c), t.mul(x2, x))));
+    Value th = TanhOp::create(b, getLoc(), u);
+    Value du = t.mul(t.scalar(e, k), t.add(one, t.mul(t.scalar(e, 3 * c), x2)));
+    Value sech2 = t.sub(one, t.mul(th, th));
+    d = t.add(t.mul(half, t.add(one, th)), t.mul(t.mul(half, x), t.mul(sech2, du)));
+  } else {
+    // y = x Phi(x): dy = Phi(x) + x phi(x).
+    Value cdf = t.mul(half, t.add(one, ErfOp::create(
+                                           b, getLoc(),
+                                           t.mul(x, t.scalar(e, M_SQRT1_2)))));
+    Value pdf = t.mul(t.scalar(e, 0.5 * M_2_SQRTPI * M_SQRT1_2),
+                      t.exp(t.mul(t.scalar(e, -0.5), t.mul(x, x))));
+    d = t.add(cdf, t.mul(x, pdf));
+  }
+  out.push_back(t.mul(g[0], d));
+  return success();
+}
+
+LogicalResult CastOp::buildVJP(OpBuilder &b, ValueRange g,
+                               SmallVectorImpl<Value> &out) {
+  // Only float-to-float casts carry a gradient.
+  auto in = TB::typeOf(getInput());
+  if (!isa<FloatType>(in.getElementType()) ||
+      !isa<FloatType>(TB::elt(getResult()))) {
+    out.push_back(Value());
+    return success();
+  }
+  out.push_back(CastOp::create(b, getLoc(), in, g[0]));
+  return success();
+}
