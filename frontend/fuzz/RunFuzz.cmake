@@ -5,12 +5,12 @@ foreach(dir ${SEEDS})
   file(GLOB seedfiles ${dir}/*.tg)
   foreach(f ${seedfiles})
     get_filename_component(name ${f} NAME)
-    configure_file(${f} ${CORPUS}/seed-${name} COPYONLY)
+    file(COPY_FILE ${f} ${CORPUS}/seed-${name} ONLY_IF_DIFFERENT)
   endforeach()
 endforeach()
 execute_process(
   COMMAND ${FUZZER} ${CORPUS} -max_total_time=${SECONDS} -max_len=4096
-          -timeout=20 -rss_limit_mb=4096 -print_final_stats=1
+          -timeout=20 -dict=${DICT} -rss_limit_mb=4096 -print_final_stats=1
           -artifact_prefix=${ARTIFACTS}
   RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
