@@ -162,6 +162,20 @@ LogicalResult ErfOp::buildVJP(OpBuilder &b, ValueRange g,
   return success();
 }
 
+LogicalResult CosOp::buildVJP(OpBuilder &b, ValueRange g,
+                              SmallVectorImpl<Value> &out) {
+  TB t{b, getLoc()};
+  out.push_back(t.neg(t.mul(g[0], SinOp::create(b, getLoc(), getInput()))));
+  return success();
+}
+
+LogicalResult SinOp::buildVJP(OpBuilder &b, ValueRange g,
+                              SmallVectorImpl<Value> &out) {
+  TB t{b, getLoc()};
+  out.push_back(t.mul(g[0], CosOp::create(b, getLoc(), getInput())));
+  return success();
+}
+
 LogicalResult SigmoidOp::buildVJP(OpBuilder &b, ValueRange g,
                                   SmallVectorImpl<Value> &out) {
   TB t{b, getLoc()};

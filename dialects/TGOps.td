@@ -142,6 +142,8 @@ def TG_SqrtOp : TG_UnaryOp<"sqrt", "sqrt(x)">;
 def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "1 / sqrt(x)">;
 def TG_TanhOp : TG_UnaryOp<"tanh", "tanh(x)">;
 def TG_ErfOp : TG_UnaryOp<"erf", "erf(x), the Gauss error function">;
+def TG_CosOp : TG_UnaryOp<"cos", "cos(x)">;
+def TG_SinOp : TG_UnaryOp<"sin", "sin(x)">;
 def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "1 / (1 + e^-x)">;
 def TG_ReluOp : TG_UnaryOp<"relu", "max(x, 0)", TG_NumTensor>;
 def TG_SiluOp : TG_UnaryOp<"silu", "x * sigmoid(x)">;
@@ -491,6 +493,34 @@ def TG_DropoutOp : TG_Op<"dropout", [TG_Differentiable, Pure, AllTypesMatch<["in
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $seed attr-dict `:` type($input) `,` type($seed)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_RandomDistribution : I32EnumAttr<"RandomDistribution",
+    "distribution of tg.random", [
+    I32EnumAttrCase<"uniform", 0>, I32EnumAttrCase<"normal", 1>]> {
+  let cppNamespace = "::mlir::tg";
+}
+
+def TG_RandomOp : TG_Op<"random", [Pure]> {
+  let summary = "a tensor of counter-based random numbers";
+  let description = [{
+    Fills the result with independent draws from `uniform(a, b)` or
+    `normal(mean = a, std = b)`. Element `i` is a pure function of (`seed`,
+    `stream`, `i`) through Philox-4x32-10 (see `include/tgc/Philox.h`), so
+    parameter initialisation is reproducible from one seed and does not
+    depend on the order in which tensors are filled.
+
+    ```mlir
+    %w = tg.random normal %seed {a = 0.0 : f64, b = 2.0e-02 : f64, stream = 7 : i64} : tensor<i64> -> tensor<768x768xf32>
+    ```
+  }];
+  let arguments = (ins TG_RandomDistribution:$distribution, TG_Seed:$seed,
+                       F64Attr:$a, F64Attr:$b, I64Attr:$stream);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $distribution $seed attr-dict `:` type($seed) `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -195,3 +195,13 @@ LogicalResult AvgPool2dGradOp::verify() {
   return verifyPoolGrad(*this, getResult(), getKernel(), getStride(),
                         getPadding(), getGrad());
 }
+
+LogicalResult RandomOp::verify() {
+  double a = getA().convertToDouble(), b = getB().convertToDouble();
+  if (getDistribution() == RandomDistribution::uniform && !(a < b))
+    return emitOpError("uniform bounds need a < b, got [") << a << ", " << b
+                                                           << ")";
+  if (getDistribution() == RandomDistribution::normal && !(b > 0))
+    return emitOpError("normal std (b) must be > 0, got ") << b;
+  return success();
+}

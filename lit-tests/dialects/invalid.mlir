@@ -417,3 +417,46 @@ module attributes {tg.model = 3} {
 // expected-error @+1 {{'builtin.module' op unknown tg attribute 'tg.optimizer'}}
 module attributes {tg.optimizer = "adam"} {
 }
+
+// -----
+func.func @f(%g: tensor<2x5x16xf32>, %ids: tensor<2x5xi32>) {
+  // expected-error @+1 {{'tg.embedding_grad' op gradient 'tensor<2x5x16xf32>' does not match an embedding of 'tensor<100x8xf32>' by indices 'tensor<2x5xi32>'}}
+  %0 = tg.embedding_grad %g, %ids : tensor<2x5x16xf32>, tensor<2x5xi32> -> tensor<100x8xf32>
+  return
+}
+// -----
+func.func @f(%g: tensor<8x6x20x20xf32>, %w: tensor<6x1x5x5xf32>) {
+  // expected-error @+1 {{'tg.conv2d_grad_input' op gradient 'tensor<8x6x20x20xf32>' does not match the convolution output 'tensor<8x6x24x24xf32>'}}
+  %0 = tg.conv2d_grad_input %g, %w : tensor<8x6x20x20xf32>, tensor<6x1x5x5xf32> -> tensor<8x1x28x28xf32>
+  return
+}
+// -----
+func.func @f(%x: tensor<8x1x28x28xf32>, %g: tensor<8x6x24x24xf32>) {
+  // expected-error @+1 {{'tg.conv2d_grad_weight' op gradient 'tensor<8x6x24x24xf32>' does not match the convolution output 'tensor<8x6x26x26xf32>'}}
+  %0 = tg.conv2d_grad_weight %x, %g : tensor<8x1x28x28xf32>, tensor<8x6x24x24xf32> -> tensor<6x1x3x3xf32>
+  return
+}
+// -----
+func.func @f(%g: tensor<8x1x7x7xf32>, %x: tensor<8x1x28x28xf32>) {
+  // expected-error @+1 {{'tg.max_pool2d_grad' op gradient 'tensor<8x1x7x7xf32>' does not match the pooling output 'tensor<8x1x14x14xf32>'}}
+  %0 = tg.max_pool2d_grad %g, %x kernel = [2, 2] stride = [2, 2] : tensor<8x1x7x7xf32>, tensor<8x1x28x28xf32>
+  return
+}
+// -----
+func.func @f(%g: tensor<8x1x7x7xf32>) {
+  // expected-error @+1 {{'tg.avg_pool2d_grad' op gradient 'tensor<8x1x7x7xf32>' does not match the pooling output 'tensor<8x1x14x14xf32>'}}
+  %0 = tg.avg_pool2d_grad %g kernel = [2, 2] stride = [2, 2] : tensor<8x1x7x7xf32> -> tensor<8x1x28x28xf32>
+  return
+}
+// -----
+func.func @f(%s: tensor<i64>) {
+  // expected-error @+1 {{'tg.random' op uniform bounds need a < b, got [1.000000e+00, 1.000000e+00)}}
+  %0 = tg.random uniform %s {a = 1.0 : f64, b = 1.0 : f64, stream = 0 : i64} : tensor<i64> -> tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%s: tensor<i64>) {
+  // expected-error @+1 {{'tg.random' op normal std (b) must be > 0, got 0.000000e+00}}
+  %0 = tg.random normal %s {a = 0.0 : f64, b = 0.0 : f64, stream = 0 : i64} : tensor<i64> -> tensor<4xf32>
+  return
+}

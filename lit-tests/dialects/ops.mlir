@@ -160,3 +160,26 @@ func.func @model(%x: tensor<4x784xf32> {tg.name = "x", tg.role = "input"},
   %1 = tg.add %0, %b : tensor<4x10xf32>, tensor<10xf32> -> tensor<4x10xf32>
   return %1 : tensor<4x10xf32>
 }
+
+// CHECK-LABEL: func.func @backward_ops
+// CHECK: %{{[a-z0-9_]+}} = tg.embedding_grad %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : tensor<2x5x16xf32>, tensor<2x5xi32> -> tensor<100x16xf32>
+// CHECK-NEXT: %{{[a-z0-9_]+}} = tg.conv2d_grad_input %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : tensor<8x6x24x24xf32>, tensor<6x1x5x5xf32> -> tensor<8x1x28x28xf32>
+// CHECK-NEXT: %{{[a-z0-9_]+}} = tg.conv2d_grad_weight %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : tensor<8x1x28x28xf32>, tensor<8x6x24x24xf32> -> tensor<6x1x5x5xf32>
+// CHECK-NEXT: %{{[a-z0-9_]+}} = tg.max_pool2d_grad %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} kernel = [2, 2] stride = [2, 2] : tensor<8x1x14x14xf32>, tensor<8x1x28x28xf32>
+// CHECK-NEXT: %{{[a-z0-9_]+}} = tg.avg_pool2d_grad %{{[a-z0-9_]+}} kernel = [2, 2] stride = [2, 2] : tensor<8x1x14x14xf32> -> tensor<8x1x28x28xf32>
+// CHECK-NEXT: %{{[a-z0-9_]+}} = tg.random uniform %{{[a-z0-9_]+}} {a = -1.000000e+00 : f64, b = 1.000000e+00 : f64, stream = 0 : i64} : tensor<i64> -> tensor<4x4xf32>
+// CHECK-NEXT: %{{[a-z0-9_]+}} = tg.random normal %{{[a-z0-9_]+}} {a = 0.000000e+00 : f64, b = 2.000000e-02 : f64, stream = 1 : i64} : tensor<i64> -> tensor<4x4xbf16>
+// CHECK-NEXT: %{{[a-z0-9_]+}} = tg.cos %{{[a-z0-9_]+}} : tensor<3xf32>
+// CHECK-NEXT: %{{[a-z0-9_]+}} = tg.sin %{{[a-z0-9_]+}} : tensor<3xf32>
+func.func @backward_ops(%g: tensor<2x5x16xf32>, %ids: tensor<2x5xi32>, %gc: tensor<8x6x24x24xf32>, %w: tensor<6x1x5x5xf32>, %x: tensor<8x1x28x28xf32>, %gp: tensor<8x1x14x14xf32>, %seed: tensor<i64>, %v: tensor<3xf32>) {
+  %0 = tg.embedding_grad %g, %ids : tensor<2x5x16xf32>, tensor<2x5xi32> -> tensor<100x16xf32>
+  %1 = tg.conv2d_grad_input %gc, %w : tensor<8x6x24x24xf32>, tensor<6x1x5x5xf32> -> tensor<8x1x28x28xf32>
+  %2 = tg.conv2d_grad_weight %x, %gc : tensor<8x1x28x28xf32>, tensor<8x6x24x24xf32> -> tensor<6x1x5x5xf32>
+  %3 = tg.max_pool2d_grad %gp, %x kernel = [2, 2] stride = [2, 2] : tensor<8x1x14x14xf32>, tensor<8x1x28x28xf32>
+  %4 = tg.avg_pool2d_grad %gp kernel = [2, 2] stride = [2, 2] : tensor<8x1x14x14xf32> -> tensor<8x1x28x28xf32>
+  %5 = tg.random uniform %seed {a = -1.000000e+00 : f64, b = 1.000000e+00 : f64, stream = 0 : i64} : tensor<i64> -> tensor<4x4xf32>
+  %6 = tg.random normal %seed {a = 0.000000e+00 : f64, b = 2.000000e-02 : f64, stream = 1 : i64} : tensor<i64> -> tensor<4x4xbf16>
+  %7 = tg.cos %v : tensor<3xf32>
+  %8 = tg.sin %v : tensor<3xf32>
+  return
+}
