@@ -91,7 +91,8 @@ fi
 DATE=$(date -u +%Y-%m-%d)
 OUTDIR=$ROOT/bench/results
 REPORT=$OUTDIR/gemm-h200-$DATE.md
-LOG=$(mktemp -d)/device-check.log
+STATE=$(mktemp -d)
+LOG=$STATE/device-check.log
 mkdir -p "$OUTDIR"
 GPU=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 echo "device-check: GPU: ${GPU:-unknown (nvidia-smi failed)}; build: $BUILD; kernels: $KDIR"
@@ -103,15 +104,19 @@ bench() { # target M N K form iters warmup extra... ; prints the result line
   local t=$1 m=$2 n=$3 k=$4 f=$5 it=$6 wu=$7; shift 7
   local ptx; ptx=$(kname "$t" "$m" "$n" "$k" "$f" "$*")
   local left=$((DEADLINE - SECONDS)); ((left < 20)) && { echo "status=SKIPPED reason=time-budget"; return; }
-  local to=$((left < 120 ? left : 120))
-  if [[ -f $ptx && -x $RUN ]]; then
-    timeout "$to" "$RUN" "$m" "$n" "$k" --form "$f" --target "$t" --out bf16 --iters "$it" --warmup "$wu" --ptx "$ptx" "$@" 2>&1 | tail -1
-  elif ((gen_ok)); then
-    timeout "$to" "$GEN" "$m" "$n" "$k" --form "$f" --target "$t" --out bf16 --iters "$it" --warmup "$wu" "$@" 2>&1 | tail -1
-  else
-    echo "status=SKIPPED reason=no-kernel($ptx)-and-no-generator"
-  fi
-  [[ ${PIPESTATUS[0]:-0} == 124 ]] && echo "status=FAIL reason=timeout(${to}s)"
+  local to=$((left < 60 ? left : 60))
+  # After one hang on a target (a pipeline deadlock, say) skip its other runs.
+  [[ -f $STATE/hung-$t ]] && { echo "status=SKIPPED reason=earlier-timeout-on-$t"; return; }
+  local runner=()
+  if [[ -f $ptx && -x $RUN ]]; then runner=("$RUN" --ptx "$ptx")
+  elif ((gen_ok)); then runner=("$GEN")
+  else echo "status=SKIPPED reason=no-kernel($ptx)-and-no-generator"; return; fi
+  local out rc
+  out=$(timeout "$to" "${runner[@]}" "$m" "$n" "$k" --form "$f" --target "$t" --out bf16 \
+        --iters "$it" --warmup "$wu" "$@" 2>&1); rc=$?
+  echo "${out##*$'\n'}" # the key=value line (or the error)
+  if ((rc == 124)); then echo "status=FAIL reason=timeout(${to}s)"; touch "$STATE/hung-$t"; fi
+  return 0
 }
 field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2" | head -1; }
 
