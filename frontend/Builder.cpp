@@ -188,6 +188,15 @@ Tensor Builder::constant(double value, TensorType type, Location loc) {
   std::string why;
   if (!checkShape(type.shape, why))
     return fail("invalid constant shape: " + why);
+  if (isInteger(type.dtype) || type.dtype == DType::I1) {
+    double lim = type.dtype == DType::I64   ? 9.2e18
+                 : type.dtype == DType::I32 ? 2147483647.0
+                                            : 1.0;
+    double lo = type.dtype == DType::I1 ? 0.0 : -lim;
+    if (!(value >= lo && value <= lim) || value != std::floor(value))
+      return fail("the number " + std::to_string(value) + " does not fit " +
+                  dtypeName(type.dtype));
+  }
   Node n;
   n.op = "tg.constant";
   n.type = std::move(type);

@@ -26,7 +26,7 @@ struct FrontendOptions {
   /// `-D name=value` overrides, in command-line order.
   std::vector<std::pair<std::string, std::string>> defines;
   /// Upper bound on ops in the graph.
-  size_t maxNodes = size_t(1) << 22;
+  size_t maxNodes = size_t(1) << 20;
   /// Upper bound on statements executed while elaborating (unrolled loops).
   size_t maxSteps = size_t(1) << 22;
 };

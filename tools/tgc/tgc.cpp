@@ -148,8 +148,12 @@ void printParams(const tgc::Graph &g, llvm::raw_ostream &os) {
        << llvm::left_justify(shapes[i], shapeW) << "  "
        << llvm::left_justify(tgc::dtypeName(p.type.dtype), 5) << "  "
        << llvm::right_justify(std::to_string(p.count), 12) << "\n";
-    total += p.count;
-    bytes += p.count * (p.type.dtype == tgc::DType::F32 ? 4 : 2);
+    // Saturate rather than overflow on absurd (but legal) models.
+    int64_t b = 0;
+    if (__builtin_add_overflow(total, p.count, &total) ||
+        __builtin_mul_overflow(p.count, p.type.dtype == tgc::DType::F32 ? 4 : 2, &b) ||
+        __builtin_add_overflow(bytes, b, &bytes))
+      total = bytes = INT64_MAX;
   }
   os << "total: " << total << " parameters (" << withCommas(total) << ") in "
      << params.size() << " tensors, "
