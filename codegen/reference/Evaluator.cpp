@@ -1,0 +1,198 @@
+//===- Evaluator.cpp - the reference interpreter's driver ------*- C++ -*-===//
+//
+// Walks a function's blocks op by op, keeping one Tensor per SSA value.
+// The structural ops (func.return, func.call, scf.for, scf.yield,
+// arith.constant) are handled here; every tg op goes to its family
+// (Elementwise.cpp, Reductions.cpp, Movement.cpp, ConvPool.cpp), and each
+// result is then rounded to its element type.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/reference/EvalInternal.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tg::ref;
+
+namespace {
+
+/// Checks `t` against `type`, and returns it rounded to the element type
+/// when `round` (integers always truncate: they are integers in every mode).
+FailureOr<Tensor> conform(Location loc, Tensor t, Type type, bool round,
+                          StringRef what) {
+  auto shaped = dyn_cast<RankedTensorType>(type);
+  FailureOr<DType> dtype = dtypeOf(shaped ? shaped.getElementType() : type);
+  if (failed(dtype))
+    return emitError(loc) << "reference evaluator: unsupported type " << type
+                          << " for " << what;
+  ArrayRef<int64_t> shape = shaped ? shaped.getShape() : ArrayRef<int64_t>();
+  if (t.dtype != *dtype || ArrayRef<int64_t>(t.shape) != shape)
+    return emitError(loc) << "reference evaluator: " << what << " has type "
+                          << t.typeString() << ", expected " << type;
+  if (round || !isFloat(t.dtype)) {
+    for (double &v : t.data) {
+      if (!isFloat(t.dtype) && !std::isfinite(v))
+        return emitError(loc)
+               << "reference evaluator: " << what
+               << " is an integer that is not finite (integer division by "
+                  "zero?)";
+      v = roundTo(t.dtype, v);
+    }
+  }
+  return t;
+}
+
+/// The interpreter state of one function activation.
+class Interpreter {
+public:
+  Interpreter(const EvalOptions &opts, unsigned depth)
+      : opts(opts), depth(depth) {}
+
+  FailureOr<SmallVector<Tensor>> run(func::FuncOp fn, ArrayRef<Tensor> args) {
+    if (fn.isExternal())
+      return fn.emitError("reference evaluator: function '")
+             << fn.getSymName() << "' has no body";
+    auto inputs = fn.getFunctionType().getInputs();
+    if (args.size() != inputs.size())
+      return fn.emitError("reference evaluator: '")
+             << fn.getSymName() << "' takes " << inputs.size()
+             << " arguments, got " << args.size();
+    Block &entry = fn.getBody().front();
+    for (auto [i, arg] : llvm::enumerate(args)) {
+      std::string what = "argument #" + std::to_string(i);
+      FailureOr<Tensor> t =
+          conform(fn.getLoc(), arg, inputs[i], opts.roundToDtype, what);
+      if (failed(t))
+        return failure();
+      values[entry.getArgument(i)] = std::move(*t);
+    }
+    return runBlock(entry);
+  }
+
+private:
+  /// Runs `block` and returns the operands of its terminator.
+  FailureOr<SmallVector<Tensor>> runBlock(Block &block) {
+    for (Operation &op : block) {
+      if (op.hasTrait<OpTrait::IsTerminator>()) {
+        if (!isa<func::ReturnOp, scf::YieldOp>(op))
+          return unsupported(&op);
+        return operandsOf(&op);
+      }
+      if (failed(runOp(&op)))
+        return failure();
+    }
+    return block.getParentOp()->emitError(
+        "reference evaluator: block has no terminator");
+  }
+
+  SmallVector<Tensor> operandsOf(Operation *op) {
+    SmallVector<Tensor> result;
+    for (Value v : op->getOperands())
+      result.push_back(values.lookup(v));
+    return result;
+  }
+
+  LogicalResult unsupported(Operation *op) {
+    return op->emitError("reference evaluator: unsupported op '")
+           << op->getName() << "'";
+  }
+
+  /// Binds the results of `op` to `results`, conformed to their types.
+  LogicalResult bind(Operation *op, ArrayRef<Tensor> results) {
+    for (auto [value, t] : llvm::zip(op->getResults(), results)) {
+      std::string what = "result #" + std::to_string(value.getResultNumber());
+      FailureOr<Tensor> c =
+          conform(op->getLoc(), t, value.getType(), opts.roundToDtype, what);
+      if (failed(c))
+        return failure();
+      values[value] = std::move(*c);
+    }
+    return success();
+  }
+
+  LogicalResult runOp(Operation *op) {
+    SmallVector<Tensor> operands = operandsOf(op);
+    return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+        .Case([&](arith::ConstantOp c) {
+          FailureOr<Tensor> t = internal::fromAttr(op, c.getValue());
+          return failed(t) ? failure() : bind(op, *t);
+        })
+        .Case([&](func::CallOp call) { return runCall(call, operands); })
+        .Case([&](scf::ForOp loop) { return runFor(loop, operands); })
+        .Default([&](Operation *) -> LogicalResult {
+          if (op->getNumResults() != 1)
+            return unsupported(op);
+          for (auto family : {internal::evalElementwise, internal::evalReduction,
+                              internal::evalMovement, internal::evalConvPool}) {
+            internal::FamilyResult r = family(op, operands);
+            if (!r)
+              continue;
+            return failed(*r) ? failure() : bind(op, **r);
+          }
+          return unsupported(op);
+        });
+  }
+
+  LogicalResult runCall(func::CallOp call, ArrayRef<Tensor> operands) {
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    if (!callee)
+      return call.emitError("reference evaluator: no function named '")
+             << call.getCallee() << "'";
+    if (depth >= opts.maxCallDepth)
+      return call.emitError("reference evaluator: calls nest deeper than ")
+             << opts.maxCallDepth << " (recursion?)";
+    Interpreter inner(opts, depth + 1);
+    FailureOr<SmallVector<Tensor>> results = inner.run(callee, operands);
+    if (failed(results))
+      return failure();
+    return bind(call, *results);
+  }
+
+  /// scf.for: bounds are index scalars; the body sees the induction variable
+  /// and the loop-carried values, and yields the next loop-carried values.
+  LogicalResult runFor(scf::ForOp loop, ArrayRef<Tensor> operands) {
+    double lb = operands[0].data[0], ub = operands[1].data[0],
+           step = operands[2].data[0];
+    if (!(step > 0))
+      return loop.emitError("reference evaluator: scf.for step must be "
+                            "positive, got ")
+             << step;
+    SmallVector<Tensor> carried(operands.drop_front(3));
+    Block &body = *loop.getBody();
+    Type ivType = loop.getInductionVar().getType();
+    for (double iv = lb; iv < ub; iv += step) {
+      FailureOr<DType> ivDtype = dtypeOf(ivType);
+      if (failed(ivDtype))
+        return loop.emitError("reference evaluator: unsupported induction "
+                              "variable type ")
+               << ivType;
+      values[body.getArgument(0)] = Tensor::filled({}, *ivDtype, iv);
+      for (auto [arg, t] : llvm::zip(body.getArguments().drop_front(), carried))
+        values[arg] = t;
+      FailureOr<SmallVector<Tensor>> next = runBlock(body);
+      if (failed(next))
+        return failure();
+      carried = std::move(*next);
+    }
+    return bind(loop, carried);
+  }
+
+  const EvalOptions &opts;
+  unsigned depth;
+  llvm::DenseMap<Value, Tensor> values;
+};
+
+} // namespace
+
+FailureOr<SmallVector<Tensor>>
+mlir::tg::ref::evaluate(func::FuncOp fn, ArrayRef<Tensor> args,
+                        const EvalOptions &opts) {
+  return Interpreter(opts, 0).run(fn, args);
+}
