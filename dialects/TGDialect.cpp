@@ -136,13 +136,18 @@ static LogicalResult verifyModelAttr(Operation *op, NamedAttribute attr,
   }
   if (name == attr::role) {
     auto str = dyn_cast<StringAttr>(attr.getValue());
-    bool ok = str && (isArg ? (str == "param" || str == "input")
-                            : (str == "loss" || str == "output" ||
-                               str == "grad"));
+    // Training-step functions also pass optimizer state and the step
+    // counter in and out; parameters come back updated.
+    static constexpr llvm::StringLiteral argRoles[] = {"param", "input",
+                                                       "state", "step"};
+    static constexpr llvm::StringLiteral resultRoles[] = {
+        "loss", "output", "grad", "param", "state", "step"};
+    bool ok = str && (isArg ? llvm::is_contained(argRoles, str.getValue())
+                            : llvm::is_contained(resultRoles, str.getValue()));
     if (!ok)
-      return fail() << "'" << name << "' must be "
-                    << (isArg ? "\"param\" or \"input\""
-                              : "\"loss\", \"output\" or \"grad\"");
+      return fail() << "'" << name << "' must be one of "
+                    << (isArg ? "param, input, state, step"
+                              : "loss, output, grad, param, state, step");
     return success();
   }
   if (name == attr::init && isArg) {

@@ -124,63 +124,64 @@ struct AutodiffPass final : tg::impl::AutodiffPassBase<AutodiffPass> {
                          << "'";
       return signalPassFailure();
     }
-    if (failed(differentiate(fn)))
+    if (failed(buildGradientFunction(fn, wrtInputs)))
       signalPassFailure();
-  }
-
-  LogicalResult differentiate(func::FuncOp fn) {
-    FailureOr<unsigned> lossIndex = findLoss(fn);
-    if (failed(lossIndex))
-      return failure();
-    if (!fn.getBody().hasOneBlock())
-      return fn.emitOpError("must have a single block to be differentiated");
-
-    OpBuilder b(fn);
-    auto grad = cast<func::FuncOp>(b.clone(*fn));
-    grad.setSymName((fn.getSymName() + "_grad").str());
-    Block &body = grad.getBody().front();
-    auto ret = cast<func::ReturnOp>(body.getTerminator());
-    b.setInsertionPoint(ret);
-    TensorBuilder t{b, fn.getLoc()};
-    Cotangents cot(t);
-    if (failed(backward(grad, *lossIndex, cot, t)))
-      return failure();
-
-    // Gradients of parameters (and float inputs on request), in argument
-    // order; unused ones are zero.
-    SmallVector<Value> results(ret.getOperands());
-    SmallVector<unsigned> wrt;
-    for (unsigned i = 0; i < grad.getNumArguments(); ++i) {
-      StringRef role = argAttr(grad, i, attr::role);
-      Value arg = grad.getArgument(i);
-      if (!isFloatTensor(arg) ||
-          !(role == "param" || (wrtInputs && role == "input")))
-        continue;
-      Value g = cot.lookup(arg);
-      results.push_back(g ? g : t.filled(arg.getType(), 0.0));
-      wrt.push_back(i);
-    }
-    func::ReturnOp::create(b, ret.getLoc(), results);
-    ret.erase();
-
-    unsigned numForward = grad.getNumResults();
-    grad.setType(FunctionType::get(&getContext(), grad.getArgumentTypes(),
-                                   ValueRange(results).getTypes()));
-    SmallVector<DictionaryAttr> resultAttrs;
-    for (unsigned i = 0; i < numForward; ++i)
-      resultAttrs.push_back(grad.getResultAttrDict(i));
-    for (unsigned i : wrt) {
-      NamedAttrList attrs;
-      attrs.set(attr::role, b.getStringAttr("grad"));
-      StringRef name = argAttr(grad, i, attr::name);
-      attrs.set(attr::name,
-                b.getStringAttr(name.empty() ? "arg" + std::to_string(i)
-                                             : name.str()));
-      resultAttrs.push_back(attrs.getDictionary(&getContext()));
-    }
-    grad.setAllResultAttrs(resultAttrs);
-    return success();
   }
 };
 
 } // namespace
+
+FailureOr<func::FuncOp> mlir::tg::buildGradientFunction(func::FuncOp fn,
+                                                      bool wrtInputs) {
+  FailureOr<unsigned> lossIndex = findLoss(fn);
+  if (failed(lossIndex))
+    return failure();
+  if (!fn.getBody().hasOneBlock())
+    return fn.emitOpError("must have a single block to be differentiated");
+
+  OpBuilder b(fn);
+  auto grad = cast<func::FuncOp>(b.clone(*fn));
+  grad.setSymName((fn.getSymName() + "_grad").str());
+  Block &body = grad.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  b.setInsertionPoint(ret);
+  TensorBuilder t{b, fn.getLoc()};
+  Cotangents cot(t);
+  if (failed(backward(grad, *lossIndex, cot, t)))
+    return failure();
+
+  // Gradients of parameters (and float inputs on request), in argument
+  // order; unused ones are zero.
+  SmallVector<Value> results(ret.getOperands());
+  SmallVector<unsigned> wrt;
+  for (unsigned i = 0; i < grad.getNumArguments(); ++i) {
+    StringRef role = argAttr(grad, i, attr::role);
+    Value arg = grad.getArgument(i);
+    if (!isFloatTensor(arg) ||
+        !(role == "param" || (wrtInputs && role == "input")))
+      continue;
+    Value g = cot.lookup(arg);
+    results.push_back(g ? g : t.filled(arg.getType(), 0.0));
+    wrt.push_back(i);
+  }
+  func::ReturnOp::create(b, ret.getLoc(), results);
+  ret.erase();
+
+  unsigned numForward = grad.getNumResults();
+  grad.setType(FunctionType::get(fn.getContext(), grad.getArgumentTypes(),
+                                 ValueRange(results).getTypes()));
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (unsigned i = 0; i < numForward; ++i)
+    resultAttrs.push_back(grad.getResultAttrDict(i));
+  for (unsigned i : wrt) {
+    NamedAttrList attrs;
+    attrs.set(attr::role, b.getStringAttr("grad"));
+    StringRef name = argAttr(grad, i, attr::name);
+    attrs.set(attr::name,
+              b.getStringAttr(name.empty() ? "arg" + std::to_string(i)
+                                           : name.str()));
+    resultAttrs.push_back(attrs.getDictionary(fn.getContext()));
+  }
+  grad.setAllResultAttrs(resultAttrs);
+  return grad;
+}

@@ -10,6 +10,10 @@
 
 #include "dialects/TGOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
@@ -22,6 +26,10 @@ namespace mlir::tg {
 /// ops to decompose (without the "tg." prefix); empty means all of them.
 void populateDecomposeCompositesPatterns(RewritePatternSet &patterns,
                                          ArrayRef<std::string> only = {});
+
+/// Adds `@<fn>_grad` next to `fn` (see tg-autodiff) and returns it.
+FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp fn,
+                                              bool wrtInputs);
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"

@@ -72,4 +72,38 @@ def AutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
   ];
 }
 
+def BuildTrainStepPass : Pass<"tg-build-train-step", "::mlir::ModuleOp"> {
+  let summary = "Build init, train_step and eval from a model and its train block";
+  let description = [{
+    From the forward function and the module's `tg.train` attribute (the
+    model's `train` block) this pass adds:
+
+    - `@<func>_grad`, as tg-autodiff does;
+    - `@train_step(params..., state..., step, inputs...) -> (loss,
+      params..., state..., step)`: forward, backward, optional global-norm
+      clipping, the learning-rate schedule and the optimizer update (SGD,
+      momentum/Nesterov, Adam, AdamW). Results with the same `tg.name` as an
+      argument are its new value, so a runtime updates them in place. With
+      `accumulate = K` the inputs hold K micro-batches (K times the model's
+      batch rows); an `scf.for` runs forward and backward on each and
+      averages the loss and the gradients before one update;
+    - `@init(seed) -> (params..., state..., step)`: parameters from their
+      `#tg.init` through counter-based `tg.random` (one stream per
+      parameter), zero optimizer state, step 0;
+    - `@eval`: the forward function under a stable name.
+
+    State is named `<param>.<slot>` with slots `momentum` (momentum) or
+    `exp_avg`, `exp_avg_sq` (adam, adamw), as in PyTorch's optimizer state.
+  }];
+  let dependentDialects = [
+    "::mlir::tg::TGDialect", "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"forward\"",
+           "Name of the model's forward function">,
+  ];
+}
+
 #endif // TG_PASSES_TD

@@ -376,7 +376,7 @@ func.func @f(%w: tensor<4xf32> {tg.init = #tg.init<uniform(1.0, 0.0)>}) {
   return
 }
 // -----
-// expected-error @+1 {{'func.func' op argument #0: 'tg.role' must be "param" or "input"}}
+// expected-error @+1 {{'func.func' op argument #0: 'tg.role' must be one of param, input, state, step}}
 func.func @f(%w: tensor<4xf32> {tg.role = "weight"}) {
   return
 }
@@ -401,8 +401,8 @@ func.func @f(%w: tensor<4xf32> {tg.shape = 3}) {
   return
 }
 // -----
-// expected-error @+1 {{'func.func' op result #0: 'tg.role' must be "loss", "output" or "grad"}}
-func.func @f(%w: tensor<4xf32>) -> (tensor<4xf32> {tg.role = "param"}) {
+// expected-error @+1 {{'func.func' op result #0: 'tg.role' must be one of loss, output, grad, param, state, step}}
+func.func @f(%w: tensor<4xf32>) -> (tensor<4xf32> {tg.role = "weights"}) {
   return %w : tensor<4xf32>
 }
 // -----

@@ -1,0 +1,324 @@
+//===- BuildTrainStep.cpp - init, train_step and eval -----------*- C++ -*-===//
+//
+// Turns a forward function and its train block into the three entry points
+// a runtime calls. The arithmetic of the update lives in TrainConfig.cpp;
+// this file builds the functions, the accumulation loop and their
+// signatures.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/TrainConfig.h"
+
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_BUILDTRAINSTEPPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+/// One argument or result of a generated function: type, role and name.
+struct Slot {
+  Type type;
+  StringRef role;
+  std::string name;
+};
+
+/// Creates `name(args) -> results` at the end of `module` with tg.role and
+/// tg.name on every argument and result, and returns it with an entry block.
+func::FuncOp createFunction(OpBuilder &b, ModuleOp module, StringRef name,
+                            ArrayRef<Slot> args, ArrayRef<Slot> results) {
+  auto types = [](ArrayRef<Slot> slots) {
+    return llvm::map_to_vector(slots, [](const Slot &s) { return s.type; });
+  };
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(
+      b, module.getLoc(), name,
+      b.getFunctionType(types(args), types(results)));
+  auto tag = [&](const Slot &s) {
+    NamedAttrList attrs;
+    attrs.set(attr::role, b.getStringAttr(s.role));
+    attrs.set(attr::name, b.getStringAttr(s.name));
+    return attrs.getDictionary(b.getContext());
+  };
+  fn.setAllArgAttrs(llvm::map_to_vector(args, tag));
+  fn.setAllResultAttrs(llvm::map_to_vector(results, tag));
+  b.setInsertionPointToStart(fn.addEntryBlock());
+  return fn;
+}
+
+/// The parts of the forward function the entry points are built from.
+struct Model {
+  mutable func::FuncOp forward, grad;
+  SmallVector<unsigned> params, inputs; ///< forward argument indices
+  unsigned loss = 0;                    ///< index of the loss result
+
+  StringRef name(unsigned arg) const {
+    auto a = forward.getArgAttrOfType<StringAttr>(arg, attr::name);
+    return a ? a.getValue() : StringRef();
+  }
+  RankedTensorType type(unsigned arg) const {
+    return cast<RankedTensorType>(forward.getArgumentTypes()[arg]);
+  }
+};
+
+FailureOr<Model> analyse(func::FuncOp fn) {
+  Model m;
+  m.forward = fn;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    auto role = fn.getArgAttrOfType<StringAttr>(i, attr::role);
+    if (!role)
+      return fn.emitOpError("argument #") << i << " has no tg.role";
+    if (role == "param") {
+      if (!isa<FloatType>(m.type(i).getElementType()))
+        return fn.emitOpError("parameter '")
+               << m.name(i) << "' must have a float element type";
+      m.params.push_back(i);
+    } else {
+      m.inputs.push_back(i);
+    }
+  }
+  FailureOr<func::FuncOp> grad = buildGradientFunction(fn, false);
+  if (failed(grad))
+    return failure();
+  m.grad = *grad;
+  for (unsigned i = 0; i < fn.getNumResults(); ++i)
+    if (auto role = fn.getResultAttrOfType<StringAttr>(i, attr::role))
+      if (role == "loss")
+        m.loss = i;
+  return m;
+}
+
+struct BuildTrainStepPass final
+    : tg::impl::BuildTrainStepPassBase<BuildTrainStepPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto fn = module.lookupSymbol<func::FuncOp>(funcName);
+    if (!fn) {
+      module.emitError() << "tg-build-train-step: no function named '"
+                         << funcName << "'";
+      return signalPassFailure();
+    }
+    FailureOr<TrainConfig> cfg = TrainConfig::read(module);
+    if (failed(cfg))
+      return signalPassFailure();
+    for (StringRef taken : {"train_step", "init", "eval"})
+      if (module.lookupSymbol(taken)) {
+        module.emitError() << "tg-build-train-step: the module already has "
+                              "a function named '"
+                           << taken << "'";
+        return signalPassFailure();
+      }
+    FailureOr<Model> model = analyse(fn);
+    if (failed(model) || failed(buildTrainStep(*model, *cfg)))
+      return signalPassFailure();
+    buildInit(*model, *cfg);
+    OpBuilder b(module.getBody(), module.getBody()->end());
+    auto eval = cast<func::FuncOp>(b.clone(*fn));
+    eval.setSymName("eval");
+  }
+
+  /// Names of the optimizer state tensors, in train_step argument order.
+  SmallVector<Slot> stateSlots(const Model &m, const TrainConfig &cfg) {
+    SmallVector<Slot> slots;
+    for (StringRef slot : cfg.stateSlots())
+      for (unsigned p : m.params)
+        slots.push_back({m.type(p), "state", (m.name(p) + "." + slot).str()});
+    return slots;
+  }
+
+  LogicalResult buildTrainStep(const Model &m, const TrainConfig &cfg) {
+    ModuleOp module = getOperation();
+    OpBuilder b(&getContext());
+    int64_t k = cfg.accumulate;
+
+    // Inputs hold k micro-batches along their leading dimension.
+    SmallVector<Slot> inputSlots;
+    int64_t rows = -1;
+    for (unsigned i : m.inputs) {
+      RankedTensorType type = m.type(i);
+      if (type.getRank() == 0 && k > 1)
+        return m.forward.emitOpError("input '")
+               << m.name(i) << "' is a scalar, so it cannot be split into "
+               << k << " micro-batches";
+      if (type.getRank() > 0) {
+        SmallVector<int64_t> shape(type.getShape());
+        rows = shape[0];
+        shape[0] *= k;
+        type = RankedTensorType::get(shape, type.getElementType());
+      }
+      inputSlots.push_back({type, "input", m.name(i).str()});
+    }
+    if (cfg.batch && rows > 0 && *cfg.batch != rows * k)
+      return module.emitError()
+             << "train block: batch = " << *cfg.batch
+             << " but the model's inputs hold " << rows << " rows x accumulate "
+             << k << " = " << rows * k;
+
+    SmallVector<Slot> paramSlots;
+    for (unsigned p : m.params)
+      paramSlots.push_back({m.type(p), "param", m.name(p).str()});
+    SmallVector<Slot> state = stateSlots(m, cfg);
+    Slot stepSlot{RankedTensorType::get({}, b.getI64Type()), "step", "step"};
+    Type lossType = m.forward.getResultTypes()[m.loss];
+
+    SmallVector<Slot> args(paramSlots);
+    llvm::append_range(args, state);
+    args.push_back(stepSlot);
+    llvm::append_range(args, inputSlots);
+    SmallVector<Slot> results{{lossType, "loss", "loss"}};
+    llvm::append_range(results, paramSlots);
+    llvm::append_range(results, state);
+    results.push_back(stepSlot);
+    func::FuncOp step = createFunction(b, module, "train_step", args, results);
+    Location loc = m.forward.getLoc();
+    TensorBuilder t{b, loc};
+
+    size_t np = m.params.size();
+    auto paramArg = [&](size_t i) { return step.getArgument(i); };
+    auto stateArg = [&](size_t i) { return step.getArgument(np + i); };
+    Value stepArg = step.getArgument(np + state.size());
+    auto inputArg = [&](size_t i) {
+      return step.getArgument(np + state.size() + 1 + i);
+    };
+
+    // Runs forward+backward on `inputs` (one micro-batch): loss and grads.
+    auto callGrad = [&](ValueRange inputs, Value &loss,
+                        SmallVectorImpl<Value> &grads) {
+      SmallVector<Value> operands(m.forward.getNumArguments());
+      for (auto [i, p] : llvm::enumerate(m.params))
+        operands[p] = paramArg(i);
+      for (auto [i, in] : llvm::enumerate(m.inputs))
+        operands[in] = inputs[i];
+      auto call = func::CallOp::create(b, loc, m.grad, operands);
+      loss = call.getResult(m.loss);
+      unsigned first = m.forward.getNumResults();
+      for (size_t i = 0; i < np; ++i)
+        grads.push_back(call.getResult(first + i));
+    };
+
+    Value loss;
+    SmallVector<Value> grads;
+    SmallVector<Value> allInputs;
+    for (size_t i = 0; i < m.inputs.size(); ++i)
+      allInputs.push_back(inputArg(i));
+    if (k == 1) {
+      callGrad(allInputs, loss, grads);
+    } else {
+      // Accumulate over micro-batches; loss and gradients are averaged.
+      SmallVector<Value> init{t.filled(lossType, 0.0)};
+      for (size_t i = 0; i < np; ++i)
+        init.push_back(t.filled(m.type(m.params[i]), 0.0));
+      Value lo = arith::ConstantIndexOp::create(b, loc, 0);
+      Value hi = arith::ConstantIndexOp::create(b, loc, k);
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      Value rowsPer = arith::ConstantIndexOp::create(b, loc, rows);
+      auto loop = scf::ForOp::create(
+          b, loc, lo, hi, one, init,
+          [&](OpBuilder &lb, Location l, Value iv, ValueRange acc) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(lb.getInsertionBlock(),
+                                lb.getInsertionPoint());
+            Value offset = arith::MulIOp::create(b, l, iv, rowsPer);
+            SmallVector<Value> micro;
+            for (auto [i, in] : llvm::enumerate(m.inputs)) {
+              RankedTensorType type = m.type(in);
+              Value full = inputArg(i);
+              if (type.getRank() == 0) {
+                micro.push_back(full);
+                continue;
+              }
+              SmallVector<OpFoldResult> offsets(type.getRank(),
+                                                b.getIndexAttr(0));
+              offsets[0] = offset;
+              SmallVector<OpFoldResult> sizes = llvm::map_to_vector(
+                  type.getShape(),
+                  [&](int64_t d) -> OpFoldResult { return b.getIndexAttr(d); });
+              SmallVector<OpFoldResult> strides(type.getRank(),
+                                                b.getIndexAttr(1));
+              micro.push_back(tensor::ExtractSliceOp::create(
+                  b, l, type, full, offsets, sizes, strides));
+            }
+            Value microLoss;
+            SmallVector<Value> microGrads;
+            callGrad(micro, microLoss, microGrads);
+            SmallVector<Value> next{t.add(acc[0], microLoss)};
+            for (size_t i = 0; i < np; ++i)
+              next.push_back(t.add(acc[1 + i], microGrads[i]));
+            scf::YieldOp::create(b, l, next);
+          });
+      Type lossElt = cast<RankedTensorType>(lossType).getElementType();
+      loss = t.div(loop.getResult(0), t.scalar(lossElt, double(k)));
+      for (size_t i = 0; i < np; ++i) {
+        Type elt = m.type(m.params[i]).getElementType();
+        grads.push_back(t.div(loop.getResult(1 + i), t.scalar(elt, double(k))));
+      }
+    }
+
+    if (cfg.clipGradNorm)
+      buildClipByGlobalNorm(t, grads, *cfg.clipGradNorm);
+
+    // Scalars of the update in the parameters' float type.
+    Type f = np ? m.type(m.params[0]).getElementType() : b.getF32Type();
+    auto scalarF = RankedTensorType::get({}, f);
+    Value stepF = CastOp::create(b, loc, scalarF, stepArg);
+    Value t1 = t.add(stepF, t.scalar(f, 1.0));
+    Value lr = buildLearningRate(t, cfg, stepF);
+
+    size_t slots = cfg.stateSlots().size();
+    SmallVector<Value> newParams, newState(slots * np);
+    for (size_t i = 0; i < np; ++i) {
+      SmallVector<Value> st;
+      for (size_t s = 0; s < slots; ++s)
+        st.push_back(stateArg(s * np + i));
+      Value p = paramArg(i), g = grads[i], lrP = lr, t1P = t1;
+      if (TensorBuilder::elt(p) != f) {
+        auto pt = RankedTensorType::get({}, TensorBuilder::elt(p));
+        lrP = CastOp::create(b, loc, pt, lr);
+        t1P = CastOp::create(b, loc, pt, t1);
+      }
+      newParams.push_back(buildOptimizerUpdate(t, cfg, p, g, st, lrP, t1P));
+      for (size_t s = 0; s < slots; ++s)
+        newState[s * np + i] = st[s];
+    }
+    SmallVector<Value> ret{loss};
+    llvm::append_range(ret, newParams);
+    llvm::append_range(ret, newState);
+    ret.push_back(t.add(stepArg, t.integer(b.getI64Type(), 1)));
+    func::ReturnOp::create(b, loc, ret);
+    return success();
+  }
+
+  void buildInit(const Model &m, const TrainConfig &cfg) {
+    OpBuilder b(&getContext());
+    SmallVector<Slot> results;
+    for (unsigned p : m.params)
+      results.push_back({m.type(p), "param", m.name(p).str()});
+    SmallVector<Slot> state = stateSlots(m, cfg);
+    llvm::append_range(results, state);
+    Slot stepSlot{RankedTensorType::get({}, b.getI64Type()), "step", "step"};
+    results.push_back(stepSlot);
+    Slot seed{stepSlot.type, "input", "seed"};
+    func::FuncOp init =
+        createFunction(b, getOperation(), "init", {seed}, results);
+    TensorBuilder t{b, m.forward.getLoc()};
+    SmallVector<Value> ret;
+    for (auto [stream, p] : llvm::enumerate(m.params))
+      ret.push_back(buildInitializer(
+          t, m.forward.getArgAttrOfType<InitializerAttr>(p, attr::init),
+          m.type(p), init.getArgument(0), stream));
+    for (const Slot &s : state)
+      ret.push_back(t.filled(s.type, 0.0));
+    ret.push_back(t.integer(b.getI64Type(), 0));
+    func::ReturnOp::create(b, t.loc, ret);
+  }
+};
+
+} // namespace

@@ -1,0 +1,225 @@
+//===- TrainConfig.cpp - optimizers, schedules, initialisers ----*- C++ -*-===//
+//
+// The arithmetic of training, written as tg ops so that every backend runs
+// the same update and the reference evaluator checks it: learning-rate
+// schedules, global-norm clipping, SGD (momentum, Nesterov), Adam, AdamW and
+// parameter initialisation. Formulas follow PyTorch's torch.optim.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/TrainConfig.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tg;
+
+/// A numeric entry of `dict` (integer or float), if present.
+static std::optional<double> number(DictionaryAttr dict, StringRef key) {
+  if (!dict)
+    return std::nullopt;
+  Attribute a = dict.get(key);
+  if (auto f = dyn_cast_if_present<FloatAttr>(a))
+    return f.getValueAsDouble();
+  if (auto i = dyn_cast_if_present<IntegerAttr>(a))
+    return double(i.getInt());
+  if (auto b = dyn_cast_if_present<BoolAttr>(a))
+    return b.getValue() ? 1.0 : 0.0;
+  return std::nullopt;
+}
+
+FailureOr<TrainConfig> TrainConfig::read(ModuleOp module) {
+  auto train = module->getAttrOfType<DictionaryAttr>(attr::train);
+  if (!train)
+    return module.emitError("the module has no 'tg.train' attribute: the "
+                            "model needs a train block to build a training "
+                            "step");
+  TrainConfig cfg;
+  auto opt = train.getAs<DictionaryAttr>("optimizer");
+  if (opt) {
+    auto kind = opt.getAs<StringAttr>("kind");
+    if (!kind || !llvm::is_contained({"sgd", "momentum", "adam", "adamw"},
+                                     kind.getValue()))
+      return module.emitError("tg.train: optimizer kind must be sgd, "
+                              "momentum, adam or adamw");
+    cfg.optimizer = kind.getValue().str();
+    cfg.lr = number(opt, "lr").value_or(cfg.optimizer == "sgd" ||
+                                                cfg.optimizer == "momentum"
+                                            ? 0.01
+                                            : 1e-3);
+    cfg.momentum = number(opt, "momentum").value_or(cfg.momentum);
+    cfg.nesterov = number(opt, "nesterov").value_or(0) != 0;
+    cfg.beta1 = number(opt, "beta1").value_or(cfg.beta1);
+    cfg.beta2 = number(opt, "beta2").value_or(cfg.beta2);
+    cfg.eps = number(opt, "eps").value_or(cfg.eps);
+    cfg.weightDecay = number(opt, "weight_decay")
+                          .value_or(cfg.optimizer == "adamw" ? 0.01 : 0.0);
+  }
+  if (auto sched = train.getAs<DictionaryAttr>("schedule")) {
+    auto kind = sched.getAs<StringAttr>("kind");
+    if (!kind ||
+        !llvm::is_contained({"constant", "warmup", "cosine"}, kind.getValue()))
+      return module.emitError("tg.train: schedule kind must be constant, "
+                              "warmup or cosine");
+    cfg.schedule = kind.getValue().str();
+    cfg.scheduleSteps = int64_t(number(sched, "steps").value_or(0));
+    cfg.warmup = int64_t(number(sched, "warmup").value_or(0));
+    cfg.minLr = number(sched, "min_lr").value_or(0.0);
+    if (cfg.schedule == "warmup")
+      cfg.warmup = cfg.scheduleSteps;
+    if (cfg.schedule == "cosine" && cfg.scheduleSteps <= cfg.warmup)
+      return module.emitError("tg.train: cosine schedule needs steps > "
+                              "warmup");
+  }
+  cfg.clipGradNorm = number(train, "clip_grad_norm");
+  if (auto k = number(train, "accumulate"))
+    cfg.accumulate = int64_t(*k);
+  if (cfg.accumulate < 1)
+    return module.emitError("tg.train: accumulate must be >= 1");
+  if (auto b = number(train, "batch"))
+    cfg.batch = int64_t(*b);
+  return cfg;
+}
+
+SmallVector<StringRef> TrainConfig::stateSlots() const {
+  if (optimizer == "momentum")
+    return {"momentum"};
+  if (optimizer == "adam" || optimizer == "adamw")
+    return {"exp_avg", "exp_avg_sq"};
+  return {};
+}
+
+Value mlir::tg::buildLearningRate(TensorBuilder &t, const TrainConfig &cfg,
+                                  Value step) {
+  Type f32 = TensorBuilder::elt(step);
+  Value lr = t.scalar(f32, cfg.lr), one = t.scalar(f32, 1.0);
+  if (cfg.schedule == "constant")
+    return lr;
+  // Linear warm-up over the first `warmup` steps: lr * (step + 1) / warmup.
+  Value warm = lr;
+  if (cfg.warmup > 0) {
+    Value frac = t.div(t.add(step, one), t.scalar(f32, double(cfg.warmup)));
+    warm = t.mul(lr, MinimumOp::create(t.b, t.loc, frac, one));
+  }
+  if (cfg.schedule == "warmup")
+    return warm;
+  // Cosine decay from lr to min_lr over the remaining steps, then min_lr.
+  double span = double(cfg.scheduleSteps - cfg.warmup);
+  Value progress = t.div(t.sub(step, t.scalar(f32, double(cfg.warmup))),
+                         t.scalar(f32, span));
+  progress = MinimumOp::create(t.b, t.loc, progress, one);
+  Value cosine = CosOp::create(t.b, t.loc, t.mul(t.scalar(f32, M_PI), progress));
+  Value decayed = t.add(
+      t.scalar(f32, cfg.minLr),
+      t.mul(t.scalar(f32, 0.5 * (cfg.lr - cfg.minLr)), t.add(one, cosine)));
+  Value inWarmup =
+      t.cmp(CmpPredicate::lt, step, t.scalar(f32, double(cfg.warmup)));
+  return t.select(inWarmup, warm, decayed);
+}
+
+void mlir::tg::buildClipByGlobalNorm(TensorBuilder &t,
+                                     MutableArrayRef<Value> grads,
+                                     double maxNorm) {
+  if (grads.empty())
+    return;
+  Value total;
+  for (Value g : grads) {
+    Value sq = t.sum(t.mul(g, g), TensorBuilder::allAxes(g), false);
+    total = total ? t.add(total, sq) : sq;
+  }
+  Type f = TensorBuilder::elt(total);
+  Value norm = SqrtOp::create(t.b, t.loc, total);
+  // torch.nn.utils.clip_grad_norm_: scale = min(1, max / (norm + 1e-6)).
+  Value scale = MinimumOp::create(
+      t.b, t.loc, t.scalar(f, 1.0),
+      t.div(t.scalar(f, maxNorm), t.add(norm, t.scalar(f, 1e-6))));
+  for (Value &g : grads)
+    g = t.mul(g, scale);
+}
+
+Value mlir::tg::buildOptimizerUpdate(TensorBuilder &t, const TrainConfig &cfg,
+                                     Value param, Value grad,
+                                     MutableArrayRef<Value> state, Value lr,
+                                     Value t1) {
+  Type f = TensorBuilder::elt(param);
+  auto c = [&](double v) { return t.scalar(f, v); };
+  bool decoupled = cfg.optimizer == "adamw";
+  // L2 regularisation (sgd, momentum, adam) adds wd * p to the gradient.
+  if (cfg.weightDecay != 0 && !decoupled)
+    grad = t.add(grad, t.mul(c(cfg.weightDecay), param));
+
+  if (cfg.optimizer == "sgd")
+    return t.sub(param, t.mul(lr, grad));
+  if (cfg.optimizer == "momentum") {
+    // buf = mu * buf + g; step along g + mu * buf (Nesterov) or buf.
+    Value buf = t.add(t.mul(c(cfg.momentum), state[0]), grad);
+    state[0] = buf;
+    Value dir = cfg.nesterov ? t.add(grad, t.mul(c(cfg.momentum), buf)) : buf;
+    return t.sub(param, t.mul(lr, dir));
+  }
+  // Adam / AdamW with bias correction.
+  if (decoupled && cfg.weightDecay != 0)
+    param = t.mul(param, t.sub(c(1.0), t.mul(lr, c(cfg.weightDecay))));
+  Value m = t.add(t.mul(c(cfg.beta1), state[0]),
+                  t.mul(c(1.0 - cfg.beta1), grad));
+  Value v = t.add(t.mul(c(cfg.beta2), state[1]),
+                  t.mul(c(1.0 - cfg.beta2), t.mul(grad, grad)));
+  state[0] = m;
+  state[1] = v;
+  Value bc1 = t.sub(c(1.0), PowOp::create(t.b, t.loc, c(cfg.beta1), t1));
+  Value bc2 = t.sub(c(1.0), PowOp::create(t.b, t.loc, c(cfg.beta2), t1));
+  Value denom = t.add(t.div(SqrtOp::create(t.b, t.loc, v),
+                            SqrtOp::create(t.b, t.loc, bc2)),
+                      c(cfg.eps));
+  Value stepSize = t.div(lr, bc1);
+  return t.sub(param, t.mul(stepSize, t.div(m, denom)));
+}
+
+Value mlir::tg::buildInitializer(TensorBuilder &t, InitializerAttr init,
+                                 RankedTensorType type, Value seed,
+                                 int64_t stream) {
+  StringRef kind = init ? init.getKind() : StringRef("zeros");
+  ArrayRef<double> args = init ? init.getValues() : ArrayRef<double>();
+  if (kind == "zeros" || kind == "ones" || kind == "constant")
+    return t.filled(type, kind == "zeros" ? 0.0
+                          : kind == "ones" ? 1.0
+                                           : args[0]);
+  // Fans as PyTorch computes them for a weight used as x @ W ([in, out]) or
+  // a convolution kernel [out, in, kh, kw].
+  ArrayRef<int64_t> s = type.getShape();
+  double fanIn = 1, fanOut = 1;
+  if (s.size() == 1) {
+    fanIn = fanOut = double(s[0]);
+  } else if (s.size() == 2) {
+    fanIn = double(s[0]);
+    fanOut = double(s[1]);
+  } else if (s.size() > 2) {
+    double field = 1;
+    for (int64_t d : s.drop_front(2))
+      field *= double(d);
+    fanOut = double(s[0]) * field;
+    fanIn = double(s[1]) * field;
+  }
+  RandomDistribution dist = RandomDistribution::uniform;
+  double a = 0, b = 0;
+  if (kind == "normal" || kind == "uniform") {
+    dist = kind == "normal" ? RandomDistribution::normal
+                            : RandomDistribution::uniform;
+    a = args[0];
+    b = args[1];
+  } else if (kind == "glorot_uniform" || kind == "kaiming_uniform") {
+    double bound = kind == "glorot_uniform" ? std::sqrt(6.0 / (fanIn + fanOut))
+                                            : std::sqrt(6.0 / fanIn);
+    a = -bound;
+    b = bound;
+  } else {
+    dist = RandomDistribution::normal;
+    b = kind == "glorot_normal" ? std::sqrt(2.0 / (fanIn + fanOut))
+                                : std::sqrt(2.0 / fanIn);
+  }
+  return RandomOp::create(t.b, t.loc, type,
+                          RandomDistributionAttr::get(t.b.getContext(), dist),
+                          seed, t.b.getF64FloatAttr(a),
+                          t.b.getF64FloatAttr(b),
+                          t.b.getI64IntegerAttr(stream));
+}
