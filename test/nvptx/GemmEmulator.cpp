@@ -1,0 +1,723 @@
+//===- GemmEmulator.cpp - run generated GEMM kernel IR on the CPU -*- C++ -*-===//
+//
+// See GemmEmulator.h for the execution model. Values are kept per thread of
+// the CTA: an SSA value of n scalars is n×T 64-bit slots (integers zero-
+// extended to their width, floats as doubles rounded to their type).
+//
+//===----------------------------------------------------------------------===//
+#include "GemmEmulator.h"
+
+#include "codegen/nvptx/Gemm.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Parser/Parser.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+namespace tg::nvptx::emu {
+
+uint16_t toHalfBits(float v, ElemType t) {
+  if (t == ElemType::BF16) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    u += 0x7FFF + ((u >> 16) & 1);
+    return static_cast<uint16_t>(u >> 16);
+  }
+  _Float16 h = static_cast<_Float16>(v);
+  uint16_t r;
+  std::memcpy(&r, &h, 2);
+  return r;
+}
+
+float fromHalfBits(uint16_t v, ElemType t) {
+  if (t == ElemType::BF16) {
+    uint32_t u = uint32_t(v) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  _Float16 h;
+  std::memcpy(&h, &v, 2);
+  return static_cast<float>(h);
+}
+
+namespace {
+
+using namespace mlir;
+
+[[noreturn]] void fail(const std::string &m) { throw std::runtime_error(m); }
+
+enum class K { Int, F32, BF16, F16 };
+
+/// Scalar kind and count of a type.
+struct TI {
+  int n = 1;
+  K k = K::Int;
+  unsigned bits = 64;
+};
+
+TI typeInfo(Type t) {
+  TI r;
+  if (auto it = dyn_cast<IntegerType>(t)) {
+    r.bits = it.getWidth();
+    return r;
+  }
+  if (isa<LLVM::LLVMPointerType>(t))
+    return r;
+  if (t.isF32()) { r.k = K::F32; return r; }
+  if (t.isBF16()) { r.k = K::BF16; return r; }
+  if (t.isF16()) { r.k = K::F16; return r; }
+  if (auto vt = dyn_cast<VectorType>(t)) {
+    TI e = typeInfo(vt.getElementType());
+    e.n = static_cast<int>(vt.getNumElements());
+    return e;
+  }
+  if (auto st = dyn_cast<LLVM::LLVMStructType>(t)) {
+    TI e = typeInfo(st.getBody().front());
+    e.n = static_cast<int>(st.getBody().size());
+    return e;
+  }
+  fail("emulator: unsupported type");
+}
+
+double roundTo(K k, double v) {
+  switch (k) {
+  case K::F32: return static_cast<float>(v);
+  case K::BF16: return fromHalfBits(toHalfBits(static_cast<float>(v), ElemType::BF16), ElemType::BF16);
+  case K::F16: return fromHalfBits(toHalfBits(static_cast<float>(v), ElemType::F16), ElemType::F16);
+  case K::Int: break;
+  }
+  return v;
+}
+
+struct Val {
+  TI ti;
+  std::vector<uint64_t> s; // [elem * T + thread]
+};
+
+struct Barrier {
+  bool init = false;
+  uint32_t expected = 0, pending = 0;
+  int64_t tx = 0;
+  uint32_t phase = 0;
+};
+
+struct TensorMap {
+  uint64_t base;
+  uint64_t rows, cols; // row-major, 2-byte elements
+  uint32_t boxRows, boxCols;
+};
+
+class Interp {
+public:
+  Interp(int threads, std::vector<uint8_t> &smem) : T(threads), shared(smem) {}
+
+  std::map<uint64_t, std::vector<uint8_t> *> globals;
+  std::map<uint64_t, TensorMap> tmaps;
+  unsigned ctaid = 0, nctaid = 1;
+
+  void runFunction(LLVM::LLVMFuncOp f, const std::vector<Val> &args) {
+    Block &entry = f.getBody().front();
+    for (auto [arg, v] : llvm::zip(entry.getArguments(), args))
+      env[arg] = v;
+    std::vector<char> mask(T, 1);
+    runBlock(entry, mask);
+  }
+
+  Val scalarInt(uint64_t v, unsigned bits = 64) {
+    Val r;
+    r.ti.bits = bits;
+    r.s.assign(T, v);
+    return r;
+  }
+  Val scalarF32(float v) {
+    Val r;
+    r.ti.k = K::F32;
+    r.s.assign(T, bitsOf(v));
+    return r;
+  }
+
+private:
+  int T;
+  std::vector<uint8_t> &shared;
+  llvm::DenseMap<Value, Val> env;
+  std::map<uint64_t, Barrier> barriers;
+  // cp.async: pending copies of the open group, then committed groups.
+  struct Copy { uint64_t dst, src; unsigned size, fill; };
+  std::vector<Copy> openGroup;
+  std::vector<std::vector<Copy>> groups;
+
+  static uint64_t bitsOf(double d) { uint64_t u; std::memcpy(&u, &d, 8); return u; }
+  static double dbl(uint64_t u) { double d; std::memcpy(&d, &u, 8); return d; }
+
+  Val &get(Value v) {
+    auto it = env.find(v);
+    if (it == env.end())
+      fail("emulator: value used before definition");
+    return it->second;
+  }
+  double f(Value v, int e, int t) { return dbl(get(v).s[e * T + t]); }
+  uint64_t u(Value v, int e, int t) { return get(v).s[e * T + t]; }
+  Val make(Type t) {
+    Val r;
+    r.ti = typeInfo(t);
+    r.s.assign(size_t(r.ti.n) * T, r.ti.k == K::Int ? 0 : bitsOf(0.0));
+    return r;
+  }
+  static uint64_t trunc(uint64_t v, unsigned bits) {
+    return bits >= 64 ? v : (v & ((uint64_t(1) << bits) - 1));
+  }
+  /// Uniform value of an integer operand across active threads.
+  uint64_t uniform(Value v, const std::vector<char> &mask) {
+    int first = -1;
+    for (int t = 0; t < T; ++t)
+      if (mask[t]) {
+        if (first < 0)
+          first = t;
+        else if (u(v, 0, t) != u(v, 0, first))
+          fail("emulator: loop bound or descriptor not uniform");
+      }
+    return first < 0 ? 0 : u(v, 0, first);
+  }
+
+  // Memory.
+  uint8_t *mem(uint64_t addr, size_t n) {
+    if (addr < (uint64_t(1) << 32)) {
+      if (addr + n > shared.size())
+        fail("emulator: shared-memory access out of bounds at " + std::to_string(addr));
+      return shared.data() + addr;
+    }
+    auto it = globals.upper_bound(addr);
+    if (it == globals.begin())
+      fail("emulator: wild global address");
+    --it;
+    if (addr + n > it->first + it->second->size())
+      fail("emulator: global access out of bounds (buffer at " +
+           std::to_string(it->first) + ", offset " + std::to_string(addr - it->first) + ")");
+    return it->second->data() + (addr - it->first);
+  }
+  double loadScalar(uint64_t addr, K k) {
+    switch (k) {
+    case K::F32: { float x; std::memcpy(&x, mem(addr, 4), 4); return x; }
+    case K::BF16: case K::F16: {
+      uint16_t h; std::memcpy(&h, mem(addr, 2), 2);
+      return fromHalfBits(h, k == K::BF16 ? ElemType::BF16 : ElemType::F16);
+    }
+    case K::Int: break;
+    }
+    fail("emulator: integer loads are not used by the kernels");
+  }
+  void storeScalar(uint64_t addr, K k, double v) {
+    if (k == K::F32) { float x = static_cast<float>(v); std::memcpy(mem(addr, 4), &x, 4); return; }
+    uint16_t h = toHalfBits(static_cast<float>(v), k == K::BF16 ? ElemType::BF16 : ElemType::F16);
+    std::memcpy(mem(addr, 2), &h, 2);
+  }
+  static int bytesOf(K k) { return k == K::F32 ? 4 : 2; }
+  static int elemBytesOfType(Type t) {
+    if (t.isF32() || t.isInteger(32)) return 4;
+    if (t.isBF16() || t.isF16() || t.isInteger(16)) return 2;
+    if (t.isInteger(8)) return 1;
+    if (t.isInteger(64)) return 8;
+    fail("emulator: unsupported GEP element type");
+  }
+  uint16_t h16(uint64_t addr) { uint16_t h; std::memcpy(&h, mem(addr, 2), 2); return h; }
+
+  void runBlock(Block &b, const std::vector<char> &mask) {
+    for (Operation &op : b)
+      exec(op, mask);
+  }
+
+  void exec(Operation &op, const std::vector<char> &mask);
+  void execFor(scf::ForOp op, const std::vector<char> &mask);
+  void ldmatrix(Operation &op, const std::vector<char> &mask);
+  void mma(Operation &op);
+  void wgmma(Operation &op, const std::vector<char> &mask);
+  void tma(Operation &op, const std::vector<char> &mask);
+  void landGroups(unsigned keep) {
+    while (groups.size() > keep) {
+      for (const Copy &c : groups.front()) {
+        uint8_t *d = mem(c.dst, c.size);
+        if (c.fill)
+          std::memcpy(d, mem(c.src, c.fill), c.fill);
+        std::memset(d + c.fill, 0, c.size - c.fill);
+      }
+      groups.erase(groups.begin());
+    }
+  }
+  Barrier &bar(uint64_t addr) {
+    Barrier &b = barriers[addr];
+    return b;
+  }
+  void arrive(uint64_t addr, int64_t txAdd) {
+    Barrier &b = bar(addr);
+    if (!b.init)
+      fail("emulator: arrive on an uninitialised mbarrier");
+    b.tx += txAdd;
+    if (b.pending == 0)
+      fail("emulator: too many arrivals on an mbarrier");
+    --b.pending;
+    maybeComplete(b);
+  }
+  void maybeComplete(Barrier &b) {
+    if (b.pending == 0 && b.tx == 0) {
+      b.phase ^= 1;
+      b.pending = b.expected;
+    }
+  }
+};
+
+void Interp::execFor(scf::ForOp op, const std::vector<char> &mask) {
+  uint64_t lb = uniform(op.getLowerBound(), mask);
+  uint64_t ub = uniform(op.getUpperBound(), mask);
+  uint64_t st = uniform(op.getStep(), mask);
+  unsigned bits = typeInfo(op.getInductionVar().getType()).bits;
+  std::vector<Val> iter;
+  for (Value v : op.getInitArgs())
+    iter.push_back(get(v));
+  Block &body = *op.getBody();
+  for (uint64_t i = lb; i < ub; i += st) {
+    env[op.getInductionVar()] = scalarInt(trunc(i, bits), bits);
+    for (auto [arg, v] : llvm::zip(op.getRegionIterArgs(), iter))
+      env[arg] = v;
+    for (Operation &inner : body.without_terminator())
+      exec(inner, mask);
+    auto yield = cast<scf::YieldOp>(body.getTerminator());
+    for (size_t k = 0; k < iter.size(); ++k)
+      iter[k] = get(yield.getOperand(k));
+  }
+  for (auto [res, v] : llvm::zip(op.getResults(), iter))
+    env[res] = v;
+}
+
+void Interp::ldmatrix(Operation &op, const std::vector<char> &mask) {
+  auto lm = cast<NVVM::LdMatrixOp>(op);
+  bool trans = lm.getLayout() == NVVM::MMALayout::col;
+  int num = static_cast<int>(lm.getNum());
+  Val r = make(op.getResult(0).getType());
+  Value ptr = op.getOperand(0);
+  for (int w = 0; w < T / 32; ++w) {
+    if (!mask[w * 32])
+      continue;
+    for (int l = 0; l < 32; ++l)
+      for (int j = 0; j < num; ++j) {
+        // Matrix j's row i comes from the address lane 8j+i supplies.
+        auto rowAddr = [&](int i) { return u(ptr, 0, w * 32 + 8 * j + i); };
+        uint16_t e[2];
+        for (int x = 0; x < 2; ++x) {
+          int row = l / 4, col = 2 * (l % 4) + x;
+          e[x] = trans ? h16(rowAddr(col) + 2 * row) : h16(rowAddr(row) + 2 * col);
+        }
+        r.s[j * T + w * 32 + l] = uint64_t(e[0]) | (uint64_t(e[1]) << 16);
+      }
+  }
+  env[op.getResult(0)] = r;
+}
+
+void Interp::mma(Operation &op) {
+  // Operands: A regs (4), B regs (2), C (4), as packed i32 or vector<2xf16>.
+  auto m = cast<NVVM::MmaOp>(op);
+  ElemType et = m.getMultiplicandAPtxType() == NVVM::MMATypes::bf16 ? ElemType::BF16 : ElemType::F16;
+  auto el = [&](Value v, int x, int t) -> float {
+    const Val &vv = get(v);
+    if (vv.ti.k == K::Int)
+      return fromHalfBits(static_cast<uint16_t>(vv.s[t] >> (16 * x)), et);
+    return static_cast<float>(dbl(vv.s[x * T + t]));
+  };
+  auto aOps = m.getOperandA(), bOps = m.getOperandB(), cOps = m.getOperandC();
+  Val r = make(op.getResult(0).getType());
+  for (int w = 0; w < T / 32; ++w) {
+    float A[16][16], B[16][8], C[16][8];
+    for (int l = 0; l < 32; ++l) {
+      int t = w * 32 + l, g = l / 4, q = l % 4;
+      for (int reg = 0; reg < 4; ++reg)
+        for (int x = 0; x < 2; ++x)
+          A[g + 8 * (reg % 2)][2 * q + x + 8 * (reg / 2)] = el(aOps[reg], x, t);
+      for (int reg = 0; reg < 2; ++reg)
+        for (int x = 0; x < 2; ++x)
+          B[2 * q + x + 8 * reg][g] = el(bOps[reg], x, t);
+      for (int i = 0; i < 4; ++i)
+        C[g + 8 * (i / 2)][2 * q + i % 2] = static_cast<float>(f(cOps[i], 0, t));
+    }
+    for (int l = 0; l < 32; ++l) {
+      int t = w * 32 + l, g = l / 4, q = l % 4;
+      for (int i = 0; i < 4; ++i) {
+        int row = g + 8 * (i / 2), col = 2 * q + i % 2;
+        double acc = C[row][col];
+        for (int k = 0; k < 16; ++k)
+          acc += double(A[row][k]) * B[k][col];
+        r.s[i * T + t] = bitsOf(static_cast<float>(acc));
+      }
+    }
+  }
+  env[op.getResult(0)] = r;
+}
+
+/// Byte address of element (x, k) of a wgmma operand in shared memory, per
+/// the PTX ISA's canonical 128B-swizzle layouts (16-bit elements, T = 8):
+/// K-major  ((8,m),(T,2k)) : ((8T,SBO),(1,LBO));
+/// MN-major ((T,8,m),(8,k)) : ((1,T,LBO),(8T,SBO)); then the swizzle
+/// XORs address bits [4,7) with bits [7,10).
+static uint64_t wgmmaAddr(uint64_t desc, bool kMajor, int x, int k) {
+  uint64_t start = (desc & 0x3FFF) << 4;
+  uint64_t lbo = ((desc >> 16) & 0x3FFF) << 4;
+  uint64_t sbo = ((desc >> 32) & 0x3FFF) << 4;
+  if ((desc >> 62) != 1)
+    fail("emulator: wgmma descriptor is not 128B-swizzled");
+  uint64_t a;
+  if (kMajor)
+    a = start + (x / 8) * sbo + (x % 8) * 128 + uint64_t(k) * 2;
+  else
+    a = start + (x % 64) * 2 + (x / 64) * lbo + (k % 8) * 128 + (k / 8) * sbo;
+  return a ^ (((a >> 7) & 7) << 4);
+}
+
+void Interp::wgmma(Operation &op, const std::vector<char> &mask) {
+  auto w = cast<NVVM::WgmmaMmaAsyncOp>(op);
+  int n = w.getShape().getN();
+  bool aK = w.getLayoutA() == NVVM::MMALayout::row;
+  bool bK = w.getLayoutB() == NVVM::MMALayout::col;
+  ElemType et = w.getTypeA() == NVVM::WGMMATypes::bf16 ? ElemType::BF16 : ElemType::F16;
+  Value dA = w.getDescriptorA(), dB = w.getDescriptorB(), acc = w.getInouts();
+  Val r = get(acc);
+  for (int g = 0; g < T / 128; ++g) {
+    int t0 = g * 128;
+    if (!mask[t0])
+      continue;
+    std::vector<char> wgMask(T, 0);
+    for (int t = t0; t < t0 + 128; ++t)
+      wgMask[t] = 1;
+    uint64_t da = uniform(dA, wgMask), db = uniform(dB, wgMask);
+    std::vector<float> A(64 * 16), B(16 * n);
+    for (int x = 0; x < 64; ++x)
+      for (int k = 0; k < 16; ++k)
+        A[x * 16 + k] = fromHalfBits(h16(wgmmaAddr(da, aK, x, k)), et);
+    for (int x = 0; x < n; ++x)
+      for (int k = 0; k < 16; ++k)
+        B[k * n + x] = fromHalfBits(h16(wgmmaAddr(db, bK, x, k)), et);
+    for (int t = 0; t < 128; ++t) {
+      int wp = t / 32, l = t % 32;
+      for (int i = 0; i < n / 8; ++i)
+        for (int e = 0; e < 4; ++e) {
+          int row = wp * 16 + l / 4 + 8 * (e / 2), col = 8 * i + 2 * (l % 4) + e % 2;
+          double s = dbl(r.s[size_t(4 * i + e) * T + t0 + t]);
+          for (int k = 0; k < 16; ++k)
+            s += double(A[row * 16 + k]) * B[k * n + col];
+          r.s[size_t(4 * i + e) * T + t0 + t] = bitsOf(static_cast<float>(s));
+        }
+    }
+  }
+  env[op.getResult(0)] = r;
+}
+
+void Interp::tma(Operation &op, const std::vector<char> &mask) {
+  auto t = cast<NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp>(op);
+  for (int th = 0; th < T; ++th) {
+    if (!mask[th])
+      continue;
+    uint64_t dst = u(t.getDstMem(), 0, th);
+    auto it = tmaps.find(u(t.getTmaDescriptor(), 0, th));
+    if (it == tmaps.end())
+      fail("emulator: TMA through an unknown tensor map");
+    const TensorMap &m = it->second;
+    auto coords = t.getCoordinates();
+    int64_t c0 = static_cast<int32_t>(u(coords[0], 0, th));
+    int64_t c1 = static_cast<int32_t>(u(coords[1], 0, th));
+    if (dst % 1024)
+      fail("emulator: 128B-swizzled TMA destination not 1024-byte aligned");
+    for (uint32_t r = 0; r < m.boxRows; ++r)
+      for (uint32_t c = 0; c < m.boxCols; ++c) {
+        int64_t gr = c1 + r, gc = c0 + c;
+        uint16_t v = 0;
+        if (gr >= 0 && gc >= 0 && uint64_t(gr) < m.rows && uint64_t(gc) < m.cols)
+          std::memcpy(&v, mem(m.base + (gr * m.cols + gc) * 2, 2), 2);
+        uint64_t off = uint64_t(r) * m.boxCols * 2 + c * 2;
+        off ^= ((off >> 7) & 7) << 4;
+        std::memcpy(mem(dst + off, 2), &v, 2);
+      }
+    Barrier &b = bar(u(t.getMbar(), 0, th));
+    b.tx -= int64_t(m.boxRows) * m.boxCols * 2;
+    maybeComplete(b);
+  }
+}
+
+void Interp::exec(Operation &op, const std::vector<char> &mask) {
+  StringRef name = op.getName().getStringRef();
+  auto res = [&]() -> Value { return op.getResult(0); };
+  auto intBin = [&](auto fn) {
+    Val r = make(res().getType());
+    unsigned bits = r.ti.bits;
+    for (int e = 0; e < r.ti.n; ++e)
+      for (int t = 0; t < T; ++t)
+        r.s[e * T + t] = trunc(fn(u(op.getOperand(0), e, t), u(op.getOperand(1), e, t)), bits);
+    env[res()] = r;
+  };
+  auto fltBin = [&](auto fn) {
+    Val r = make(res().getType());
+    for (int e = 0; e < r.ti.n; ++e)
+      for (int t = 0; t < T; ++t)
+        r.s[e * T + t] = bitsOf(roundTo(r.ti.k, fn(f(op.getOperand(0), e, t), f(op.getOperand(1), e, t))));
+    env[res()] = r;
+  };
+
+  if (auto c = dyn_cast<LLVM::ConstantOp>(op)) {
+    Val r = make(c.getType());
+    if (auto ia = dyn_cast<IntegerAttr>(c.getValue()))
+      r = scalarInt(trunc(ia.getValue().getZExtValue(), r.ti.bits), r.ti.bits);
+    else if (auto fa = dyn_cast<FloatAttr>(c.getValue()))
+      r.s.assign(T, bitsOf(roundTo(r.ti.k, fa.getValueAsDouble())));
+    else
+      fail("emulator: unsupported constant");
+    env[res()] = r;
+  } else if (name == "llvm.mlir.zero" || name == "llvm.mlir.undef") {
+    env[res()] = make(res().getType());
+  } else if (name == "llvm.mlir.addressof") {
+    env[res()] = scalarInt(0);
+  } else if (name == "llvm.add") { intBin([](uint64_t a, uint64_t b) { return a + b; });
+  } else if (name == "llvm.sub") { intBin([](uint64_t a, uint64_t b) { return a - b; });
+  } else if (name == "llvm.mul") { intBin([](uint64_t a, uint64_t b) { return a * b; });
+  } else if (name == "llvm.udiv") { intBin([](uint64_t a, uint64_t b) { return b ? a / b : 0; });
+  } else if (name == "llvm.urem") { intBin([](uint64_t a, uint64_t b) { return b ? a % b : 0; });
+  } else if (name == "llvm.and") { intBin([](uint64_t a, uint64_t b) { return a & b; });
+  } else if (name == "llvm.or") { intBin([](uint64_t a, uint64_t b) { return a | b; });
+  } else if (name == "llvm.xor") { intBin([](uint64_t a, uint64_t b) { return a ^ b; });
+  } else if (name == "llvm.shl") { intBin([](uint64_t a, uint64_t b) { return a << b; });
+  } else if (name == "llvm.lshr") { intBin([](uint64_t a, uint64_t b) { return a >> b; });
+  } else if (name == "llvm.intr.umin") { intBin([](uint64_t a, uint64_t b) { return std::min(a, b); });
+  } else if (auto ic = dyn_cast<LLVM::ICmpOp>(op)) {
+    auto pred = ic.getPredicate();
+    intBin([&](uint64_t a, uint64_t b) -> uint64_t {
+      switch (pred) {
+      case LLVM::ICmpPredicate::ult: return a < b;
+      case LLVM::ICmpPredicate::ugt: return a > b;
+      case LLVM::ICmpPredicate::eq: return a == b;
+      default: fail("emulator: unsupported icmp predicate");
+      }
+    });
+  } else if (name == "llvm.select") {
+    Val r = make(res().getType());
+    for (int e = 0; e < r.ti.n; ++e)
+      for (int t = 0; t < T; ++t)
+        r.s[e * T + t] = u(op.getOperand(0), 0, t) ? u(op.getOperand(1), e, t) : u(op.getOperand(2), e, t);
+    env[res()] = r;
+  } else if (name == "llvm.zext" || name == "llvm.ptrtoint" || name == "llvm.addrspacecast") {
+    Val r = get(op.getOperand(0));
+    r.ti = typeInfo(res().getType());
+    env[res()] = r;
+  } else if (name == "llvm.bitcast") { // i32 → vector<2xf16>
+    Val r = make(res().getType());
+    for (int t = 0; t < T; ++t)
+      for (int x = 0; x < 2; ++x)
+        r.s[x * T + t] = bitsOf(fromHalfBits(static_cast<uint16_t>(u(op.getOperand(0), 0, t) >> (16 * x)), ElemType::F16));
+    env[res()] = r;
+  } else if (auto g = dyn_cast<LLVM::GEPOp>(op)) {
+    Val r = make(res().getType());
+    int eb = elemBytesOfType(g.getElemType());
+    Value base = op.getOperand(0), idx = op.getOperand(1);
+    unsigned ib = typeInfo(idx.getType()).bits;
+    for (int t = 0; t < T; ++t) {
+      int64_t i = static_cast<int64_t>(u(idx, 0, t));
+      if (ib == 32)
+        i = static_cast<int32_t>(static_cast<uint32_t>(i));
+      r.s[t] = u(base, 0, t) + uint64_t(i * eb);
+    }
+    env[res()] = r;
+  } else if (auto ev = dyn_cast<LLVM::ExtractValueOp>(op)) {
+    Val r = make(res().getType());
+    int pos = static_cast<int>(ev.getPosition()[0]);
+    for (int t = 0; t < T; ++t)
+      r.s[t] = u(op.getOperand(0), pos, t);
+    env[res()] = r;
+  } else if (name == "llvm.insertelement") {
+    Val r = get(op.getOperand(0));
+    for (int t = 0; t < T; ++t)
+      r.s[u(op.getOperand(2), 0, t) * T + t] = u(op.getOperand(1), 0, t);
+    env[res()] = r;
+  } else if (name == "llvm.extractelement") {
+    Val r = make(res().getType());
+    for (int t = 0; t < T; ++t)
+      r.s[t] = u(op.getOperand(0), static_cast<int>(u(op.getOperand(1), 0, t)), t);
+    env[res()] = r;
+  } else if (auto sv = dyn_cast<LLVM::ShuffleVectorOp>(op)) {
+    Val r = make(res().getType());
+    auto m = sv.getMask();
+    for (size_t e = 0; e < m.size(); ++e)
+      for (int t = 0; t < T; ++t)
+        r.s[e * T + t] = u(op.getOperand(0), static_cast<int>(m[e]), t);
+    env[res()] = r;
+  } else if (name == "llvm.fmul") { fltBin([](double a, double b) { return a * b; });
+  } else if (name == "llvm.fadd") { fltBin([](double a, double b) { return a + b; });
+  } else if (name == "llvm.intr.maxnum") { fltBin([](double a, double b) { return std::fmax(a, b); });
+  } else if (name == "llvm.fpext" || name == "llvm.fptrunc") {
+    Val r = make(res().getType());
+    for (size_t i = 0; i < r.s.size(); ++i)
+      r.s[i] = bitsOf(roundTo(r.ti.k, dbl(get(op.getOperand(0)).s[i])));
+    env[res()] = r;
+  } else if (auto ia = dyn_cast<LLVM::InlineAsmOp>(op)) {
+    if (ia.getAsmString().find("tanh.approx.f32") == StringRef::npos)
+      fail("emulator: unknown inline asm");
+    Val r = make(res().getType());
+    for (int t = 0; t < T; ++t)
+      r.s[t] = bitsOf(static_cast<float>(std::tanh(f(op.getOperand(0), 0, t))));
+    env[res()] = r;
+  } else if (name == "llvm.load") {
+    Val r = make(res().getType());
+    for (int t = 0; t < T; ++t)
+      if (mask[t])
+        for (int e = 0; e < r.ti.n; ++e)
+          r.s[e * T + t] = bitsOf(loadScalar(u(op.getOperand(0), 0, t) + e * bytesOf(r.ti.k), r.ti.k));
+    env[res()] = r;
+  } else if (name == "llvm.store") {
+    TI ti = typeInfo(op.getOperand(0).getType());
+    for (int t = 0; t < T; ++t)
+      if (mask[t])
+        for (int e = 0; e < ti.n; ++e)
+          storeScalar(u(op.getOperand(1), 0, t) + e * bytesOf(ti.k), ti.k, f(op.getOperand(0), e, t));
+  } else if (name.starts_with("nvvm.read.ptx.sreg.")) {
+    Val r = scalarInt(0, 32);
+    for (int t = 0; t < T; ++t)
+      r.s[t] = name.ends_with("tid.x") ? t : name.ends_with("nctaid.x") ? nctaid : ctaid;
+    env[res()] = r;
+  } else if (name == "nvvm.cp.async.shared.global") {
+    for (int t = 0; t < T; ++t)
+      if (mask[t]) {
+        unsigned sz = op.getNumOperands() > 2 ? static_cast<unsigned>(u(op.getOperand(2), 0, t)) : 16;
+        openGroup.push_back({u(op.getOperand(0), 0, t), u(op.getOperand(1), 0, t), 16, sz});
+      }
+  } else if (name == "nvvm.cp.async.commit.group") {
+    groups.push_back(std::move(openGroup));
+    openGroup.clear();
+  } else if (name == "nvvm.cp.async.wait.group") {
+    landGroups(static_cast<unsigned>(cast<NVVM::CpAsyncWaitGroupOp>(op).getN()));
+  } else if (name == "nvvm.barrier0" || name == "nvvm.fence.mbarrier.init" ||
+             name == "nvvm.setmaxregister" || name == "nvvm.wgmma.fence.aligned" ||
+             name == "nvvm.wgmma.commit.group.sync.aligned" ||
+             name == "nvvm.wgmma.wait.group.sync.aligned") {
+    // Lockstep execution makes these no-ops (wgmma completes at issue).
+  } else if (name == "nvvm.ldmatrix") {
+    ldmatrix(op, mask);
+  } else if (name == "nvvm.mma.sync") {
+    mma(op);
+  } else if (name == "nvvm.wgmma.mma_async") {
+    wgmma(op, mask);
+  } else if (name == "nvvm.mbarrier.init") {
+    for (int t = 0; t < T; ++t)
+      if (mask[t]) {
+        Barrier &b = bar(u(op.getOperand(0), 0, t));
+        b = Barrier{};
+        b.init = true;
+        b.expected = b.pending = static_cast<uint32_t>(u(op.getOperand(1), 0, t));
+      }
+  } else if (name == "nvvm.mbarrier.arrive.expect_tx") {
+    for (int t = 0; t < T; ++t)
+      if (mask[t])
+        arrive(u(op.getOperand(0), 0, t), static_cast<int64_t>(u(op.getOperand(1), 0, t)));
+  } else if (name == "nvvm.mbarrier.arrive") {
+    for (int t = 0; t < T; ++t)
+      if (mask[t])
+        arrive(u(op.getOperand(0), 0, t), 0);
+  } else if (name == "nvvm.mbarrier.try_wait.parity") {
+    for (int t = 0; t < T; ++t)
+      if (mask[t]) {
+        Barrier &b = bar(u(op.getOperand(0), 0, t));
+        uint64_t parity = u(op.getOperand(1), 0, t) & 1;
+        if (!b.init)
+          fail("emulator: wait on an uninitialised mbarrier");
+        // The phase with this parity has completed iff the current one differs.
+        if (b.phase == parity)
+          fail("emulator: deadlock: thread " + std::to_string(t) +
+               " waits for mbarrier phase parity " + std::to_string(parity) +
+               " that can never complete in producer-then-consumer order");
+      }
+  } else if (name == "nvvm.cp.async.bulk.tensor.shared.cluster.global") {
+    tma(op, mask);
+  } else if (auto fo = dyn_cast<scf::ForOp>(op)) {
+    execFor(fo, mask);
+  } else if (auto io = dyn_cast<scf::IfOp>(op)) {
+    std::vector<char> thenMask(T), elseMask(T);
+    bool anyThen = false, anyElse = false;
+    for (int t = 0; t < T; ++t) {
+      bool c = u(io.getCondition(), 0, t) & 1;
+      thenMask[t] = mask[t] && c;
+      elseMask[t] = mask[t] && !c;
+      anyThen |= thenMask[t];
+      anyElse |= elseMask[t];
+    }
+    if (anyThen)
+      for (Operation &inner : io.getThenRegion().front().without_terminator())
+        exec(inner, thenMask);
+    if (anyElse && !io.getElseRegion().empty())
+      for (Operation &inner : io.getElseRegion().front().without_terminator())
+        exec(inner, elseMask);
+  } else if (name == "llvm.return") {
+  } else {
+    fail("emulator: unsupported op " + name.str());
+  }
+}
+
+} // namespace
+
+std::string runGemm(const GemmProblem &p, const TileConfig &c, unsigned grid,
+                    GemmBuffers &buf) {
+  DialectRegistry registry;
+  registry.insert<LLVM::LLVMDialect, NVVM::NVVMDialect, scf::SCFDialect,
+                  cf::ControlFlowDialect, arith::ArithDialect>();
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  std::string diag;
+  ScopedDiagnosticHandler h(&ctx, [&](Diagnostic &d) {
+    diag += d.str() + "\n";
+    return success();
+  });
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(generateGemmMLIR(p, c), &ctx);
+  if (!m)
+    return "kernel IR does not parse: " + diag;
+  auto fn = m->lookupSymbol<LLVM::LLVMFuncOp>(kernelName(p, c));
+  if (!fn)
+    return "no kernel function " + kernelName(p, c);
+
+  int threads = c.threads(p.target);
+  std::vector<uint8_t> smem(static_cast<size_t>(c.smemBytes(p.target)));
+  std::vector<uint8_t> tmapA(128), tmapB(128);
+  try {
+    for (unsigned cta = 0; cta < grid; ++cta) {
+      std::fill(smem.begin(), smem.end(), 0xA5); // stale data is visible
+      Interp in(threads, smem);
+      in.ctaid = cta;
+      in.nctaid = grid;
+      uint64_t base[7];
+      std::vector<uint8_t> *bufs[7] = {&buf.a, &buf.b, &buf.c, &buf.bias,
+                                      &buf.residual, &tmapA, &tmapB};
+      for (int i = 0; i < 7; ++i) {
+        base[i] = (uint64_t(i) + 1) << 36;
+        if (!bufs[i]->empty())
+          in.globals[base[i]] = bufs[i];
+      }
+      bool aK = p.form != Form::TN, bK = p.form == Form::NT;
+      TmaBox ba = tmaBox(p, c, true), bb = tmaBox(p, c, false);
+      in.tmaps[base[5]] = {base[0], uint64_t(aK ? p.m : p.k), uint64_t(aK ? p.k : p.m), ba.outer, ba.inner};
+      in.tmaps[base[6]] = {base[1], uint64_t(bK ? p.n : p.k), uint64_t(bK ? p.k : p.n), bb.outer, bb.inner};
+      bool tma = p.target == Target::SM90a;
+      std::vector<Val> args = {
+          in.scalarInt(tma ? base[5] : base[0]), in.scalarInt(tma ? base[6] : base[1]),
+          in.scalarInt(base[2]), in.scalarInt(base[3]), in.scalarInt(base[4]),
+          in.scalarInt(uint64_t(p.m), 32), in.scalarInt(uint64_t(p.n), 32),
+          in.scalarInt(uint64_t(p.k), 32), in.scalarF32(buf.alpha)};
+      in.runFunction(fn, args);
+    }
+  } catch (const std::exception &e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace tg::nvptx::emu
