@@ -1,9 +1,12 @@
 //===- ConvPool.cpp - reference semantics of conv2d and pooling -*- C++ -*-===//
 //
 // Direct loops over NCHW tensors: no im2col, no tiling, so the index
-// arithmetic can be read against the op descriptions. Zero padding for
-// conv2d; padded positions never win a max and are not counted in an
-// average.
+// arithmetic can be read against the op descriptions. Each forward op and
+// its backward ops share one enumeration of the index relation (every
+// (input, weight, output) tap of a convolution, every pooling window), so
+// the backward ops are, by construction, the transposes of the forward.
+// Zero padding for conv2d; padded positions never win a max and are not
+// counted in an average.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +15,7 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -21,87 +25,190 @@ using internal::FamilyResult;
 
 namespace {
 
-/// out[n, o, y, x] = sum over c, kh, kw of
-///   in[n, g * C/groups + c, y*sh - ph + kh*dh, x*sw - pw + kw*dw] * w[o, c, kh, kw]
-/// where g = o / (O / groups); out-of-range input positions are zeros.
+/// The geometry of a conv2d: input [N, C, H, W], weight [O, C/groups, KH,
+/// KW], output [N, O, OH, OW].
+struct ConvGeometry {
+  int64_t n, c, h, w, o, cg, kh, kw, oh, ow, groups;
+  ArrayRef<int64_t> stride, padding, dilation;
+
+  /// Calls fn(inPos, weightPos, outPos) for every tap whose input position
+  /// is inside the image (taps in the zero padding contribute nothing):
+  ///   out[b, oc, y, x] += in[b, g * cg + ic, y*sh - ph + i*dh,
+  ///                          x*sw - pw + j*dw] * weight[oc, ic, i, j]
+  /// with g = oc / (O / groups).
+  template <typename Fn>
+  void forEachTap(Fn fn) const {
+    int64_t og = o / groups;
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t oc = 0; oc < o; ++oc)
+        for (int64_t y = 0; y < oh; ++y)
+          for (int64_t x = 0; x < ow; ++x)
+            for (int64_t ic = 0; ic < cg; ++ic)
+              for (int64_t i = 0; i < kh; ++i)
+                for (int64_t j = 0; j < kw; ++j) {
+                  int64_t iy = y * stride[0] - padding[0] + i * dilation[0];
+                  int64_t ix = x * stride[1] - padding[1] + j * dilation[1];
+                  if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+                    continue;
+                  int64_t chan = (oc / og) * cg + ic;
+                  fn(((b * c + chan) * h + iy) * w + ix,
+                     ((oc * cg + ic) * kh + i) * kw + j,
+                     ((b * o + oc) * oh + y) * ow + x);
+                }
+  }
+};
+
+/// The geometry from the shapes of input, weight and output and the op's
+/// attributes (shared by conv2d and its two backward ops).
+template <typename OpTy>
+ConvGeometry convGeometry(OpTy op, ArrayRef<int64_t> in, ArrayRef<int64_t> wt,
+                          ArrayRef<int64_t> out) {
+  return {in[0],  in[1],  in[2],  in[3],  wt[0],
+          wt[1],  wt[2],  wt[3],  out[2], out[3],
+          op.getGroupsAttr().getInt(), op.getStride(), op.getPadding(),
+          op.getDilation()};
+}
+
 FailureOr<Tensor> conv2d(Conv2dOp op, const Tensor &in, const Tensor &w) {
   FailureOr<Tensor> out = internal::resultLike(op);
   if (failed(out))
     return failure();
-  ArrayRef<int64_t> s = op.getStride(), p = op.getPadding(),
-                    d = op.getDilation();
-  int64_t groups = op.getGroups();
-  int64_t n = in.shape[0], c = in.shape[1], h = in.shape[2], wd = in.shape[3];
-  int64_t o = w.shape[0], cg = w.shape[1], kh = w.shape[2], kw = w.shape[3];
-  int64_t oh = out->shape[2], ow = out->shape[3];
-  int64_t og = o / groups;
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t oc = 0; oc < o; ++oc)
-      for (int64_t y = 0; y < oh; ++y)
-        for (int64_t x = 0; x < ow; ++x) {
-          double acc = 0;
-          for (int64_t ic = 0; ic < cg; ++ic)
-            for (int64_t i = 0; i < kh; ++i)
-              for (int64_t j = 0; j < kw; ++j) {
-                int64_t iy = y * s[0] - p[0] + i * d[0];
-                int64_t ix = x * s[1] - p[1] + j * d[1];
-                if (iy < 0 || iy >= h || ix < 0 || ix >= wd)
-                  continue;
-                int64_t chan = (oc / og) * cg + ic;
-                acc += in.data[((b * c + chan) * h + iy) * wd + ix] *
-                       w.data[((oc * cg + ic) * kh + i) * kw + j];
-              }
-          out->data[((b * o + oc) * oh + y) * ow + x] = acc;
-        }
+  convGeometry(op, in.shape, w.shape, out->shape)
+      .forEachTap([&](int64_t ip, int64_t wp, int64_t yp) {
+        out->data[yp] += in.data[ip] * w.data[wp];
+      });
   return out;
 }
 
-/// Max (isMax) or average pooling over the in-range part of each window.
-/// A window entirely in the padding gives -inf (max) or 0 (average).
-FailureOr<Tensor> pool(Operation *op, const Tensor &in, ArrayRef<int64_t> k,
-                       ArrayRef<int64_t> s, ArrayRef<int64_t> p, bool isMax) {
-  FailureOr<Tensor> out = internal::resultLike(op);
-  if (failed(out))
+FailureOr<Tensor> conv2dGradInput(Conv2dGradInputOp op, const Tensor &grad,
+                                  const Tensor &w) {
+  FailureOr<Tensor> dx = internal::resultLike(op);
+  if (failed(dx))
     return failure();
-  int64_t planes = in.shape[0] * in.shape[1], h = in.shape[2],
-          w = in.shape[3];
-  int64_t oh = out->shape[2], ow = out->shape[3];
+  convGeometry(op, dx->shape, w.shape, grad.shape)
+      .forEachTap([&](int64_t ip, int64_t wp, int64_t yp) {
+        dx->data[ip] += grad.data[yp] * w.data[wp];
+      });
+  return dx;
+}
+
+FailureOr<Tensor> conv2dGradWeight(Conv2dGradWeightOp op, const Tensor &in,
+                                   const Tensor &grad) {
+  FailureOr<Tensor> dw = internal::resultLike(op);
+  if (failed(dw))
+    return failure();
+  convGeometry(op, in.shape, dw->shape, grad.shape)
+      .forEachTap([&](int64_t ip, int64_t wp, int64_t yp) {
+        dw->data[wp] += in.data[ip] * grad.data[yp];
+      });
+  return dw;
+}
+
+/// Calls fn(outPos, positions) for every pooling window of an input of
+/// shape `in` and output of shape `out`, with the in-image positions of the
+/// window in row-major order.
+template <typename Fn>
+void forEachWindow(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
+                   ArrayRef<int64_t> k, ArrayRef<int64_t> s,
+                   ArrayRef<int64_t> p, Fn fn) {
+  int64_t planes = in[0] * in[1], h = in[2], w = in[3];
+  int64_t oh = out[2], ow = out[3];
+  SmallVector<int64_t, 16> positions;
   for (int64_t pl = 0; pl < planes; ++pl)
     for (int64_t y = 0; y < oh; ++y)
       for (int64_t x = 0; x < ow; ++x) {
-        double acc = isMax ? -std::numeric_limits<double>::infinity() : 0;
-        int64_t count = 0;
+        positions.clear();
         for (int64_t i = 0; i < k[0]; ++i)
           for (int64_t j = 0; j < k[1]; ++j) {
             int64_t iy = y * s[0] - p[0] + i, ix = x * s[1] - p[1] + j;
-            if (iy < 0 || iy >= h || ix < 0 || ix >= w)
-              continue;
-            double v = in.data[(pl * h + iy) * w + ix];
-            acc = !isMax ? acc + v
-                  : std::isnan(v) || std::isnan(acc) ? std::nan("")
-                                                     : std::max(acc, v);
-            ++count;
+            if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+              positions.push_back((pl * h + iy) * w + ix);
           }
-        out->data[(pl * oh + y) * ow + x] =
-            isMax ? acc : acc / std::max<int64_t>(count, 1);
+        fn((pl * oh + y) * ow + x, ArrayRef<int64_t>(positions));
       }
+}
+
+/// The first of `positions` holding the (NaN-propagating) maximum of `in`
+/// over them, or -1 for an empty window.
+int64_t argmax(const Tensor &in, ArrayRef<int64_t> positions) {
+  int64_t best = -1;
+  for (int64_t pos : positions) {
+    double v = in.data[pos];
+    if (best < 0 || (std::isnan(v) && !std::isnan(in.data[best])) ||
+        v > in.data[best])
+      best = pos;
+  }
+  return best;
+}
+
+/// A window entirely in the padding gives -inf (max) or 0 (average).
+template <typename OpTy>
+FailureOr<Tensor> pool(OpTy op, const Tensor &in, bool isMax) {
+  FailureOr<Tensor> out = internal::resultLike(op);
+  if (failed(out))
+    return failure();
+  forEachWindow(in.shape, out->shape, op.getKernel(), op.getStride(),
+                op.getPadding(), [&](int64_t o, ArrayRef<int64_t> window) {
+                  if (isMax) {
+                    int64_t best = argmax(in, window);
+                    out->data[o] = best < 0
+                                       ? -std::numeric_limits<double>::infinity()
+                                       : in.data[best];
+                    return;
+                  }
+                  double sum = 0;
+                  for (int64_t pos : window)
+                    sum += in.data[pos];
+                  out->data[o] =
+                      sum / std::max<int64_t>(window.size(), 1);
+                });
   return out;
+}
+
+/// max_pool2d_grad: each window's cotangent goes to its argmax.
+FailureOr<Tensor> maxPoolGrad(MaxPool2dGradOp op, const Tensor &grad,
+                              const Tensor &in) {
+  FailureOr<Tensor> dx = internal::resultLike(op);
+  if (failed(dx))
+    return failure();
+  forEachWindow(in.shape, grad.shape, op.getKernel(), op.getStride(),
+                op.getPadding(), [&](int64_t o, ArrayRef<int64_t> window) {
+                  int64_t best = argmax(in, window);
+                  if (best >= 0)
+                    dx->data[best] += grad.data[o];
+                });
+  return dx;
+}
+
+/// avg_pool2d_grad: each window's cotangent is shared by its positions.
+FailureOr<Tensor> avgPoolGrad(AvgPool2dGradOp op, const Tensor &grad) {
+  FailureOr<Tensor> dx = internal::resultLike(op);
+  if (failed(dx))
+    return failure();
+  forEachWindow(dx->shape, grad.shape, op.getKernel(), op.getStride(),
+                op.getPadding(), [&](int64_t o, ArrayRef<int64_t> window) {
+                  for (int64_t pos : window)
+                    dx->data[pos] += grad.data[o] / double(window.size());
+                });
+  return dx;
 }
 
 } // namespace
 
 FamilyResult mlir::tg::ref::internal::evalConvPool(Operation *op,
-                                                 ArrayRef<Tensor> in) {
+                                                   ArrayRef<Tensor> in) {
   using R = FamilyResult;
   return llvm::TypeSwitch<Operation *, R>(op)
       .Case([&](Conv2dOp c) -> R { return conv2d(c, in[0], in[1]); })
-      .Case([&](MaxPool2dOp m) -> R {
-        return pool(op, in[0], m.getKernel(), m.getStride(), m.getPadding(),
-                    true);
+      .Case([&](Conv2dGradInputOp c) -> R {
+        return conv2dGradInput(c, in[0], in[1]);
       })
-      .Case([&](AvgPool2dOp a) -> R {
-        return pool(op, in[0], a.getKernel(), a.getStride(), a.getPadding(),
-                    false);
+      .Case([&](Conv2dGradWeightOp c) -> R {
+        return conv2dGradWeight(c, in[0], in[1]);
       })
+      .Case([&](MaxPool2dOp m) -> R { return pool(m, in[0], true); })
+      .Case([&](AvgPool2dOp a) -> R { return pool(a, in[0], false); })
+      .Case([&](MaxPool2dGradOp m) -> R { return maxPoolGrad(m, in[0], in[1]); })
+      .Case([&](AvgPool2dGradOp a) -> R { return avgPoolGrad(a, in[0]); })
       .Default([](Operation *) -> R { return std::nullopt; });
 }

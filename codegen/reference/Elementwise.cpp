@@ -10,6 +10,7 @@
 #include "dialects/TGOps.h"
 #include "tgc/Philox.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -107,6 +108,22 @@ FailureOr<Tensor> dropout(DropoutOp op, const Tensor &in, const Tensor &seed) {
   return out;
 }
 
+/// tg.random with the Philox mapping of tgc/Philox.h.
+FailureOr<Tensor> random(RandomOp op, const Tensor &seed) {
+  FailureOr<Tensor> out = internal::resultLike(op);
+  if (failed(out))
+    return failure();
+  auto seedBits = static_cast<uint64_t>(static_cast<int64_t>(seed.data[0]));
+  auto stream = static_cast<uint64_t>(op.getStreamAttr().getInt());
+  double a = op.getA().convertToDouble(), b = op.getB().convertToDouble();
+  bool normal = op.getDistribution() == RandomDistribution::normal;
+  for (int64_t i = 0, e = out->numElements(); i < e; ++i)
+    out->data[i] = normal
+                       ? a + b * tgc::philoxNormal(seedBits, stream, i)
+                       : a + (b - a) * tgc::philoxUniform(seedBits, stream, i);
+  return out;
+}
+
 } // namespace
 
 FamilyResult mlir::tg::ref::internal::evalElementwise(Operation *op,
@@ -141,6 +158,8 @@ FamilyResult mlir::tg::ref::internal::evalElementwise(Operation *op,
         return unary(op, in, [](double x) { return 1.0 / std::sqrt(x); });
       })
       .Case([&](TanhOp) { return unary(op, in, [](double x) { return std::tanh(x); }); })
+      .Case([&](CosOp) { return unary(op, in, [](double x) { return std::cos(x); }); })
+      .Case([&](SinOp) { return unary(op, in, [](double x) { return std::sin(x); }); })
       .Case([&](ErfOp) { return unary(op, in, [](double x) { return std::erf(x); }); })
       .Case([&](SigmoidOp) { return unary(op, in, sigmoid); })
       .Case([&](ReluOp) {
@@ -159,5 +178,17 @@ FamilyResult mlir::tg::ref::internal::evalElementwise(Operation *op,
       .Case([&](ConstantOp c) -> R { return fromAttr(op, c.getValue()); })
       .Case([&](CausalMaskOp c) -> R { return causalMask(c, in[0]); })
       .Case([&](DropoutOp d) -> R { return dropout(d, in[0], in[1]); })
+      .Case([&](RandomOp r) -> R { return random(r, in[0]); })
+      // Integer arithmetic of scf.for bounds and micro-batch offsets.
+      .Case([&](arith::AddIOp) { return binary(op, in, std::plus<double>()); })
+      .Case([&](arith::SubIOp) { return binary(op, in, std::minus<double>()); })
+      .Case([&](arith::MulIOp) { return binary(op, in, std::multiplies<double>()); })
+      .Case([&](arith::DivSIOp) { return binary(op, in, std::divides<double>()); })
+      .Case([&](arith::RemSIOp) {
+        return binary(op, in, [](double a, double b) { return std::fmod(a, b); });
+      })
+      .Case([&](arith::IndexCastOp) {
+        return unary(op, in, [](double x) { return x; });
+      })
       .Default([](Operation *) -> R { return std::nullopt; });
 }

@@ -9,6 +9,7 @@
 #include "codegen/reference/EvalInternal.h"
 #include "dialects/TGOps.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -29,6 +30,22 @@ FailureOr<Tensor> embedding(Operation *op, const Tensor &table,
     auto row = static_cast<int64_t>(
         std::clamp(indices.data[r], 0.0, static_cast<double>(v - 1)));
     std::copy_n(table.data.begin() + row * d, d, out->data.begin() + r * d);
+  }
+  return out;
+}
+
+/// The transpose of embedding: rows of `grad` summed into the clamped rows.
+FailureOr<Tensor> embeddingGrad(Operation *op, const Tensor &grad,
+                                const Tensor &indices) {
+  FailureOr<Tensor> out = internal::resultLike(op);
+  if (failed(out))
+    return failure();
+  int64_t v = out->shape[0], d = out->shape[1];
+  for (int64_t r = 0, e = indices.numElements(); r < e; ++r) {
+    auto row = static_cast<int64_t>(
+        std::clamp(indices.data[r], 0.0, static_cast<double>(v - 1)));
+    for (int64_t k = 0; k < d; ++k)
+      out->data[row * d + k] += grad.data[r * d + k];
   }
   return out;
 }
@@ -68,6 +85,48 @@ FailureOr<Tensor> slice(SliceOp op, const Tensor &in) {
       idx[d] = start[d] + outIdx[d] * step[d];
     return idx;
   });
+}
+
+/// tensor.extract_slice (the micro-batch of gradient accumulation): static
+/// or dynamic offsets, sizes and strides; a rank-reduced result only drops
+/// unit dimensions, so the row-major order of the slice is unchanged.
+FailureOr<Tensor> extractSlice(tensor::ExtractSliceOp op, ArrayRef<Tensor> in) {
+  auto value = [&](OpFoldResult r) -> int64_t {
+    if (auto attr = dyn_cast<Attribute>(r))
+      return cast<IntegerAttr>(attr).getInt();
+    Value v = cast<Value>(r);
+    for (unsigned k = 0; k < op->getNumOperands(); ++k)
+      if (op->getOperand(k) == v)
+        return static_cast<int64_t>(in[k].data[0]);
+    llvm_unreachable("a dynamic slice bound is an operand");
+  };
+  const Tensor &src = in[0];
+  SmallVector<int64_t> offsets, sizes, strides;
+  for (OpFoldResult r : op.getMixedOffsets())
+    offsets.push_back(value(r));
+  for (OpFoldResult r : op.getMixedSizes())
+    sizes.push_back(value(r));
+  for (OpFoldResult r : op.getMixedStrides())
+    strides.push_back(value(r));
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] > 0 && (offsets[d] < 0 || strides[d] < 1 ||
+                         offsets[d] + (sizes[d] - 1) * strides[d] >= src.shape[d]))
+      return op.emitError("reference evaluator: slice [")
+             << offsets[d] << " + " << sizes[d] << " x " << strides[d]
+             << ") is out of bounds for dimension " << d << " of size "
+             << src.shape[d];
+  FailureOr<Tensor> out = internal::resultLike(op);
+  if (failed(out))
+    return failure();
+  SmallVector<int64_t> srcStrides = internal::stridesOf(src.shape);
+  for (int64_t i = 0, e = out->numElements(); i < e; ++i) {
+    SmallVector<int64_t> idx = internal::unravel(i, sizes);
+    int64_t pos = 0;
+    for (size_t d = 0; d < idx.size(); ++d)
+      pos += (offsets[d] + idx[d] * strides[d]) * srcStrides[d];
+    out->data[i] = src.data[pos];
+  }
+  return out;
 }
 
 FailureOr<Tensor> broadcastTo(Operation *op, const Tensor &in) {
@@ -117,6 +176,7 @@ FamilyResult mlir::tg::ref::internal::evalMovement(Operation *op,
   using R = FamilyResult;
   return llvm::TypeSwitch<Operation *, R>(op)
       .Case([&](EmbeddingOp) -> R { return embedding(op, in[0], in[1]); })
+      .Case([&](EmbeddingGradOp) -> R { return embeddingGrad(op, in[0], in[1]); })
       .Case([&](ReshapeOp) -> R {
         FailureOr<Tensor> out = resultLike(op);
         if (succeeded(out))
@@ -128,5 +188,6 @@ FamilyResult mlir::tg::ref::internal::evalMovement(Operation *op,
       .Case([&](SliceOp s) -> R { return slice(s, in[0]); })
       .Case([&](ConcatOp c) -> R { return concat(c, in); })
       .Case([&](OneHotOp) -> R { return oneHot(op, in[0]); })
+      .Case([&](tensor::ExtractSliceOp s) -> R { return extractSlice(s, in); })
       .Default([](Operation *) -> R { return std::nullopt; });
 }

@@ -229,15 +229,16 @@ mlir::tg::ref::internal::broadcastIndices(ArrayRef<int64_t> in,
 }
 
 FailureOr<Tensor> mlir::tg::ref::internal::resultLike(Operation *op,
-                                                    unsigned i) {
-  auto type = dyn_cast<RankedTensorType>(op->getResult(i).getType());
-  FailureOr<Tensor> t = failure();
-  if (type)
-    t = Tensor::zeros(type);
-  if (failed(t))
+                                                      unsigned i) {
+  // Scalars (index arithmetic) are rank-0 tensors.
+  Type type = op->getResult(i).getType();
+  auto shaped = dyn_cast<RankedTensorType>(type);
+  FailureOr<DType> dtype = dtypeOf(shaped ? shaped.getElementType() : type);
+  if (failed(dtype) || (shaped && !shaped.hasStaticShape()))
     return op->emitError("reference evaluator: unsupported result type ")
-           << op->getResult(i).getType();
-  return t;
+           << type;
+  return Tensor::filled(shaped ? shaped.getShape() : ArrayRef<int64_t>(),
+                        *dtype, 0);
 }
 
 FailureOr<Tensor> mlir::tg::ref::internal::fromAttr(Operation *op,

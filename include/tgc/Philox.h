@@ -21,6 +21,16 @@
 // One Philox call thus serves four consecutive elements, which is how a GPU
 // thread handling a 4-wide vector would use it.
 //
+// `tg.random` uses the same counters (element i, its `stream` attribute):
+//
+//   uniform(a, b):  a + (b - a) * u                (u as above)
+//   normal(m, s):   m + s * z, by Box-Muller on the word pairs of the block:
+//     (w0, w1) give elements 4j (cos) and 4j+1 (sin), (w2, w3) give 4j+2
+//     (cos) and 4j+3 (sin), with u1 = (w_even + 0.5) * 2^-32 in (0, 1),
+//     u2 = w_odd * 2^-32, r = sqrt(-2 ln u1), z = r cos(2 pi u2) or
+//     r sin(2 pi u2), computed in double. Targets that compute in float
+//     agree to float rounding, not bit for bit.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TGC_PHILOX_H
@@ -73,6 +83,20 @@ inline uint32_t philoxWord(uint64_t seed, uint64_t stream, uint64_t index) {
 /// Uniform in [0, 1): philoxWord(...) * 2^-32, exact in double.
 inline double philoxUniform(uint64_t seed, uint64_t stream, uint64_t index) {
   return philoxWord(seed, stream, index) * 0x1p-32;
+}
+
+/// A standard normal draw for element `index` (Box-Muller, see the mapping
+/// at the top of this file).
+inline double philoxNormal(uint64_t seed, uint64_t stream, uint64_t index) {
+  uint64_t block = index / 4;
+  PhiloxBlock w = philox4x32_10({uint32_t(block), uint32_t(block >> 32),
+                                 uint32_t(stream), uint32_t(stream >> 32)},
+                                {uint32_t(seed), uint32_t(seed >> 32)});
+  unsigned pair = index % 4 / 2 * 2;
+  double u1 = (w[pair] + 0.5) * 0x1p-32, u2 = w[pair + 1] * 0x1p-32;
+  double r = std::sqrt(-2.0 * std::log(u1));
+  constexpr double twoPi = 6.283185307179586476925286766559;
+  return index % 2 == 0 ? r * std::cos(twoPi * u2) : r * std::sin(twoPi * u2);
 }
 
 /// The smallest word value that is kept at drop probability `p`: the element
