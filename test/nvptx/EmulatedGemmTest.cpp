@@ -27,7 +27,9 @@ struct Result {
   int64_t unwritten = 0;
 };
 
-Result emulate(const GemmProblem &p, const TileConfig &c, unsigned seed = 1) {
+/// `grid` = 0: one CTA per tile; else that many (persistent kernels only).
+Result emulate(const GemmProblem &p, const TileConfig &c, unsigned grid = 0,
+               unsigned seed = 1) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-1, 1);
   auto fill16 = [&](std::vector<uint8_t> &b, std::vector<float> &v, int64_t n, ElemType t) {
@@ -68,7 +70,8 @@ Result emulate(const GemmProblem &p, const TileConfig &c, unsigned seed = 1) {
   }
   buf.alpha = e.scale ? 0.75f : 1.0f;
   buf.c.assign(p.m * p.n * ob, 0xFF); // NaN poison
-  unsigned grid = static_cast<unsigned>(((p.m + c.bm - 1) / c.bm) * ((p.n + c.bn - 1) / c.bn));
+  if (!grid)
+    grid = static_cast<unsigned>(((p.m + c.bm - 1) / c.bm) * ((p.n + c.bn - 1) / c.bn));
   Result r;
   r.error = emu::runGemm(p, c, grid, buf);
   if (!r.error.empty())
@@ -114,11 +117,11 @@ GemmProblem ragged(Target t, Form f, const TileConfig &c) {
   GemmProblem p;
   p.target = t;
   p.form = f;
-  // Two tiles each way, the second ragged; K ragged and ≤ stages·bk (the
-  // emulator runs a warp-specialised kernel's producer before its consumers).
+  // Two tiles each way, the second ragged; K ragged and long enough for the
+  // operand ring to wrap around (and mbarrier phases to flip) twice.
   p.m = c.bm + 8;
   p.n = c.bn + 8;
-  p.k = std::min(c.stages * c.bk, 2 * c.bk) + 8;
+  p.k = (2 * c.stages + 1) * c.bk + 8;
   return p;
 }
 
@@ -148,6 +151,20 @@ TEST_CASE("emulated: every sm_90a config and form computes A·B", "[nvptx][emula
       CHECK(r.unwritten == 0);
       CHECK(r.relErr < 1e-5);
     }
+}
+
+TEST_CASE("emulated: the persistent sm_90a kernel walks several tiles per CTA",
+          "[nvptx][emulate][sm90a]") {
+  for (const TileConfig &c : candidateConfigs(Target::SM90a)) {
+    GemmProblem p = ragged(Target::SM90a, Form::NT, c);
+    p.m = 3 * c.bm - 16; // 3×2 tiles over 4 CTAs: CTAs 0 and 1 take two
+    INFO(kernelName(p, c) << " M=" << p.m << " N=" << p.n << " K=" << p.k);
+    Result r = emulate(p, c, 4);
+    INFO(r.error);
+    REQUIRE(r.error.empty());
+    CHECK(r.unwritten == 0);
+    CHECK(r.relErr < 1e-5);
+  }
 }
 
 TEST_CASE("emulated: fused epilogues", "[nvptx][emulate]") {

@@ -22,7 +22,9 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <functional>
 #include <stdexcept>
+#include <ucontext.h>
 
 namespace tg::nvptx::emu {
 
@@ -118,6 +120,26 @@ struct TensorMap {
   uint32_t boxRows, boxCols;
 };
 
+/// A role of a warp-specialised kernel (producer or consumers), run on its
+/// own stack so it can block on an mbarrier while the other role proceeds.
+struct Fiber {
+  ucontext_t ctx;
+  std::vector<char> stack;
+  std::function<void()> body;
+  bool started = false, done = false;
+  std::string error;
+};
+static Fiber *gStarting = nullptr;
+static void fiberEntry() {
+  Fiber *f = gStarting;
+  try {
+    f->body();
+  } catch (const std::exception &e) {
+    f->error = e.what();
+  }
+  f->done = true; // returns to uc_link (the scheduler)
+}
+
 class Interp {
 public:
   Interp(int threads, std::vector<uint8_t> &smem) : T(threads), shared(smem) {}
@@ -152,6 +174,11 @@ private:
   std::vector<uint8_t> &shared;
   llvm::DenseMap<Value, Val> env;
   std::map<uint64_t, Barrier> barriers;
+  ucontext_t mainCtx;
+  Fiber *cur = nullptr;
+  uint64_t progress = 0;
+  void runRoles(Region &a, const std::vector<char> &ma, Region &b,
+                const std::vector<char> &mb);
   // cp.async: pending copies of the open group, then committed groups.
   struct Copy { uint64_t dst, src; unsigned size, fill; };
   std::vector<Copy> openGroup;
@@ -269,6 +296,7 @@ private:
     maybeComplete(b);
   }
   void maybeComplete(Barrier &b) {
+    ++progress;
     if (b.pending == 0 && b.tx == 0) {
       b.phase ^= 1;
       b.pending = b.expected;
@@ -450,6 +478,47 @@ void Interp::tma(Operation &op, const std::vector<char> &mask) {
   }
 }
 
+void Interp::runRoles(Region &a, const std::vector<char> &ma, Region &b,
+                      const std::vector<char> &mb) {
+  Fiber fs[2];
+  Region *regions[2] = {&a, &b};
+  const std::vector<char> *masks[2] = {&ma, &mb};
+  for (int i = 0; i < 2; ++i) {
+    fs[i].stack.resize(1 << 22);
+    Region *r = regions[i];
+    const std::vector<char> *m = masks[i];
+    fs[i].body = [this, r, m] {
+      for (Operation &inner : r->front().without_terminator())
+        exec(inner, *m);
+    };
+  }
+  while (!fs[0].done || !fs[1].done) {
+    uint64_t before = progress;
+    bool finished = false;
+    for (Fiber &f : fs) {
+      if (f.done)
+        continue;
+      cur = &f;
+      if (!f.started) {
+        f.started = true;
+        getcontext(&f.ctx);
+        f.ctx.uc_stack.ss_sp = f.stack.data();
+        f.ctx.uc_stack.ss_size = f.stack.size();
+        f.ctx.uc_link = &mainCtx;
+        gStarting = &f;
+        makecontext(&f.ctx, fiberEntry, 0);
+      }
+      swapcontext(&mainCtx, &f.ctx);
+      cur = nullptr;
+      finished |= f.done;
+      if (!f.error.empty())
+        fail(f.error);
+    }
+    if (progress == before && !finished && (!fs[0].done || !fs[1].done))
+      fail("emulator: deadlock: producer and consumers both wait on mbarriers");
+  }
+}
+
 void Interp::exec(Operation &op, const std::vector<char> &mask) {
   StringRef name = op.getName().getStringRef();
   auto res = [&]() -> Value { return op.getResult(0); };
@@ -626,18 +695,24 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
       if (mask[t])
         arrive(u(op.getOperand(0), 0, t), 0);
   } else if (name == "nvvm.mbarrier.try_wait.parity") {
-    for (int t = 0; t < T; ++t)
-      if (mask[t]) {
-        Barrier &b = bar(u(op.getOperand(0), 0, t));
-        uint64_t parity = u(op.getOperand(1), 0, t) & 1;
-        if (!b.init)
-          fail("emulator: wait on an uninitialised mbarrier");
-        // The phase with this parity has completed iff the current one differs.
-        if (b.phase == parity)
-          fail("emulator: deadlock: thread " + std::to_string(t) +
-               " waits for mbarrier phase parity " + std::to_string(parity) +
-               " that can never complete in producer-then-consumer order");
-      }
+    // The phase with this parity has completed iff the current one differs.
+    auto blockedThread = [&]() -> int {
+      for (int t = 0; t < T; ++t)
+        if (mask[t]) {
+          Barrier &b = bar(u(op.getOperand(0), 0, t));
+          if (!b.init)
+            fail("emulator: wait on an uninitialised mbarrier");
+          if (b.phase == (u(op.getOperand(1), 0, t) & 1))
+            return t;
+        }
+      return -1;
+    };
+    for (int t = blockedThread(); t >= 0; t = blockedThread()) {
+      if (!cur)
+        fail("emulator: deadlock: thread " + std::to_string(t) +
+             " waits on an mbarrier phase that nothing can complete");
+      swapcontext(&cur->ctx, &mainCtx); // let the other role run
+    }
   } else if (name == "nvvm.cp.async.bulk.tensor.shared.cluster.global") {
     tma(op, mask);
   } else if (auto fo = dyn_cast<scf::ForOp>(op)) {
@@ -651,6 +726,17 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
       elseMask[t] = mask[t] && !c;
       anyThen |= thenMask[t];
       anyElse |= elseMask[t];
+    }
+    bool roles = anyThen && anyElse && !cur && !io.getElseRegion().empty();
+    if (roles) {
+      roles = false;
+      io->walk([&](Operation *o) {
+        roles |= o->getName().getStringRef() == "nvvm.mbarrier.try_wait.parity";
+      });
+    }
+    if (roles) {
+      runRoles(io.getThenRegion(), thenMask, io.getElseRegion(), elseMask);
+      return;
     }
     if (anyThen)
       for (Operation &inner : io.getThenRegion().front().without_terminator())

@@ -6,14 +6,14 @@
 //
 // Model (stated so a pass here is read for what it is):
 //  - All threads of a CTA run in lockstep, op by op; divergent scf.if regions
-//    run under a thread mask (the then-region first, then the else-region), so
-//    a warp-specialised kernel runs its producer before its consumers.
+//    run under a thread mask (the then-region first, then the else-region).
+//    The two roles of a warp-specialised kernel (an scf.if whose regions wait
+//    on mbarriers) run as coroutines: whichever blocks on an mbarrier yields
+//    to the other, and both blocked without progress is a deadlock.
 //  - cp.async copies land only at cp.async.wait_group (all but the newest N
 //    committed groups), so a too-early read of the ring sees stale data.
-//  - mbarriers keep phase, pending arrivals and transaction bytes; a
-//    try_wait that could not succeed is reported as a deadlock (given the
-//    sequential producer-then-consumer order, problems must fit: one tile per
-//    CTA and K ≤ stages·bk).
+//  - mbarriers keep phase, pending arrivals and transaction bytes;
+//    try_wait.parity succeeds once the phase of that parity has completed.
 //  - ldmatrix, mma.sync, wgmma, TMA and the 128-byte swizzle follow the PTX
 //    ISA's definitions, implemented here independently of the generator.
 // Races that lockstep execution hides are not detected.
