@@ -5,9 +5,16 @@
 // [0, --int-max)), evaluates it with the reference evaluator and prints each
 // result's type, first values and sum.
 //
+// With --init, arguments named (tg.name) like a result of the module's
+// @init(seed) take that result instead, so a train_step starts from real
+// parameters and optimizer state. With --steps N the function runs N times,
+// each result feeding the argument of the same tg.name, and each step's
+// results with tg.role "loss" are printed: a training run on the oracle.
+//
 //===----------------------------------------------------------------------===//
 
 #include "codegen/reference/Evaluator.h"
+#include "dialects/TGDialect.h"
 #include "passes/InitAll.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -36,6 +43,13 @@ static cl::opt<int64_t> intMax("int-max",
                                cl::desc("integer arguments are drawn from "
                                         "[0, N)"),
                                cl::init(10));
+static cl::opt<bool> useInit("init",
+                             cl::desc("take arguments from @init(seed) "
+                                      "results of the same tg.name"));
+static cl::opt<unsigned> steps("steps",
+                               cl::desc("run N times, feeding results back "
+                                        "into arguments of the same tg.name"),
+                               cl::init(1));
 static cl::opt<unsigned> showCount("show", cl::desc("values printed per result"),
                                    cl::init(8));
 
@@ -113,10 +127,43 @@ int main(int argc, char **argv) {
 
   tg::ref::EvalOptions opts;
   opts.roundToDtype = !f64;
-  FailureOr<SmallVector<tg::ref::Tensor>> results =
-      tg::ref::evaluate(fn, args, opts);
-  if (failed(results))
-    return 1;
+
+  if (useInit) {
+    auto initFn = module->lookupSymbol<func::FuncOp>("init");
+    if (!initFn || initFn.getNumArguments() != 1) {
+      llvm::errs() << "tg-eval: error: --init needs a function @init(seed) in "
+                   << inputFile << "\n";
+      return 1;
+    }
+    tg::ref::Tensor seedArg = tg::ref::Tensor::filled(
+        {}, tg::ref::DType::I64, static_cast<double>(seed));
+    FailureOr<SmallVector<tg::ref::Tensor>> state =
+        tg::ref::evaluate(initFn, {seedArg}, opts);
+    if (failed(state))
+      return 1;
+    for (unsigned r = 0; r < initFn.getNumResults(); ++r)
+      if (auto name = initFn.getResultAttrOfType<StringAttr>(r, tg::attr::name))
+        for (unsigned a = 0; a < fn.getNumArguments(); ++a)
+          if (fn.getArgAttrOfType<StringAttr>(a, tg::attr::name) == name)
+            args[a] = (*state)[r];
+  }
+
+  FailureOr<SmallVector<tg::ref::Tensor>> results;
+  for (unsigned step = 0; step < std::max(1u, unsigned(steps)); ++step) {
+    results = tg::ref::evaluate(fn, args, opts);
+    if (failed(results))
+      return 1;
+    for (unsigned r = 0; r < fn.getNumResults(); ++r) {
+      auto name = fn.getResultAttrOfType<StringAttr>(r, tg::attr::name);
+      auto role = fn.getResultAttrOfType<StringAttr>(r, tg::attr::role);
+      if (steps > 1 && role && role.getValue() == "loss")
+        llvm::outs() << "step " << step << ": " << name.getValue() << " = "
+                     << llvm::format("%.9g", (*results)[r].data[0]) << "\n";
+      for (unsigned a = 0; name && a < fn.getNumArguments(); ++a)
+        if (fn.getArgAttrOfType<StringAttr>(a, tg::attr::name) == name)
+          args[a] = (*results)[r];
+    }
+  }
   for (auto [i, t] : llvm::enumerate(*results))
     printTensor(i, t);
   return 0;
