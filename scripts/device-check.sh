@@ -231,6 +231,8 @@ fi
   echo "</details>"
 } >"$REPORT"
 
+# A device session brings back what is under $OUT.
+[[ -n ${OUT:-} && -d ${OUT:-} ]] && cp "$REPORT" "$OUT/"
 echo
 echo "device-check: wrote $REPORT ($fails failed checks, $((SECONDS))s)"
 echo "shape            form path    ours TF/s  cuBLAS TF/s  ratio  check"
