@@ -12,7 +12,9 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -194,5 +196,10 @@ private:
 FailureOr<SmallVector<Tensor>>
 mlir::tg::ref::evaluate(func::FuncOp fn, ArrayRef<Tensor> args,
                         const EvalOptions &opts) {
+  // The op families trust the verifiers for shapes and attributes, so IR
+  // that was never verified is checked here rather than read out of bounds.
+  Operation *scope = fn->getParentOfType<ModuleOp>();
+  if (failed(verify(scope ? scope : fn.getOperation())))
+    return failure();
   return Interpreter(opts, 0).run(fn, args);
 }

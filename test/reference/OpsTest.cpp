@@ -583,6 +583,17 @@ TEST_CASE("errors are diagnostics, not crashes", "[reference][errors]") {
   CHECK(mlir::failed(h.eval({t({2}, {1, 0}, DType::I32)})));
   CHECK_THAT(h.diagnostics, Catch::Contains("integer division by zero"));
 
+  // IR that was never verified is verified before it is interpreted.
+  h.diagnostics.clear();
+  h.module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+    func.func @f(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
+      %r = tg.matmul %x, %x : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x2xf32>
+      return %r : tensor<2x2xf32>
+    })", mlir::ParserConfig(&h.ctx, /*verifyAfterParse=*/false));
+  REQUIRE(h.module);
+  CHECK(mlir::failed(h.eval({t({2, 3}, {1, 2, 3, 4, 5, 6})})));
+  CHECK_THAT(h.diagnostics, Catch::Contains("tg.matmul"));
+
   h.diagnostics.clear();
   h.parse(R"(
     func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
