@@ -52,6 +52,23 @@ void checkAssembles(const GemmProblem &p, const TileConfig &c) {
   CHECK(r.stackFrame == 0);
   CHECK(r.perfWarnings.empty());
   CHECK(r.registers > 0);
+  if (p.target == Target::SM90a) {
+    // setmaxnreg moves registers within the CTA's launch-time pool: what the
+    // consumers gain must not exceed what the producer gives back, or
+    // setmaxnreg.inc waits forever.
+    auto imm = [&](const std::string &op) {
+      size_t at = ptx.find(op);
+      REQUIRE(at != std::string::npos);
+      return std::stoi(ptx.substr(at + op.size()));
+    };
+    int dec = imm("setmaxnreg.dec.sync.aligned.u32"), inc = imm("setmaxnreg.inc.sync.aligned.u32");
+    int consumers = c.threads(p.target) / 128 - 1;
+    INFO("entry " << r.registers << ", producer " << dec << ", consumers " << inc);
+    CHECK(inc >= r.registers);
+    CHECK(dec <= r.registers);
+    CHECK(consumers * (inc - r.registers) <= r.registers - dec);
+    CHECK(r.registers * c.threads(p.target) <= 65536);
+  }
 }
 
 } // namespace
