@@ -156,11 +156,12 @@ struct BuildTrainStepPass final
       }
       inputSlots.push_back({type, "input", m.name(i).str()});
     }
-    if (cfg.batch && rows > 0 && *cfg.batch != rows * k)
+    if (cfg.batch && rows > 0 && *cfg.batch != rows)
       return module.emitError()
              << "train block: batch = " << *cfg.batch
-             << " but the model's inputs hold " << rows << " rows x accumulate "
-             << k << " = " << rows * k;
+             << " but the model's inputs hold " << rows
+             << " rows; the batch is the micro-batch that accumulate = " << k
+             << " repeats (write 'batch = batch' to follow the model)";
 
     SmallVector<Slot> paramSlots;
     for (unsigned p : m.params)

@@ -70,7 +70,7 @@ func.func @forward(%w: tensor<2xf32> {tg.name = "w", tg.role = "param"}) -> tens
 
 // -----
 
-// expected-error @+1 {{train block: batch = 64 but the model's inputs hold 4 rows x accumulate 2 = 8}}
+// expected-error @+1 {{train block: batch = 64 but the model's inputs hold 4 rows; the batch is the micro-batch that accumulate = 2 repeats}}
 module attributes {tg.train = {batch = 64 : i64, accumulate = 2 : i64}} {
 func.func @forward(%x: tensor<4xf32> {tg.name = "x", tg.role = "input"}, %w: tensor<4xf32> {tg.name = "w", tg.role = "param"}) -> tensor<f32> {
   %0 = tg.mul %x, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
