@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "EvalTestUtil.h"
+#include "codegen/reference/FiniteDiff.h"
 #include "tgc/Philox.h"
 
 using namespace tgtest;
@@ -190,4 +191,29 @@ TEST_CASE("micro-batch loop: scf.for, index arithmetic, extract_slice",
     })");
   CHECK(mlir::failed(h.eval({t({4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})})));
   CHECK_THAT(h.diagnostics, Catch::Contains("out of bounds"));
+}
+
+TEST_CASE("finite differences recover known gradients", "[reference][finite-diff]") {
+  Harness h;
+  h.parse(R"(
+    func.func @f(%x: tensor<2x3xf32>, %y: tensor<2xi64>) -> (tensor<f32>, tensor<2x3xf32>) {
+      %l = tg.cross_entropy %x, %y : tensor<2x3xf32>, tensor<2xi64> -> tensor<f32>
+      %p = tg.softmax %x axis = 1 : tensor<2x3xf32>
+      return %l, %p : tensor<f32>, tensor<2x3xf32>
+    })");
+  auto fn = h.module->lookupSymbol<mlir::func::FuncOp>("f");
+  Tensor x = Tensor::random({2, 3}, DType::F32, 1), y = t({2}, {2, 0}, DType::I64);
+  auto g = mlir::tg::ref::finiteDifferenceGradient(fn, {x, y}, 0, 0);
+  REQUIRE(mlir::succeeded(g));
+  auto p = h.eval({x, y}, /*f64=*/true);
+  REQUIRE(mlir::succeeded(p));
+  // d CE / d logits = (softmax - one_hot) / N.
+  for (int64_t i = 0; i < 6; ++i) {
+    double onehot = (i == 2 || i == 3) ? 1 : 0;
+    CHECK(g->data[i] == Approx(((*p)[1].data[i] - onehot) / 2).margin(1e-8));
+  }
+  // Integer arguments and non-scalar results are refused with a diagnostic.
+  CHECK(mlir::failed(mlir::tg::ref::finiteDifferenceGradient(fn, {x, y}, 1, 0)));
+  CHECK(mlir::failed(mlir::tg::ref::finiteDifferenceGradient(fn, {x, y}, 0, 1)));
+  CHECK_THAT(h.diagnostics, Catch::Contains("not a scalar"));
 }
