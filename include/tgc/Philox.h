@@ -36,20 +36,40 @@
 #ifndef TGC_PHILOX_H
 #define TGC_PHILOX_H
 
-#include <array>
 #include <cmath>
 #include <cstdint>
 
+// Device code (the CUDA runtime's kernels) calls the same functions.
+#if defined(__CUDACC__)
+#define TGC_PHILOX_HD __host__ __device__
+#else
+#define TGC_PHILOX_HD
+#endif
+
 namespace tgc {
 
+/// N 32-bit words. A plain aggregate rather than std::array, whose
+/// accessors are host-only in CUDA device code.
+template <int N> struct PhiloxWords {
+  uint32_t w[N];
+  TGC_PHILOX_HD uint32_t &operator[](int i) { return w[i]; }
+  TGC_PHILOX_HD uint32_t operator[](int i) const { return w[i]; }
+  TGC_PHILOX_HD friend bool operator==(const PhiloxWords &a,
+                                       const PhiloxWords &b) {
+    for (int i = 0; i < N; ++i)
+      if (a.w[i] != b.w[i])
+        return false;
+    return true;
+  }
+};
 /// Four 32-bit words: a Philox counter or output block.
-using PhiloxBlock = std::array<uint32_t, 4>;
+using PhiloxBlock = PhiloxWords<4>;
 /// Two 32-bit words: a Philox key.
-using PhiloxKey = std::array<uint32_t, 2>;
+using PhiloxKey = PhiloxWords<2>;
 
 namespace detail {
 /// One Philox-4x32 round: two 32x32->64 multiplies, then a Feistel-like mix.
-inline PhiloxBlock philoxRound(const PhiloxBlock &c, const PhiloxKey &k) {
+TGC_PHILOX_HD inline PhiloxBlock philoxRound(const PhiloxBlock &c, const PhiloxKey &k) {
   constexpr uint64_t m0 = 0xD2511F53u, m1 = 0xCD9E8D57u;
   uint64_t p0 = m0 * c[0], p1 = m1 * c[2];
   return {uint32_t(p1 >> 32) ^ c[1] ^ k[0], uint32_t(p1),
@@ -58,7 +78,7 @@ inline PhiloxBlock philoxRound(const PhiloxBlock &c, const PhiloxKey &k) {
 } // namespace detail
 
 /// Philox-4x32 with 10 rounds, as in Random123's philox4x32_R(10, ...).
-inline PhiloxBlock philox4x32_10(PhiloxBlock counter, PhiloxKey key) {
+TGC_PHILOX_HD inline PhiloxBlock philox4x32_10(PhiloxBlock counter, PhiloxKey key) {
   constexpr uint32_t w0 = 0x9E3779B9u, w1 = 0xBB67AE85u;
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {
@@ -72,7 +92,7 @@ inline PhiloxBlock philox4x32_10(PhiloxBlock counter, PhiloxKey key) {
 
 /// The 32-bit random word for element `index` of stream `stream` under
 /// `seed` (see the mapping at the top of this file).
-inline uint32_t philoxWord(uint64_t seed, uint64_t stream, uint64_t index) {
+TGC_PHILOX_HD inline uint32_t philoxWord(uint64_t seed, uint64_t stream, uint64_t index) {
   uint64_t block = index / 4;
   PhiloxBlock counter = {uint32_t(block), uint32_t(block >> 32),
                          uint32_t(stream), uint32_t(stream >> 32)};
@@ -81,13 +101,13 @@ inline uint32_t philoxWord(uint64_t seed, uint64_t stream, uint64_t index) {
 }
 
 /// Uniform in [0, 1): philoxWord(...) * 2^-32, exact in double.
-inline double philoxUniform(uint64_t seed, uint64_t stream, uint64_t index) {
+TGC_PHILOX_HD inline double philoxUniform(uint64_t seed, uint64_t stream, uint64_t index) {
   return philoxWord(seed, stream, index) * 0x1p-32;
 }
 
 /// A standard normal draw for element `index` (Box-Muller, see the mapping
 /// at the top of this file).
-inline double philoxNormal(uint64_t seed, uint64_t stream, uint64_t index) {
+TGC_PHILOX_HD inline double philoxNormal(uint64_t seed, uint64_t stream, uint64_t index) {
   uint64_t block = index / 4;
   PhiloxBlock w = philox4x32_10({uint32_t(block), uint32_t(block >> 32),
                                  uint32_t(stream), uint32_t(stream >> 32)},
@@ -103,7 +123,7 @@ inline double philoxNormal(uint64_t seed, uint64_t stream, uint64_t index) {
 /// is kept iff word >= dropoutThreshold(p), the same as uniform >= p, so
 /// integer-only targets need no floating point to draw the mask. Returns
 /// 2^32 (nothing kept) for p >= 1 and 0 for p <= 0.
-inline uint64_t dropoutThreshold(double p) {
+TGC_PHILOX_HD inline uint64_t dropoutThreshold(double p) {
   if (!(p > 0))
     return 0;
   if (p >= 1)
@@ -112,7 +132,7 @@ inline uint64_t dropoutThreshold(double p) {
 }
 
 /// True iff element `index` is kept by a dropout of probability `p`.
-inline bool dropoutKeep(uint64_t seed, uint64_t stream, uint64_t index,
+TGC_PHILOX_HD inline bool dropoutKeep(uint64_t seed, uint64_t stream, uint64_t index,
                         double p) {
   return philoxWord(seed, stream, index) >= dropoutThreshold(p);
 }
