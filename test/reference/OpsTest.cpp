@@ -217,6 +217,24 @@ TEST_CASE("constants", "[reference][elementwise]") {
       return %a : tensor<3xi64>
     })", {});
   checkTensor(i, {3}, {-1, 0, 7});
+  // Half-precision constants hold their rounded values; f16 results round.
+  Tensor hf = h.run(R"(
+    func.func @f() -> tensor<2xf16> {
+      %a = tg.constant dense<[0.1, 3.0]> : tensor<2xf16>
+      %b = tg.constant dense<0.1> : tensor<bf16>
+      %c = tg.cast %b : tensor<bf16> to tensor<f16>
+      %r = tg.mul %a, %c : tensor<2xf16>, tensor<f16> -> tensor<2xf16>
+      return %r : tensor<2xf16>
+    })", {});
+  checkTensor(hf, {2},
+              {roundTo(DType::F16, 0.0999755859375 * 0.10009765625),
+               roundTo(DType::F16, 3 * 0.10009765625)}, 0);
+  Tensor flags = h.run(R"(
+    func.func @f() -> tensor<2xi1> {
+      %a = tg.constant dense<[true, false]> : tensor<2xi1>
+      return %a : tensor<2xi1>
+    })", {});
+  checkTensor(flags, {2}, {1, 0});
 }
 
 TEST_CASE("matmul: 2-D, transposed and batched with broadcast batch dims",
