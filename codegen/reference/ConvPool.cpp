@@ -1,4 +1,4 @@
-//===- ConvPool.cpp - reference semantics of conv2d and pooling -*- C++ -*-===//
+//===- ConvPool.cpp - conv2d and pooling ------------------------*- C++ -*-===//
 //
 // Direct loops over NCHW tensors: no im2col, no tiling, so the index
 // arithmetic can be read against the op descriptions. Each forward op and
@@ -36,8 +36,7 @@ struct ConvGeometry {
   ///   out[b, oc, y, x] += in[b, g * cg + ic, y*sh - ph + i*dh,
   ///                          x*sw - pw + j*dw] * weight[oc, ic, i, j]
   /// with g = oc / (O / groups).
-  template <typename Fn>
-  void forEachTap(Fn fn) const {
+  template <typename Fn> void forEachTap(Fn fn) const {
     int64_t og = o / groups;
     for (int64_t b = 0; b < n; ++b)
       for (int64_t oc = 0; oc < o; ++oc)
@@ -63,9 +62,19 @@ struct ConvGeometry {
 template <typename OpTy>
 ConvGeometry convGeometry(OpTy op, ArrayRef<int64_t> in, ArrayRef<int64_t> wt,
                           ArrayRef<int64_t> out) {
-  return {in[0],  in[1],  in[2],  in[3],  wt[0],
-          wt[1],  wt[2],  wt[3],  out[2], out[3],
-          op.getGroupsAttr().getInt(), op.getStride(), op.getPadding(),
+  return {in[0],
+          in[1],
+          in[2],
+          in[3],
+          wt[0],
+          wt[1],
+          wt[2],
+          wt[3],
+          out[2],
+          out[3],
+          op.getGroupsAttr().getInt(),
+          op.getStride(),
+          op.getPadding(),
           op.getDilation()};
 }
 
@@ -151,16 +160,15 @@ FailureOr<Tensor> pool(OpTy op, const Tensor &in, bool isMax) {
                 op.getPadding(), [&](int64_t o, ArrayRef<int64_t> window) {
                   if (isMax) {
                     int64_t best = argmax(in, window);
-                    out->data[o] = best < 0
-                                       ? -std::numeric_limits<double>::infinity()
-                                       : in.data[best];
+                    out->data[o] =
+                        best < 0 ? -std::numeric_limits<double>::infinity()
+                                 : in.data[best];
                     return;
                   }
                   double sum = 0;
                   for (int64_t pos : window)
                     sum += in.data[pos];
-                  out->data[o] =
-                      sum / std::max<int64_t>(window.size(), 1);
+                  out->data[o] = sum / std::max<int64_t>(window.size(), 1);
                 });
   return out;
 }
@@ -208,7 +216,8 @@ FamilyResult mlir::tg::ref::internal::evalConvPool(Operation *op,
       })
       .Case([&](MaxPool2dOp m) -> R { return pool(m, in[0], true); })
       .Case([&](AvgPool2dOp a) -> R { return pool(a, in[0], false); })
-      .Case([&](MaxPool2dGradOp m) -> R { return maxPoolGrad(m, in[0], in[1]); })
+      .Case(
+          [&](MaxPool2dGradOp m) -> R { return maxPoolGrad(m, in[0], in[1]); })
       .Case([&](AvgPool2dGradOp a) -> R { return avgPoolGrad(a, in[0]); })
       .Default([](Operation *) -> R { return std::nullopt; });
 }

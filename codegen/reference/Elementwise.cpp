@@ -1,4 +1,4 @@
-//===- Elementwise.cpp - reference semantics of elementwise tg ops -*- C++ -*-===//
+//===- Elementwise.cpp - elementwise tg ops ---------------------*- C++ -*-===//
 //
 // Binary ops with NumPy broadcasting, comparisons and select, the unary
 // math ops, cast, constant, causal_mask and dropout. Each formula is the
@@ -68,18 +68,25 @@ double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double gelu(double x, GeluApproximation approx) {
   if (approx == GeluApproximation::tanh)
     return 0.5 * x *
-           (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+           (1.0 +
+            std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
   return 0.5 * x * (1.0 + std::erf(x * M_SQRT1_2));
 }
 
 bool compare(CmpPredicate pred, double a, double b) {
   switch (pred) {
-  case CmpPredicate::eq: return a == b;
-  case CmpPredicate::ne: return a != b;
-  case CmpPredicate::lt: return a < b;
-  case CmpPredicate::le: return a <= b;
-  case CmpPredicate::gt: return a > b;
-  case CmpPredicate::ge: return a >= b;
+  case CmpPredicate::eq:
+    return a == b;
+  case CmpPredicate::ne:
+    return a != b;
+  case CmpPredicate::lt:
+    return a < b;
+  case CmpPredicate::le:
+    return a <= b;
+  case CmpPredicate::gt:
+    return a > b;
+  case CmpPredicate::ge:
+    return a >= b;
   }
   llvm_unreachable("unknown predicate");
 }
@@ -103,8 +110,8 @@ FailureOr<Tensor> dropout(DropoutOp op, const Tensor &in, const Tensor &seed) {
   auto stream = static_cast<uint64_t>(op.getStreamAttr().getInt());
   double scale = 1.0 / (1.0 - p);
   for (int64_t i = 0, e = out.numElements(); i < e; ++i)
-    out.data[i] = tgc::dropoutKeep(seedBits, stream, i, p) ? in.data[i] * scale
-                                                           : 0.0;
+    out.data[i] =
+        tgc::dropoutKeep(seedBits, stream, i, p) ? in.data[i] * scale : 0.0;
   return out;
 }
 
@@ -127,7 +134,7 @@ FailureOr<Tensor> random(RandomOp op, const Tensor &seed) {
 } // namespace
 
 FamilyResult mlir::tg::ref::internal::evalElementwise(Operation *op,
-                                                    ArrayRef<Tensor> in) {
+                                                      ArrayRef<Tensor> in) {
   using R = FamilyResult;
   return llvm::TypeSwitch<Operation *, R>(op)
       .Case([&](AddOp) { return binary(op, in, std::plus<double>()); })
@@ -135,7 +142,8 @@ FamilyResult mlir::tg::ref::internal::evalElementwise(Operation *op,
       .Case([&](MulOp) { return binary(op, in, std::multiplies<double>()); })
       .Case([&](DivOp) { return binary(op, in, std::divides<double>()); })
       .Case([&](PowOp) {
-        return binary(op, in, [](double a, double b) { return std::pow(a, b); });
+        return binary(op, in,
+                      [](double a, double b) { return std::pow(a, b); });
       })
       .Case([&](MaximumOp) { return binary(op, in, maximum); })
       .Case([&](MinimumOp) { return binary(op, in, minimum); })
@@ -146,21 +154,37 @@ FamilyResult mlir::tg::ref::internal::evalElementwise(Operation *op,
         });
       })
       .Case([&](SelectOp) {
-        return broadcastMap(op, in,
-                            [](ArrayRef<double> a) { return a[0] ? a[1] : a[2]; });
+        return broadcastMap(
+            op, in, [](ArrayRef<double> a) { return a[0] ? a[1] : a[2]; });
       })
       .Case([&](NegOp) { return unary(op, in, [](double x) { return -x; }); })
-      .Case([&](AbsOp) { return unary(op, in, [](double x) { return std::fabs(x); }); })
-      .Case([&](ExpOp) { return unary(op, in, [](double x) { return std::exp(x); }); })
-      .Case([&](LogOp) { return unary(op, in, [](double x) { return std::log(x); }); })
-      .Case([&](SqrtOp) { return unary(op, in, [](double x) { return std::sqrt(x); }); })
+      .Case([&](AbsOp) {
+        return unary(op, in, [](double x) { return std::fabs(x); });
+      })
+      .Case([&](ExpOp) {
+        return unary(op, in, [](double x) { return std::exp(x); });
+      })
+      .Case([&](LogOp) {
+        return unary(op, in, [](double x) { return std::log(x); });
+      })
+      .Case([&](SqrtOp) {
+        return unary(op, in, [](double x) { return std::sqrt(x); });
+      })
       .Case([&](RsqrtOp) {
         return unary(op, in, [](double x) { return 1.0 / std::sqrt(x); });
       })
-      .Case([&](TanhOp) { return unary(op, in, [](double x) { return std::tanh(x); }); })
-      .Case([&](CosOp) { return unary(op, in, [](double x) { return std::cos(x); }); })
-      .Case([&](SinOp) { return unary(op, in, [](double x) { return std::sin(x); }); })
-      .Case([&](ErfOp) { return unary(op, in, [](double x) { return std::erf(x); }); })
+      .Case([&](TanhOp) {
+        return unary(op, in, [](double x) { return std::tanh(x); });
+      })
+      .Case([&](CosOp) {
+        return unary(op, in, [](double x) { return std::cos(x); });
+      })
+      .Case([&](SinOp) {
+        return unary(op, in, [](double x) { return std::sin(x); });
+      })
+      .Case([&](ErfOp) {
+        return unary(op, in, [](double x) { return std::erf(x); });
+      })
       .Case([&](SigmoidOp) { return unary(op, in, sigmoid); })
       .Case([&](ReluOp) {
         // NaN stays NaN, as in PyTorch.
@@ -182,10 +206,15 @@ FamilyResult mlir::tg::ref::internal::evalElementwise(Operation *op,
       // Integer arithmetic of scf.for bounds and micro-batch offsets.
       .Case([&](arith::AddIOp) { return binary(op, in, std::plus<double>()); })
       .Case([&](arith::SubIOp) { return binary(op, in, std::minus<double>()); })
-      .Case([&](arith::MulIOp) { return binary(op, in, std::multiplies<double>()); })
-      .Case([&](arith::DivSIOp) { return binary(op, in, std::divides<double>()); })
+      .Case([&](arith::MulIOp) {
+        return binary(op, in, std::multiplies<double>());
+      })
+      .Case([&](arith::DivSIOp) {
+        return binary(op, in, std::divides<double>());
+      })
       .Case([&](arith::RemSIOp) {
-        return binary(op, in, [](double a, double b) { return std::fmod(a, b); });
+        return binary(op, in,
+                      [](double a, double b) { return std::fmod(a, b); });
       })
       .Case([&](arith::IndexCastOp) {
         return unary(op, in, [](double x) { return x; });

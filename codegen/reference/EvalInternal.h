@@ -1,4 +1,4 @@
-//===- EvalInternal.h - shared pieces of the reference evaluator -*- C++ -*-===//
+//===- EvalInternal.h - evaluator internals ---------------------*- C++ -*-===//
 //
 // Index arithmetic shared by the op families, and the entry point of each
 // family. A family function returns std::nullopt for an op that is not

@@ -1,4 +1,4 @@
-//===- Evaluator.cpp - the reference interpreter's driver ------*- C++ -*-===//
+//===- Evaluator.cpp - the reference interpreter's driver -------*- C++ -*-===//
 //
 // Walks a function's blocks op by op, keeping one Tensor per SSA value.
 // The structural ops (func.return, func.call, scf.for, scf.yield,
@@ -130,8 +130,9 @@ private:
         .Default([&](Operation *) -> LogicalResult {
           if (op->getNumResults() != 1)
             return unsupported(op);
-          for (auto family : {internal::evalElementwise, internal::evalReduction,
-                              internal::evalMovement, internal::evalConvPool}) {
+          for (auto family :
+               {internal::evalElementwise, internal::evalReduction,
+                internal::evalMovement, internal::evalConvPool}) {
             internal::FamilyResult r = family(op, operands);
             if (!r)
               continue;

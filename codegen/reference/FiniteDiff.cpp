@@ -1,4 +1,4 @@
-//===- FiniteDiff.cpp - numerical gradients on the reference evaluator -*- C++ -*-===//
+//===- FiniteDiff.cpp - gradients by finite differences ---------*- C++ -*-===//
 //
 // See FiniteDiff.h. Each probe is a full float64 evaluation, so a gradient
 // is only as good as central differences allow (error O(h^2) plus
@@ -14,9 +14,11 @@
 using namespace mlir;
 using namespace mlir::tg::ref;
 
-FailureOr<Tensor> mlir::tg::ref::finiteDifferenceGradient(
-    func::FuncOp fn, ArrayRef<Tensor> args, unsigned argIndex,
-    unsigned resultIndex, double relStep) {
+FailureOr<Tensor> mlir::tg::ref::finiteDifferenceGradient(func::FuncOp fn,
+                                                          ArrayRef<Tensor> args,
+                                                          unsigned argIndex,
+                                                          unsigned resultIndex,
+                                                          double relStep) {
   if (argIndex >= args.size() || !isFloat(args[argIndex].dtype))
     return fn.emitError("finite differences: argument #")
            << argIndex << " is not a float argument";
@@ -32,8 +34,7 @@ FailureOr<Tensor> mlir::tg::ref::finiteDifferenceGradient(
     const Tensor &out = (*r)[resultIndex];
     if (out.numElements() != 1)
       return fn.emitError("finite differences: result #")
-             << resultIndex << " is " << out.typeString()
-             << ", not a scalar";
+             << resultIndex << " is " << out.typeString() << ", not a scalar";
     return out.data[0];
   };
   Tensor grad = args[argIndex];

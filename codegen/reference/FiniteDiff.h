@@ -1,4 +1,4 @@
-//===- FiniteDiff.h - numerical gradients on the reference evaluator -*- C++ -*-===//
+//===- FiniteDiff.h - gradients by finite differences -----------*- C++ -*-===//
 //
 // Central finite differences of a function evaluated in float64 by the
 // reference evaluator: the independent check of every gradient that

@@ -1,4 +1,4 @@
-//===- Movement.cpp - reference semantics of data-movement tg ops -*- C++ -*-===//
+//===- Movement.cpp - data-movement tg ops ----------------------*- C++ -*-===//
 //
 // embedding, reshape, transpose, broadcast_to, slice, concat and one_hot:
 // ops that only move (or select) elements. Each is written as "for every
@@ -109,8 +109,9 @@ FailureOr<Tensor> extractSlice(tensor::ExtractSliceOp op, ArrayRef<Tensor> in) {
   for (OpFoldResult r : op.getMixedStrides())
     strides.push_back(value(r));
   for (size_t d = 0; d < sizes.size(); ++d)
-    if (sizes[d] > 0 && (offsets[d] < 0 || strides[d] < 1 ||
-                         offsets[d] + (sizes[d] - 1) * strides[d] >= src.shape[d]))
+    if (sizes[d] > 0 &&
+        (offsets[d] < 0 || strides[d] < 1 ||
+         offsets[d] + (sizes[d] - 1) * strides[d] >= src.shape[d]))
       return op.emitError("reference evaluator: slice [")
              << offsets[d] << " + " << sizes[d] << " x " << strides[d]
              << ") is out of bounds for dimension " << d << " of size "
@@ -145,7 +146,8 @@ FailureOr<Tensor> concat(ConcatOp op, ArrayRef<Tensor> in) {
     return failure();
   int64_t axis = op.getAxis();
   // Each input contributes, per outer index, one contiguous run.
-  int64_t outer = internal::numElements(ArrayRef<int64_t>(out->shape).take_front(axis));
+  int64_t outer =
+      internal::numElements(ArrayRef<int64_t>(out->shape).take_front(axis));
   auto pos = out->data.begin();
   for (int64_t o = 0; o < outer; ++o)
     for (const Tensor &t : in) {
@@ -172,11 +174,12 @@ FailureOr<Tensor> oneHot(Operation *op, const Tensor &indices) {
 } // namespace
 
 FamilyResult mlir::tg::ref::internal::evalMovement(Operation *op,
-                                                 ArrayRef<Tensor> in) {
+                                                   ArrayRef<Tensor> in) {
   using R = FamilyResult;
   return llvm::TypeSwitch<Operation *, R>(op)
       .Case([&](EmbeddingOp) -> R { return embedding(op, in[0], in[1]); })
-      .Case([&](EmbeddingGradOp) -> R { return embeddingGrad(op, in[0], in[1]); })
+      .Case(
+          [&](EmbeddingGradOp) -> R { return embeddingGrad(op, in[0], in[1]); })
       .Case([&](ReshapeOp) -> R {
         FailureOr<Tensor> out = resultLike(op);
         if (succeeded(out))

@@ -1,4 +1,4 @@
-//===- Reductions.cpp - reference semantics of reducing tg ops -*- C++ -*-===//
+//===- Reductions.cpp - reference semantics of reducing tg ops --*- C++ -*-===//
 //
 // sum/mean/max, softmax/log_softmax, the losses, the normalisations and
 // matmul: every op that combines many input elements into one output
@@ -26,8 +26,9 @@ namespace {
 constexpr double inf = std::numeric_limits<double>::infinity();
 
 double maxOf(double a, double b) {
-  return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN()
-                                        : std::max(a, b);
+  return std::isnan(a) || std::isnan(b)
+             ? std::numeric_limits<double>::quiet_NaN()
+             : std::max(a, b);
 }
 
 enum class Reduce { Sum, Mean, Max };
@@ -62,7 +63,8 @@ FailureOr<Tensor> reduce(Operation *op, const Tensor &in,
 /// elements base + k * stride, k < n.
 template <typename Fn>
 void forEachLine(ArrayRef<int64_t> shape, int64_t axis, Fn fn) {
-  int64_t n = shape[axis], inner = internal::numElements(shape.drop_front(axis + 1));
+  int64_t n = shape[axis],
+          inner = internal::numElements(shape.drop_front(axis + 1));
   int64_t outer = internal::numElements(shape.take_front(axis));
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i)
@@ -186,25 +188,38 @@ FailureOr<Tensor> matmul(MatmulOp op, const Tensor &lhs, const Tensor &rhs) {
 } // namespace
 
 FamilyResult mlir::tg::ref::internal::evalReduction(Operation *op,
-                                                  ArrayRef<Tensor> in) {
+                                                    ArrayRef<Tensor> in) {
   using R = FamilyResult;
   return llvm::TypeSwitch<Operation *, R>(op)
-      .Case([&](SumOp s) -> R { return reduce(op, in[0], s.getAxes(), Reduce::Sum); })
-      .Case([&](MeanOp s) -> R { return reduce(op, in[0], s.getAxes(), Reduce::Mean); })
-      .Case([&](MaxOp s) -> R { return reduce(op, in[0], s.getAxes(), Reduce::Max); })
-      .Case([&](SoftmaxOp s) -> R { return softmax(in[0], s.getAxisAttr().getInt(), false); })
-      .Case([&](LogSoftmaxOp s) -> R { return softmax(in[0], s.getAxisAttr().getInt(), true); })
-      .Case([&](CrossEntropyOp c) -> R { return crossEntropy(c, in[0], in[1]); })
+      .Case([&](SumOp s) -> R {
+        return reduce(op, in[0], s.getAxes(), Reduce::Sum);
+      })
+      .Case([&](MeanOp s) -> R {
+        return reduce(op, in[0], s.getAxes(), Reduce::Mean);
+      })
+      .Case([&](MaxOp s) -> R {
+        return reduce(op, in[0], s.getAxes(), Reduce::Max);
+      })
+      .Case([&](SoftmaxOp s) -> R {
+        return softmax(in[0], s.getAxisAttr().getInt(), false);
+      })
+      .Case([&](LogSoftmaxOp s) -> R {
+        return softmax(in[0], s.getAxisAttr().getInt(), true);
+      })
+      .Case(
+          [&](CrossEntropyOp c) -> R { return crossEntropy(c, in[0], in[1]); })
       .Case([&](MseLossOp) -> R { return mseLoss(op, in[0], in[1]); })
       .Case([&](LayerNormOp l) -> R {
         unsigned next = 1;
         const Tensor *scale = l.getScale() ? &in[next++] : nullptr;
         const Tensor *bias = l.getBias() ? &in[next] : nullptr;
-        return normalise(in[0], scale, bias, l.getEps().convertToDouble(), true);
+        return normalise(in[0], scale, bias, l.getEps().convertToDouble(),
+                         true);
       })
       .Case([&](RmsNormOp l) -> R {
         const Tensor *scale = l.getScale() ? &in[1] : nullptr;
-        return normalise(in[0], scale, nullptr, l.getEps().convertToDouble(), false);
+        return normalise(in[0], scale, nullptr, l.getEps().convertToDouble(),
+                         false);
       })
       .Case([&](MatmulOp m) -> R { return matmul(m, in[0], in[1]); })
       .Default([](Operation *) -> R { return std::nullopt; });

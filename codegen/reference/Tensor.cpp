@@ -1,4 +1,4 @@
-//===- Tensor.cpp - reference tensors, dtypes and rounding -----*- C++ -*-===//
+//===- Tensor.cpp - reference tensors, dtypes and rounding ------*- C++ -*-===//
 //
 // The value type of the reference evaluator and the one rounding function
 // every op's result goes through. Rounding works on the float64 value
@@ -43,28 +43,44 @@ FailureOr<DType> mlir::tg::ref::dtypeOf(Type t) {
 Type mlir::tg::ref::mlirType(DType dtype, MLIRContext *ctx) {
   Builder b(ctx);
   switch (dtype) {
-  case DType::F64: return b.getF64Type();
-  case DType::F32: return b.getF32Type();
-  case DType::F16: return b.getF16Type();
-  case DType::BF16: return b.getBF16Type();
-  case DType::I64: return b.getI64Type();
-  case DType::I32: return b.getI32Type();
-  case DType::I1: return b.getI1Type();
-  case DType::Index: return b.getIndexType();
+  case DType::F64:
+    return b.getF64Type();
+  case DType::F32:
+    return b.getF32Type();
+  case DType::F16:
+    return b.getF16Type();
+  case DType::BF16:
+    return b.getBF16Type();
+  case DType::I64:
+    return b.getI64Type();
+  case DType::I32:
+    return b.getI32Type();
+  case DType::I1:
+    return b.getI1Type();
+  case DType::Index:
+    return b.getIndexType();
   }
   llvm_unreachable("unknown dtype");
 }
 
 StringRef mlir::tg::ref::dtypeName(DType dtype) {
   switch (dtype) {
-  case DType::F64: return "f64";
-  case DType::F32: return "f32";
-  case DType::F16: return "f16";
-  case DType::BF16: return "bf16";
-  case DType::I64: return "i64";
-  case DType::I32: return "i32";
-  case DType::I1: return "i1";
-  case DType::Index: return "index";
+  case DType::F64:
+    return "f64";
+  case DType::F32:
+    return "f32";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::I64:
+    return "i64";
+  case DType::I32:
+    return "i32";
+  case DType::I1:
+    return "i1";
+  case DType::Index:
+    return "index";
   }
   llvm_unreachable("unknown dtype");
 }
@@ -194,7 +210,8 @@ int64_t mlir::tg::ref::internal::numElements(ArrayRef<int64_t> shape) {
   return n;
 }
 
-SmallVector<int64_t> mlir::tg::ref::internal::stridesOf(ArrayRef<int64_t> shape) {
+SmallVector<int64_t>
+mlir::tg::ref::internal::stridesOf(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);
   for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
     strides[d] = strides[d + 1] * shape[d + 1];
@@ -202,7 +219,7 @@ SmallVector<int64_t> mlir::tg::ref::internal::stridesOf(ArrayRef<int64_t> shape)
 }
 
 SmallVector<int64_t> mlir::tg::ref::internal::unravel(int64_t linear,
-                                                    ArrayRef<int64_t> shape) {
+                                                      ArrayRef<int64_t> shape) {
   SmallVector<int64_t> index(shape.size());
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
     index[d] = linear % shape[d];
@@ -213,7 +230,7 @@ SmallVector<int64_t> mlir::tg::ref::internal::unravel(int64_t linear,
 
 std::vector<int64_t>
 mlir::tg::ref::internal::broadcastIndices(ArrayRef<int64_t> in,
-                                        ArrayRef<int64_t> out) {
+                                          ArrayRef<int64_t> out) {
   assert(in.size() <= out.size() && "broadcast cannot drop dimensions");
   size_t lead = out.size() - in.size();
   SmallVector<int64_t> inStrides = stridesOf(in);
@@ -242,7 +259,7 @@ FailureOr<Tensor> mlir::tg::ref::internal::resultLike(Operation *op,
 }
 
 FailureOr<Tensor> mlir::tg::ref::internal::fromAttr(Operation *op,
-                                                  Attribute attr) {
+                                                    Attribute attr) {
   auto typed = dyn_cast<TypedAttr>(attr);
   if (!typed)
     return op->emitError("reference evaluator: unsupported constant ") << attr;

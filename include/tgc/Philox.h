@@ -69,7 +69,8 @@ using PhiloxKey = PhiloxWords<2>;
 
 namespace detail {
 /// One Philox-4x32 round: two 32x32->64 multiplies, then a Feistel-like mix.
-TGC_PHILOX_HD inline PhiloxBlock philoxRound(const PhiloxBlock &c, const PhiloxKey &k) {
+TGC_PHILOX_HD inline PhiloxBlock philoxRound(const PhiloxBlock &c,
+                                             const PhiloxKey &k) {
   constexpr uint64_t m0 = 0xD2511F53u, m1 = 0xCD9E8D57u;
   uint64_t p0 = m0 * c[0], p1 = m1 * c[2];
   return {uint32_t(p1 >> 32) ^ c[1] ^ k[0], uint32_t(p1),
@@ -78,7 +79,8 @@ TGC_PHILOX_HD inline PhiloxBlock philoxRound(const PhiloxBlock &c, const PhiloxK
 } // namespace detail
 
 /// Philox-4x32 with 10 rounds, as in Random123's philox4x32_R(10, ...).
-TGC_PHILOX_HD inline PhiloxBlock philox4x32_10(PhiloxBlock counter, PhiloxKey key) {
+TGC_PHILOX_HD inline PhiloxBlock philox4x32_10(PhiloxBlock counter,
+                                               PhiloxKey key) {
   constexpr uint32_t w0 = 0x9E3779B9u, w1 = 0xBB67AE85u;
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {
@@ -92,7 +94,8 @@ TGC_PHILOX_HD inline PhiloxBlock philox4x32_10(PhiloxBlock counter, PhiloxKey ke
 
 /// The 32-bit random word for element `index` of stream `stream` under
 /// `seed` (see the mapping at the top of this file).
-TGC_PHILOX_HD inline uint32_t philoxWord(uint64_t seed, uint64_t stream, uint64_t index) {
+TGC_PHILOX_HD inline uint32_t philoxWord(uint64_t seed, uint64_t stream,
+                                         uint64_t index) {
   uint64_t block = index / 4;
   PhiloxBlock counter = {uint32_t(block), uint32_t(block >> 32),
                          uint32_t(stream), uint32_t(stream >> 32)};
@@ -101,13 +104,15 @@ TGC_PHILOX_HD inline uint32_t philoxWord(uint64_t seed, uint64_t stream, uint64_
 }
 
 /// Uniform in [0, 1): philoxWord(...) * 2^-32, exact in double.
-TGC_PHILOX_HD inline double philoxUniform(uint64_t seed, uint64_t stream, uint64_t index) {
+TGC_PHILOX_HD inline double philoxUniform(uint64_t seed, uint64_t stream,
+                                          uint64_t index) {
   return philoxWord(seed, stream, index) * 0x1p-32;
 }
 
 /// A standard normal draw for element `index` (Box-Muller, see the mapping
 /// at the top of this file).
-TGC_PHILOX_HD inline double philoxNormal(uint64_t seed, uint64_t stream, uint64_t index) {
+TGC_PHILOX_HD inline double philoxNormal(uint64_t seed, uint64_t stream,
+                                         uint64_t index) {
   uint64_t block = index / 4;
   PhiloxBlock w = philox4x32_10({uint32_t(block), uint32_t(block >> 32),
                                  uint32_t(stream), uint32_t(stream >> 32)},
@@ -132,8 +137,8 @@ TGC_PHILOX_HD inline uint64_t dropoutThreshold(double p) {
 }
 
 /// True iff element `index` is kept by a dropout of probability `p`.
-TGC_PHILOX_HD inline bool dropoutKeep(uint64_t seed, uint64_t stream, uint64_t index,
-                        double p) {
+TGC_PHILOX_HD inline bool dropoutKeep(uint64_t seed, uint64_t stream,
+                                      uint64_t index, double p) {
   return philoxWord(seed, stream, index) >= dropoutThreshold(p);
 }
 

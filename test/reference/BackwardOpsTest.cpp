@@ -1,4 +1,4 @@
-//===- BackwardOpsTest.cpp - backward, random and structural ops -*- C++ -*-===//
+//===- BackwardOpsTest.cpp - backward and random ops ------------*- C++ -*-===//
 //
 // The backward ops (embedding_grad, conv2d_grad_input/weight,
 // max/avg_pool2d_grad) by hand and by the adjoint identity
@@ -52,14 +52,17 @@ TEST_CASE("cos and sin", "[reference][elementwise]") {
   checkTensor(call(h, "s", {x}), {3}, {0, 1, 0}, 1e-12);
 }
 
-TEST_CASE("embedding_grad scatter-adds into clamped rows", "[reference][backward]") {
+TEST_CASE("embedding_grad scatter-adds into clamped rows",
+          "[reference][backward]") {
   Harness h;
-  checkTensor(h.run(R"(
+  checkTensor(
+      h.run(R"(
     func.func @f(%g: tensor<3x2xf32>, %i: tensor<3xi64>) -> tensor<3x2xf32> {
       %r = tg.embedding_grad %g, %i : tensor<3x2xf32>, tensor<3xi64> -> tensor<3x2xf32>
       return %r : tensor<3x2xf32>
-    })", {t({3, 2}, {1, 1, 2, 2, 4, 4}), t({3}, {-5, 2, 7}, DType::I64)}),
-              {3, 2}, {1, 1, 0, 0, 6, 6});
+    })",
+            {t({3, 2}, {1, 1, 2, 2, 4, 4}), t({3}, {-5, 2, 7}, DType::I64)}),
+      {3, 2}, {1, 1, 0, 0, 6, 6});
 }
 
 TEST_CASE("conv2d backward ops are the adjoints of conv2d",
@@ -78,7 +81,8 @@ TEST_CASE("conv2d backward ops are the adjoints of conv2d",
       %r = tg.conv2d_grad_weight %x, %g {groups = 2 : i64, stride = array<i64: 2, 1>, padding = array<i64: 1, 2>, dilation = array<i64: 2, 1>} : tensor<2x4x5x6xf64>, tensor<2x6x2x9xf64> -> tensor<6x2x3x2xf64>
       return %r : tensor<6x2x3x2xf64>
     })");
-  Tensor x = rnd({2, 4, 5, 6}, 1), w = rnd({6, 2, 3, 2}, 2), g = rnd({2, 6, 2, 9}, 3);
+  Tensor x = rnd({2, 4, 5, 6}, 1), w = rnd({6, 2, 3, 2}, 2),
+         g = rnd({2, 6, 2, 9}, 3);
   double y = dot(call(h, "fwd", {x, w}), g);
   CHECK(dot(x, call(h, "gi", {g, w})) == Approx(y).epsilon(1e-12));
   CHECK(dot(w, call(h, "gw", {x, g})) == Approx(y).epsilon(1e-12));
@@ -87,20 +91,24 @@ TEST_CASE("conv2d backward ops are the adjoints of conv2d",
 TEST_CASE("pooling backward ops", "[reference][backward]") {
   Harness h;
   // Overlapping windows share the maximum at (0, 1); ties go to the first.
-  checkTensor(h.run(R"(
+  checkTensor(
+      h.run(R"(
     func.func @f(%g: tensor<1x1x1x2xf32>, %x: tensor<1x1x2x3xf32>) -> tensor<1x1x2x3xf32> {
       %r = tg.max_pool2d_grad %g, %x kernel = [2, 2] stride = [1, 1] : tensor<1x1x1x2xf32>, tensor<1x1x2x3xf32>
       return %r : tensor<1x1x2x3xf32>
-    })", {t({1, 1, 1, 2}, {1, 10}), t({1, 1, 2, 3}, {1, 5, 2, 0, 1, 5})}),
-              {1, 1, 2, 3}, {0, 11, 0, 0, 0, 0});
+    })",
+            {t({1, 1, 1, 2}, {1, 10}), t({1, 1, 2, 3}, {1, 5, 2, 0, 1, 5})}),
+      {1, 1, 2, 3}, {0, 11, 0, 0, 0, 0});
   // Padding is not counted: the corner window of a padded 2x2 has 1 element.
   checkTensor(h.run(R"(
     func.func @f(%g: tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32> {
       %r = tg.avg_pool2d_grad %g kernel = [2, 2] stride = [1, 1] {padding = array<i64: 1, 1>} : tensor<1x1x3x3xf32> -> tensor<1x1x2x2xf32>
       return %r : tensor<1x1x2x2xf32>
-    })", {Tensor::filled({1, 1, 3, 3}, DType::F32, 1)}),
-              {1, 1, 2, 2}, {1 + 0.5 + 0.5 + 0.25, 1 + 0.5 + 0.5 + 0.25,
-                             1 + 0.5 + 0.5 + 0.25, 1 + 0.5 + 0.5 + 0.25});
+    })",
+                    {Tensor::filled({1, 1, 3, 3}, DType::F32, 1)}),
+              {1, 1, 2, 2},
+              {1 + 0.5 + 0.5 + 0.25, 1 + 0.5 + 0.5 + 0.25, 1 + 0.5 + 0.5 + 0.25,
+               1 + 0.5 + 0.5 + 0.25});
 
   h.parse(R"(
     func.func @avg(%x: tensor<1x2x5x5xf64>) -> tensor<1x2x3x3xf64> {
@@ -143,7 +151,8 @@ TEST_CASE("tg.random follows the Philox mapping", "[reference][random]") {
   Tensor u = (*rounded)[0], n = call(h, "n", {seed});
   double su = 0, sn = 0, sn2 = 0;
   for (int64_t i = 0; i < 10000; ++i) {
-    CHECK(u.data[i] == roundTo(DType::F32, 2 + 2 * tgc::philoxUniform(12345, 5, i)));
+    CHECK(u.data[i] ==
+          roundTo(DType::F32, 2 + 2 * tgc::philoxUniform(12345, 5, i)));
     CHECK(n.data[i] == 1 + 2 * tgc::philoxNormal(12345, 6, i));
     CHECK(u.data[i] >= 2);
     CHECK(u.data[i] <= 4);
@@ -174,14 +183,17 @@ TEST_CASE("micro-batch loop: scf.for, index arithmetic, extract_slice",
         scf.yield %n : tensor<3xf32>
       }
       return %acc : tensor<3xf32>
-    })", {t({4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})});
+    })",
+                   {t({4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})});
   checkTensor(r, {3}, {22, 26, 30});
   // Rank-reducing, strided slice.
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<4x3xf32>) -> tensor<2xf32> {
       %s = tensor.extract_slice %x[1, 0] [1, 2] [1, 2] : tensor<4x3xf32> to tensor<2xf32>
       return %s : tensor<2xf32>
-    })", {t({4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})}), {2}, {4, 6});
+    })",
+                    {t({4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})}),
+              {2}, {4, 6});
   // An out-of-bounds dynamic offset is an error, not a crash.
   h.parse(R"(
     func.func @f(%x: tensor<4x3xf32>) -> tensor<2x3xf32> {
@@ -189,11 +201,13 @@ TEST_CASE("micro-batch loop: scf.for, index arithmetic, extract_slice",
       %s = tensor.extract_slice %x[%c3, 0] [2, 3] [1, 1] : tensor<4x3xf32> to tensor<2x3xf32>
       return %s : tensor<2x3xf32>
     })");
-  CHECK(mlir::failed(h.eval({t({4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})})));
+  CHECK(mlir::failed(
+      h.eval({t({4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})})));
   CHECK_THAT(h.diagnostics, Catch::Contains("out of bounds"));
 }
 
-TEST_CASE("finite differences recover known gradients", "[reference][finite-diff]") {
+TEST_CASE("finite differences recover known gradients",
+          "[reference][finite-diff]") {
   Harness h;
   h.parse(R"(
     func.func @f(%x: tensor<2x3xf32>, %y: tensor<2xi64>) -> (tensor<f32>, tensor<2x3xf32>) {
@@ -202,7 +216,8 @@ TEST_CASE("finite differences recover known gradients", "[reference][finite-diff
       return %l, %p : tensor<f32>, tensor<2x3xf32>
     })");
   auto fn = h.module->lookupSymbol<mlir::func::FuncOp>("f");
-  Tensor x = Tensor::random({2, 3}, DType::F32, 1), y = t({2}, {2, 0}, DType::I64);
+  Tensor x = Tensor::random({2, 3}, DType::F32, 1),
+         y = t({2}, {2, 0}, DType::I64);
   auto g = mlir::tg::ref::finiteDifferenceGradient(fn, {x, y}, 0, 0);
   REQUIRE(mlir::succeeded(g));
   auto p = h.eval({x, y}, /*f64=*/true);
@@ -213,7 +228,9 @@ TEST_CASE("finite differences recover known gradients", "[reference][finite-diff
     CHECK(g->data[i] == Approx(((*p)[1].data[i] - onehot) / 2).margin(1e-8));
   }
   // Integer arguments and non-scalar results are refused with a diagnostic.
-  CHECK(mlir::failed(mlir::tg::ref::finiteDifferenceGradient(fn, {x, y}, 1, 0)));
-  CHECK(mlir::failed(mlir::tg::ref::finiteDifferenceGradient(fn, {x, y}, 0, 1)));
+  CHECK(
+      mlir::failed(mlir::tg::ref::finiteDifferenceGradient(fn, {x, y}, 1, 0)));
+  CHECK(
+      mlir::failed(mlir::tg::ref::finiteDifferenceGradient(fn, {x, y}, 0, 1)));
   CHECK_THAT(h.diagnostics, Catch::Contains("not a scalar"));
 }

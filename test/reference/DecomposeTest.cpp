@@ -45,7 +45,8 @@ void checkDecomposition(llvm::StringRef ir, llvm::ArrayRef<Tensor> args,
       INFO(composite.str() << " element " << i << ": " << b.data[i] << " vs "
                            << a.data[i]);
       CHECK(std::fabs(b.data[i] - a.data[i]) <=
-            1e-12 * std::max({std::fabs(b.data[i]), std::fabs(a.data[i]), 1e-3}));
+            1e-12 *
+                std::max({std::fabs(b.data[i]), std::fabs(a.data[i]), 1e-3}));
     }
   }
 }
@@ -61,53 +62,65 @@ TEST_CASE("tg-decompose preserves softmax and log_softmax",
           "[reference][decompose]") {
   for (const char *axis : {"1", "0", "-1"}) {
     INFO("axis " << axis);
-    std::string body = std::string(" %x axis = ") + axis + " : tensor<3x5xf64>\n";
-    checkDecomposition("func.func @f(%x: tensor<3x5xf64>) -> tensor<3x5xf64> {\n"
-                       "  %r = tg.softmax" + body +
-                           "  return %r : tensor<3x5xf64>\n}",
-                       {randomF64({3, 5}, 1, 10)}, "tg.softmax");
-    checkDecomposition("func.func @f(%x: tensor<3x5xf64>) -> tensor<3x5xf64> {\n"
-                       "  %r = tg.log_softmax" + body +
-                           "  return %r : tensor<3x5xf64>\n}",
-                       {randomF64({3, 5}, 2, 10)}, "tg.log_softmax");
+    std::string body =
+        std::string(" %x axis = ") + axis + " : tensor<3x5xf64>\n";
+    checkDecomposition(
+        "func.func @f(%x: tensor<3x5xf64>) -> tensor<3x5xf64> {\n"
+        "  %r = tg.softmax" +
+            body + "  return %r : tensor<3x5xf64>\n}",
+        {randomF64({3, 5}, 1, 10)}, "tg.softmax");
+    checkDecomposition(
+        "func.func @f(%x: tensor<3x5xf64>) -> tensor<3x5xf64> {\n"
+        "  %r = tg.log_softmax" +
+            body + "  return %r : tensor<3x5xf64>\n}",
+        {randomF64({3, 5}, 2, 10)}, "tg.log_softmax");
   }
 }
 
 TEST_CASE("tg-decompose preserves the activations", "[reference][decompose]") {
   Tensor x = randomF64({4, 6}, 3, 4);
-  for (auto [op, attrs] : {std::pair{"gelu", ""}, {"gelu", " approximate = tanh"},
-                          {"silu", ""}, {"sigmoid", ""}}) {
+  for (auto [op, attrs] : {std::pair{"gelu", ""},
+                           {"gelu", " approximate = tanh"},
+                           {"silu", ""},
+                           {"sigmoid", ""}}) {
     INFO(op << attrs);
-    checkDecomposition(std::string("func.func @f(%x: tensor<4x6xf64>) -> tensor<4x6xf64> {\n"
-                                   "  %r = tg.") + op + " %x" + attrs +
-                           " : tensor<4x6xf64>\n  return %r : tensor<4x6xf64>\n}",
-                       {x}, std::string("tg.") + op);
+    checkDecomposition(
+        std::string("func.func @f(%x: tensor<4x6xf64>) -> tensor<4x6xf64> {\n"
+                    "  %r = tg.") +
+            op + " %x" + attrs +
+            " : tensor<4x6xf64>\n  return %r : tensor<4x6xf64>\n}",
+        {x}, std::string("tg.") + op);
   }
 }
 
 TEST_CASE("tg-decompose preserves layer_norm and rms_norm",
           "[reference][decompose]") {
-  Tensor x = randomF64({2, 3, 8}, 4), g = randomF64({8}, 5), b = randomF64({8}, 6);
+  Tensor x = randomF64({2, 3, 8}, 4), g = randomF64({8}, 5),
+         b = randomF64({8}, 6);
   checkDecomposition(R"(
     func.func @f(%x: tensor<2x3x8xf64>, %g: tensor<8xf64>, %b: tensor<8xf64>) -> tensor<2x3x8xf64> {
       %r = tg.layer_norm %x scale(%g : tensor<8xf64>) bias(%b : tensor<8xf64>) : tensor<2x3x8xf64>
       return %r : tensor<2x3x8xf64>
-    })", {x, g, b}, "tg.layer_norm");
+    })",
+                     {x, g, b}, "tg.layer_norm");
   checkDecomposition(R"(
     func.func @f(%x: tensor<2x3x8xf64>) -> tensor<2x3x8xf64> {
       %r = tg.layer_norm %x {eps = 1.0e-3 : f64} : tensor<2x3x8xf64>
       return %r : tensor<2x3x8xf64>
-    })", {x}, "tg.layer_norm");
+    })",
+                     {x}, "tg.layer_norm");
   checkDecomposition(R"(
     func.func @f(%x: tensor<2x3x8xf64>, %g: tensor<8xf64>) -> tensor<2x3x8xf64> {
       %r = tg.rms_norm %x scale(%g : tensor<8xf64>) : tensor<2x3x8xf64>
       return %r : tensor<2x3x8xf64>
-    })", {x, g}, "tg.rms_norm");
+    })",
+                     {x, g}, "tg.rms_norm");
   checkDecomposition(R"(
     func.func @f(%x: tensor<2x3x8xf64>) -> tensor<2x3x8xf64> {
       %r = tg.rms_norm %x : tensor<2x3x8xf64>
       return %r : tensor<2x3x8xf64>
-    })", {x}, "tg.rms_norm");
+    })",
+                     {x}, "tg.rms_norm");
 }
 
 TEST_CASE("tg-decompose preserves the losses", "[reference][decompose]") {
@@ -122,15 +135,19 @@ TEST_CASE("tg-decompose preserves the losses", "[reference][decompose]") {
   checkDecomposition(ce, {x, labels}, "tg.cross_entropy");
   checkDecomposition(ce, {x, Tensor::filled({2, 4}, DType::I64, -100)},
                      "tg.cross_entropy");
-  checkDecomposition(R"(
+  checkDecomposition(
+      R"(
     func.func @f(%x: tensor<3x4xf64>, %y: tensor<3xi32>) -> tensor<f64> {
       %r = tg.cross_entropy %x, %y {ignore_index = 2 : i64} : tensor<3x4xf64>, tensor<3xi32> -> tensor<f64>
       return %r : tensor<f64>
-    })", {randomF64({3, 4}, 9), Tensor::fromValues({3}, DType::I32, {2, 0, 3})},
-                     "tg.cross_entropy");
+    })",
+      {randomF64({3, 4}, 9), Tensor::fromValues({3}, DType::I32, {2, 0, 3})},
+      "tg.cross_entropy");
   checkDecomposition(R"(
     func.func @f(%a: tensor<5x3xf64>, %b: tensor<5x3xf64>) -> tensor<f64> {
       %r = tg.mse_loss %a, %b : tensor<5x3xf64>, tensor<5x3xf64> -> tensor<f64>
       return %r : tensor<f64>
-    })", {randomF64({5, 3}, 10), randomF64({5, 3}, 11)}, "tg.mse_loss");
+    })",
+                     {randomF64({5, 3}, 10), randomF64({5, 3}, 11)},
+                     "tg.mse_loss");
 }

@@ -1,4 +1,4 @@
-//===- EvalTestUtil.h - helpers for the reference evaluator tests -*- C++ -*-===//
+//===- EvalTestUtil.h - reference test helpers ------------------*- C++ -*-===//
 //
 // Parses IR from a string into a context with every TGC dialect, evaluates
 // one of its functions, and collects diagnostics for the error tests.
@@ -35,9 +35,8 @@ struct Harness {
     mlir::tg::registerAllDialects(registry);
     ctx.appendDialectRegistry(registry);
     ctx.loadAllAvailableDialects();
-    ctx.getDiagEngine().registerHandler([this](mlir::Diagnostic &d) {
-      diagnostics += d.str() + "\n";
-    });
+    ctx.getDiagEngine().registerHandler(
+        [this](mlir::Diagnostic &d) { diagnostics += d.str() + "\n"; });
   }
 
   /// Parses `ir` as the current module; fails the test if it does not parse.
@@ -48,9 +47,9 @@ struct Harness {
   }
 
   /// Evaluates @`name` of the current module.
-  mlir::FailureOr<llvm::SmallVector<Tensor>>
-  eval(llvm::ArrayRef<Tensor> args, bool f64 = false,
-       llvm::StringRef name = "f") {
+  mlir::FailureOr<llvm::SmallVector<Tensor>> eval(llvm::ArrayRef<Tensor> args,
+                                                  bool f64 = false,
+                                                  llvm::StringRef name = "f") {
     auto fn = module->lookupSymbol<mlir::func::FuncOp>(name);
     REQUIRE(fn);
     mlir::tg::ref::EvalOptions opts;

@@ -24,10 +24,13 @@ TEST_CASE("binary ops broadcast like NumPy", "[reference][elementwise]") {
   Harness h;
   Tensor a = t({2, 1}, {1, 2}), b = t({3}, {10, 20, 30});
   auto binary = [&](const char *op) {
-    std::string ir = std::string("func.func @f(%a: tensor<2x1xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {\n"
-                                 "  %r = tg.") + op +
-                     " %a, %b : tensor<2x1xf32>, tensor<3xf32> -> tensor<2x3xf32>\n"
-                     "  return %r : tensor<2x3xf32>\n}";
+    std::string ir =
+        std::string("func.func @f(%a: tensor<2x1xf32>, %b: tensor<3xf32>) -> "
+                    "tensor<2x3xf32> {\n"
+                    "  %r = tg.") +
+        op +
+        " %a, %b : tensor<2x1xf32>, tensor<3xf32> -> tensor<2x3xf32>\n"
+        "  return %r : tensor<2x3xf32>\n}";
     return h.run(ir, {a, b});
   };
   checkTensor(binary("add"), {2, 3}, {11, 21, 31, 12, 22, 32});
@@ -41,7 +44,8 @@ TEST_CASE("binary ops broadcast like NumPy", "[reference][elementwise]") {
     func.func @f(%a: tensor<3xf32>, %b: tensor<f32>) -> tensor<3xf32> {
       %r = tg.pow %a, %b : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
       return %r : tensor<3xf32>
-    })", {t({3}, {2, 9, 0}), t({}, {0.5})});
+    })",
+                   {t({3}, {2, 9, 0}), t({}, {0.5})});
   checkTensor(p, {3}, {std::sqrt(2.0), 3, 0});
 
   // maximum/minimum propagate NaN; rank-0 and size-1 operands broadcast.
@@ -49,15 +53,18 @@ TEST_CASE("binary ops broadcast like NumPy", "[reference][elementwise]") {
     func.func @f(%a: tensor<1x3xf32>, %b: tensor<f32>) -> tensor<1x3xf32> {
       %r = tg.maximum %a, %b : tensor<1x3xf32>, tensor<f32> -> tensor<1x3xf32>
       return %r : tensor<1x3xf32>
-    })", {t({1, 3}, {-1, kNaN, 4}), t({}, {0})});
+    })",
+                   {t({1, 3}, {-1, kNaN, 4}), t({}, {0})});
   checkTensor(m, {1, 3}, {0, kNaN, 4});
 
   // Integer division truncates toward zero.
-  Tensor q = h.run(R"(
+  Tensor q = h.run(
+      R"(
     func.func @f(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
       %r = tg.div %a, %b : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
       return %r : tensor<4xi32>
-    })", {t({4}, {7, -7, 7, -7}, DType::I32), t({4}, {2, 2, -2, -2}, DType::I32)});
+    })",
+      {t({4}, {7, -7, 7, -7}, DType::I32), t({4}, {2, 2, -2, -2}, DType::I32)});
   checkTensor(q, {4}, {3, -3, -3, 3});
 }
 
@@ -69,20 +76,23 @@ TEST_CASE("cmp and select", "[reference][elementwise]") {
       %z = tg.constant dense<-1.0> : tensor<f32>
       %r = tg.select %m, %a, %z : tensor<2x2xi1>, tensor<2x2xf32>, tensor<f32> -> tensor<2x2xf32>
       return %r : tensor<2x2xf32>
-    })", {t({2, 2}, {1, 5, 3, 2}), t({2}, {2, 4})});
+    })",
+                   {t({2, 2}, {1, 5, 3, 2}), t({2}, {2, 4})});
   checkTensor(r, {2, 2}, {1, -1, -1, 2});
 
   const char *preds[] = {"eq", "ne", "lt", "le", "gt", "ge"};
   double want[][3] = {{0, 1, 0}, {1, 0, 1}, {1, 0, 0},
                       {1, 1, 0}, {0, 0, 1}, {0, 1, 1}};
   for (int i = 0; i < 6; ++i) {
-    std::string ir =
-        std::string("func.func @f(%a: tensor<3xi64>, %b: tensor<3xi64>) -> tensor<3xi1> {\n"
-                    "  %r = tg.cmp ") + preds[i] +
-        " %a, %b : tensor<3xi64>, tensor<3xi64> -> tensor<3xi1>\n"
-        "  return %r : tensor<3xi1>\n}";
+    std::string ir = std::string("func.func @f(%a: tensor<3xi64>, %b: "
+                                 "tensor<3xi64>) -> tensor<3xi1> {\n"
+                                 "  %r = tg.cmp ") +
+                     preds[i] +
+                     " %a, %b : tensor<3xi64>, tensor<3xi64> -> tensor<3xi1>\n"
+                     "  return %r : tensor<3xi1>\n}";
     INFO(preds[i]);
-    checkTensor(h.run(ir, {t({3}, {1, 2, 3}, DType::I64), t({3}, {2, 2, 2}, DType::I64)}),
+    checkTensor(h.run(ir, {t({3}, {1, 2, 3}, DType::I64),
+                           t({3}, {2, 2, 2}, DType::I64)}),
                 {3}, want[i]);
   }
 }
@@ -92,7 +102,9 @@ TEST_CASE("unary ops", "[reference][elementwise]") {
   Tensor x = t({4}, {-1, 0, 0.5, 2}, DType::F64);
   auto unary = [&](const std::string &op, const std::string &attrs = "") {
     std::string ir = "func.func @f(%x: tensor<4xf64>) -> tensor<4xf64> {\n"
-                     "  %r = tg." + op + " %x" + attrs + " : tensor<4xf64>\n"
+                     "  %r = tg." +
+                     op + " %x" + attrs +
+                     " : tensor<4xf64>\n"
                      "  return %r : tensor<4xf64>\n}";
     return h.run(ir, {x});
   };
@@ -100,20 +112,29 @@ TEST_CASE("unary ops", "[reference][elementwise]") {
   checkTensor(unary("neg"), {4}, {1, 0, -0.5, -2});
   checkTensor(unary("abs"), {4}, {1, 0, 0.5, 2});
   checkTensor(unary("exp"), {4}, {1 / e, 1, std::sqrt(e), e * e}, 1e-12);
-  checkTensor(unary("log"), {4}, {kNaN, -kInf, -std::log(2.0), std::log(2.0)}, 1e-12);
-  checkTensor(unary("sqrt"), {4}, {kNaN, 0, std::sqrt(0.5), std::sqrt(2.0)}, 1e-12);
-  checkTensor(unary("rsqrt"), {4}, {kNaN, kInf, std::sqrt(2.0), std::sqrt(0.5)}, 1e-12);
-  checkTensor(unary("tanh"), {4}, {-0.7615941559557649, 0, 0.46211715726000974,
-                                   0.9640275800758169}, 1e-12);
-  checkTensor(unary("erf"), {4}, {-0.8427007929497149, 0, 0.5204998778130465,
-                                  0.9953222650189527}, 1e-12);
-  checkTensor(unary("sigmoid"), {4}, {0.2689414213699951, 0.5, 0.6224593312018546,
-                                      0.8807970779778823}, 1e-12);
+  checkTensor(unary("log"), {4}, {kNaN, -kInf, -std::log(2.0), std::log(2.0)},
+              1e-12);
+  checkTensor(unary("sqrt"), {4}, {kNaN, 0, std::sqrt(0.5), std::sqrt(2.0)},
+              1e-12);
+  checkTensor(unary("rsqrt"), {4}, {kNaN, kInf, std::sqrt(2.0), std::sqrt(0.5)},
+              1e-12);
+  checkTensor(unary("tanh"), {4},
+              {-0.7615941559557649, 0, 0.46211715726000974, 0.9640275800758169},
+              1e-12);
+  checkTensor(unary("erf"), {4},
+              {-0.8427007929497149, 0, 0.5204998778130465, 0.9953222650189527},
+              1e-12);
+  checkTensor(unary("sigmoid"), {4},
+              {0.2689414213699951, 0.5, 0.6224593312018546, 0.8807970779778823},
+              1e-12);
   checkTensor(unary("relu"), {4}, {0, 0, 0.5, 2});
-  checkTensor(unary("silu"), {4}, {-0.2689414213699951, 0, 0.3112296656009273,
-                                   1.7615941559557646}, 1e-12);
-  checkTensor(unary("gelu"), {4}, {-0.15865525393145707, 0, 0.34573123063700656,
-                                   1.9544997361036416}, 1e-12);
+  checkTensor(unary("silu"), {4},
+              {-0.2689414213699951, 0, 0.3112296656009273, 1.7615941559557646},
+              1e-12);
+  checkTensor(
+      unary("gelu"), {4},
+      {-0.15865525393145707, 0, 0.34573123063700656, 1.9544997361036416},
+      1e-12);
   checkTensor(unary("gelu", " approximate = tanh"), {4},
               {-0.15880800939172324, 0, 0.34571400982514394, 1.954597694087775},
               1e-12);
@@ -126,7 +147,8 @@ TEST_CASE("cast rounds floats to nearest even and truncates to integers",
     func.func @f(%x: tensor<4xf32>) -> tensor<4xi32> {
       %r = tg.cast %x : tensor<4xf32> to tensor<4xi32>
       return %r : tensor<4xi32>
-    })", {t({4}, {-1.75, 1.75, 2.5, -0.5})});
+    })",
+                   {t({4}, {-1.75, 1.75, 2.5, -0.5})});
   checkTensor(i, {4}, {-1, 1, 2, 0});
 
   // 1 + 2^-8 is halfway between bf16 neighbours 1 and 1 + 2^-7: ties to
@@ -135,7 +157,8 @@ TEST_CASE("cast rounds floats to nearest even and truncates to integers",
     func.func @f(%x: tensor<3xf64>) -> tensor<3xbf16> {
       %r = tg.cast %x : tensor<3xf64> to tensor<3xbf16>
       return %r : tensor<3xbf16>
-    })", {t({3}, {1 + 0x1p-8, 1 + 3 * 0x1p-8, 1e39}, DType::F64)});
+    })",
+                   {t({3}, {1 + 0x1p-8, 1 + 3 * 0x1p-8, 1e39}, DType::F64)});
   checkTensor(b, {3}, {1, 1 + 0x1p-6, kInf}, 0);
 
   // Float64 mode keeps the value; integers still truncate.
@@ -143,14 +166,16 @@ TEST_CASE("cast rounds floats to nearest even and truncates to integers",
     func.func @f(%x: tensor<f64>) -> tensor<bf16> {
       %r = tg.cast %x : tensor<f64> to tensor<bf16>
       return %r : tensor<bf16>
-    })", {t({}, {1 + 0x1p-8}, DType::F64)}, /*f64=*/true);
+    })",
+                   {t({}, {1 + 0x1p-8}, DType::F64)}, /*f64=*/true);
   checkTensor(f, {}, {1 + 0x1p-8}, 0);
 
   Tensor bits = h.run(R"(
     func.func @f(%x: tensor<3xi64>) -> tensor<3xi1> {
       %r = tg.cast %x : tensor<3xi64> to tensor<3xi1>
       return %r : tensor<3xi1>
-    })", {t({3}, {0, 3, -1}, DType::I64)});
+    })",
+                      {t({3}, {0, 3, -1}, DType::I64)});
   checkTensor(bits, {3}, {0, 1, 1});
 }
 
@@ -162,20 +187,20 @@ TEST_CASE("roundTo matches hardware float and the bf16/f16 formats",
     CHECK(roundTo(DType::F32, v * 1e-40) ==
           static_cast<double>(static_cast<float>(v * 1e-40))); // subnormals
   }
-  CHECK(roundTo(DType::BF16, 0x1.fep127) == 0x1.fep127);     // max finite
-  CHECK(roundTo(DType::BF16, 0x1.ffp127) == kInf);            // ties to even: kInf
-  CHECK(roundTo(DType::BF16, 0x1.fe8p127) == 0x1.fep127);    // below the tie
-  CHECK(roundTo(DType::BF16, 0x1p-133) == 0x1p-133);         // min subnormal
-  CHECK(roundTo(DType::BF16, 0x1p-134) == 0);                // tie to even 0
+  CHECK(roundTo(DType::BF16, 0x1.fep127) == 0x1.fep127);  // max finite
+  CHECK(roundTo(DType::BF16, 0x1.ffp127) == kInf);        // ties to even: kInf
+  CHECK(roundTo(DType::BF16, 0x1.fe8p127) == 0x1.fep127); // below the tie
+  CHECK(roundTo(DType::BF16, 0x1p-133) == 0x1p-133);      // min subnormal
+  CHECK(roundTo(DType::BF16, 0x1p-134) == 0);             // tie to even 0
   CHECK(roundTo(DType::BF16, -0.1) == -0.10009765625);
   CHECK(roundTo(DType::F16, 65504) == 65504);
   CHECK(roundTo(DType::F16, 65519.99) == 65504);
   CHECK(roundTo(DType::F16, 65520) == kInf);
-  CHECK(roundTo(DType::F16, 0x1p-24) == 0x1p-24);            // min subnormal
-  CHECK(roundTo(DType::F16, 0x1.8p-24) == 0x1p-23);          // tie to even
+  CHECK(roundTo(DType::F16, 0x1p-24) == 0x1p-24);   // min subnormal
+  CHECK(roundTo(DType::F16, 0x1.8p-24) == 0x1p-23); // tie to even
   CHECK(roundTo(DType::F16, 0.1) == 0.0999755859375);
   CHECK(std::isnan(roundTo(DType::F16, kNaN)));
-  CHECK(roundTo(DType::I32, 0x1p31) == -0x1p31);             // wraps
+  CHECK(roundTo(DType::I32, 0x1p31) == -0x1p31); // wraps
   CHECK(roundTo(DType::I32, -2.9) == -2);
   CHECK(roundTo(DType::I64, 2.9) == 2);
   CHECK(roundTo(DType::I1, -3) == 1);
@@ -190,7 +215,8 @@ TEST_CASE("results are rounded per op in bf16 mode, not in f64 mode",
       %r = tg.sub %s, %x : tensor<2xbf16>, tensor<2xbf16> -> tensor<2xbf16>
       return %r : tensor<2xbf16>
     })";
-  Tensor x = t({2}, {1, 256}, DType::BF16), y = t({2}, {0x1p-8, 1}, DType::BF16);
+  Tensor x = t({2}, {1, 256}, DType::BF16),
+         y = t({2}, {0x1p-8, 1}, DType::BF16);
   // bf16: 1 + 2^-8 rounds to 1 and 256 + 1 to 256, so both differences are 0.
   checkTensor(h.run(ir, {x, y}), {2}, {0, 0}, 0);
   checkTensor(h.run(ir, {x, y}, /*f64=*/true), {2}, {0x1p-8, 1}, 0);
@@ -209,13 +235,15 @@ TEST_CASE("constants", "[reference][elementwise]") {
       %b = arith.constant dense<0.5> : tensor<2x2xf32>
       %r = tg.mul %a, %b : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x2xf32>
       return %r : tensor<2x2xf32>
-    })", {});
+    })",
+                   {});
   checkTensor(r, {2, 2}, {0.5, 1, 1.5, 2});
   Tensor i = h.run(R"(
     func.func @f() -> tensor<3xi64> {
       %a = tg.constant dense<[-1, 0, 7]> : tensor<3xi64>
       return %a : tensor<3xi64>
-    })", {});
+    })",
+                   {});
   checkTensor(i, {3}, {-1, 0, 7});
   // Half-precision constants hold their rounded values; f16 results round.
   Tensor hf = h.run(R"(
@@ -225,15 +253,18 @@ TEST_CASE("constants", "[reference][elementwise]") {
       %c = tg.cast %b : tensor<bf16> to tensor<f16>
       %r = tg.mul %a, %c : tensor<2xf16>, tensor<f16> -> tensor<2xf16>
       return %r : tensor<2xf16>
-    })", {});
+    })",
+                    {});
   checkTensor(hf, {2},
               {roundTo(DType::F16, 0.0999755859375 * 0.10009765625),
-               roundTo(DType::F16, 3 * 0.10009765625)}, 0);
+               roundTo(DType::F16, 3 * 0.10009765625)},
+              0);
   Tensor flags = h.run(R"(
     func.func @f() -> tensor<2xi1> {
       %a = tg.constant dense<[true, false]> : tensor<2xi1>
       return %a : tensor<2xi1>
-    })", {});
+    })",
+                       {});
   checkTensor(flags, {2}, {1, 0});
 }
 
@@ -246,18 +277,24 @@ TEST_CASE("matmul: 2-D, transposed and batched with broadcast batch dims",
     func.func @f(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>) -> tensor<2x2xf32> {
       %r = tg.matmul %a, %b : tensor<2x3xf32>, tensor<3x2xf32> -> tensor<2x2xf32>
       return %r : tensor<2x2xf32>
-    })", {a, b}), {2, 2}, {4, 5, 10, 11});
+    })",
+                    {a, b}),
+              {2, 2}, {4, 5, 10, 11});
   // a^T (3x2) @ a (2x3) and a @ a^T.
   checkTensor(h.run(R"(
     func.func @f(%a: tensor<2x3xf32>) -> tensor<3x3xf32> {
       %r = tg.matmul %a, %a {transpose_lhs} : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<3x3xf32>
       return %r : tensor<3x3xf32>
-    })", {a}), {3, 3}, {17, 22, 27, 22, 29, 36, 27, 36, 45});
+    })",
+                    {a}),
+              {3, 3}, {17, 22, 27, 22, 29, 36, 27, 36, 45});
   checkTensor(h.run(R"(
     func.func @f(%a: tensor<2x3xf32>) -> tensor<2x2xf32> {
       %r = tg.matmul %a, %a {transpose_rhs} : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x2xf32>
       return %r : tensor<2x2xf32>
-    })", {a}), {2, 2}, {14, 32, 32, 77});
+    })",
+                    {a}),
+              {2, 2}, {14, 32, 32, 77});
   // Batch [2, 1] against batch [3]: result batch [2, 3]; rhs_k = k * I.
   Tensor lhs = t({2, 1, 1, 2}, {1, 2, 3, 4});
   Tensor rhs = t({3, 2, 2}, {1, 0, 0, 1, 2, 0, 0, 2, 3, 0, 0, 3});
@@ -265,7 +302,9 @@ TEST_CASE("matmul: 2-D, transposed and batched with broadcast batch dims",
     func.func @f(%a: tensor<2x1x1x2xf32>, %b: tensor<3x2x2xf32>) -> tensor<2x3x1x2xf32> {
       %r = tg.matmul %a, %b : tensor<2x1x1x2xf32>, tensor<3x2x2xf32> -> tensor<2x3x1x2xf32>
       return %r : tensor<2x3x1x2xf32>
-    })", {lhs, rhs}), {2, 3, 1, 2}, {1, 2, 2, 4, 3, 6, 3, 4, 6, 8, 9, 12});
+    })",
+                    {lhs, rhs}),
+              {2, 3, 1, 2}, {1, 2, 2, 4, 3, 6, 3, 4, 6, 8, 9, 12});
 }
 
 TEST_CASE("sum, mean and max over axes", "[reference][reduction]") {
@@ -275,28 +314,38 @@ TEST_CASE("sum, mean and max over axes", "[reference][reduction]") {
     func.func @f(%x: tensor<2x3xf32>) -> tensor<3xf32> {
       %r = tg.sum %x axes = [0] : tensor<2x3xf32> -> tensor<3xf32>
       return %r : tensor<3xf32>
-    })", {x}), {3}, {5, 7, 9});
+    })",
+                    {x}),
+              {3}, {5, 7, 9});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<2x3xf32>) -> tensor<2x1xf32> {
       %r = tg.mean %x axes = [1] keepdims : tensor<2x3xf32> -> tensor<2x1xf32>
       return %r : tensor<2x1xf32>
-    })", {x}), {2, 1}, {2, 5});
+    })",
+                    {x}),
+              {2, 1}, {2, 5});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<2x3xf32>) -> tensor<f32> {
       %r = tg.max %x axes = [0, 1] : tensor<2x3xf32> -> tensor<f32>
       return %r : tensor<f32>
-    })", {x}), {}, {6});
+    })",
+                    {x}),
+              {}, {6});
   Tensor y = t({2, 1, 2}, {-1, -2, -3, -4});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<2x1x2xf32>) -> tensor<1x1x2xf32> {
       %r = tg.max %x axes = [0, 1] keepdims : tensor<2x1x2xf32> -> tensor<1x1x2xf32>
       return %r : tensor<1x1x2xf32>
-    })", {y}), {1, 1, 2}, {-1, -2});
+    })",
+                    {y}),
+              {1, 1, 2}, {-1, -2});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<2x3xi32>) -> tensor<2xi32> {
       %r = tg.sum %x axes = [1] : tensor<2x3xi32> -> tensor<2xi32>
       return %r : tensor<2xi32>
-    })", {t({2, 3}, {1, 2, 3, 4, 5, 6}, DType::I32)}), {2}, {6, 15});
+    })",
+                    {t({2, 3}, {1, 2, 3, 4, 5, 6}, DType::I32)}),
+              {2}, {6, 15});
 }
 
 TEST_CASE("softmax and log_softmax", "[reference][reduction]") {
@@ -307,12 +356,17 @@ TEST_CASE("softmax and log_softmax", "[reference][reduction]") {
     func.func @f(%x: tensor<2x2xf64>) -> tensor<2x2xf64> {
       %r = tg.softmax %x axis = -1 : tensor<2x2xf64>
       return %r : tensor<2x2xf64>
-    })", {x}), {2, 2}, {0.25, 0.75, 0.5, 0.5}, 1e-12);
+    })",
+                    {x}),
+              {2, 2}, {0.25, 0.75, 0.5, 0.5}, 1e-12);
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<2x2xf64>) -> tensor<2x2xf64> {
       %r = tg.log_softmax %x axis = 1 : tensor<2x2xf64>
       return %r : tensor<2x2xf64>
-    })", {x}), {2, 2}, {std::log(0.25), std::log(0.75), std::log(0.5), std::log(0.5)},
+    })",
+                    {x}),
+              {2, 2},
+              {std::log(0.25), std::log(0.75), std::log(0.5), std::log(0.5)},
               1e-12);
   // Along axis 0, with a masked (-kInf) entry.
   Tensor y = t({2, 2}, {0, -kInf, l3, 0}, DType::F64);
@@ -320,7 +374,9 @@ TEST_CASE("softmax and log_softmax", "[reference][reduction]") {
     func.func @f(%x: tensor<2x2xf64>) -> tensor<2x2xf64> {
       %r = tg.softmax %x axis = 0 : tensor<2x2xf64>
       return %r : tensor<2x2xf64>
-    })", {y}), {2, 2}, {0.25, 0, 0.75, 1}, 1e-12);
+    })",
+                    {y}),
+              {2, 2}, {0.25, 0, 0.75, 1}, 1e-12);
 }
 
 TEST_CASE("cross_entropy averages over non-ignored labels",
@@ -339,11 +395,13 @@ TEST_CASE("cross_entropy averages over non-ignored labels",
               {(-std::log(0.25) - 2 * std::log(0.5)) / 3}, 1e-12);
   checkTensor(h.run(ir, {x, t({3}, {-100, -100, -100}, DType::I64)}), {}, {0});
   // A custom ignore_index, labels of rank 2 and i32.
-  Tensor r = h.run(R"(
+  Tensor r = h.run(
+      R"(
     func.func @f(%x: tensor<1x2x2xf64>, %y: tensor<1x2xi32>) -> tensor<f64> {
       %r = tg.cross_entropy %x, %y {ignore_index = 1 : i64} : tensor<1x2x2xf64>, tensor<1x2xi32> -> tensor<f64>
       return %r : tensor<f64>
-    })", {t({1, 2, 2}, {0, l3, 0, 0}, DType::F64), t({1, 2}, {0, 1}, DType::I32)});
+    })",
+      {t({1, 2, 2}, {0, l3, 0, 0}, DType::F64), t({1, 2}, {0, 1}, DType::I32)});
   checkTensor(r, {}, {-std::log(0.25)}, 1e-12);
 }
 
@@ -353,27 +411,35 @@ TEST_CASE("mse_loss, layer_norm and rms_norm", "[reference][loss]") {
     func.func @f(%a: tensor<2x1xf32>, %b: tensor<2x1xf32>) -> tensor<f32> {
       %r = tg.mse_loss %a, %b : tensor<2x1xf32>, tensor<2x1xf32> -> tensor<f32>
       return %r : tensor<f32>
-    })", {t({2, 1}, {1, 2}), t({2, 1}, {0, 0})}), {}, {2.5});
+    })",
+                    {t({2, 1}, {1, 2}), t({2, 1}, {0, 0})}),
+              {}, {2.5});
   double s = std::sqrt(1.5); // (x - 2) / sqrt(2/3) for x = 1, 2, 3
   Tensor x = t({2, 3}, {1, 2, 3, 5, 5, 5}, DType::F64);
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<2x3xf64>) -> tensor<2x3xf64> {
       %r = tg.layer_norm %x {eps = 1.0e-30 : f64} : tensor<2x3xf64>
       return %r : tensor<2x3xf64>
-    })", {x}, true), {2, 3}, {-s, 0, s, 0, 0, 0}, 1e-12);
-  checkTensor(h.run(R"(
+    })",
+                    {x}, true),
+              {2, 3}, {-s, 0, s, 0, 0, 0}, 1e-12);
+  checkTensor(
+      h.run(R"(
     func.func @f(%x: tensor<2x3xf64>, %g: tensor<3xf64>, %b: tensor<3xf64>) -> tensor<2x3xf64> {
       %r = tg.layer_norm %x scale(%g : tensor<3xf64>) bias(%b : tensor<3xf64>) : tensor<2x3xf64>
       return %r : tensor<2x3xf64>
-    })", {x, t({3}, {1, 2, 3}, DType::F64), t({3}, {0, 1, 0}, DType::F64)}),
-              {2, 3}, {-s, 1, 3 * s, 0, 1, 0}, 1e-4);
+    })",
+            {x, t({3}, {1, 2, 3}, DType::F64), t({3}, {0, 1, 0}, DType::F64)}),
+      {2, 3}, {-s, 1, 3 * s, 0, 1, 0}, 1e-4);
   double rms = std::sqrt(12.5);
-  checkTensor(h.run(R"(
+  checkTensor(
+      h.run(R"(
     func.func @f(%x: tensor<1x2xf64>, %g: tensor<2xf64>) -> tensor<1x2xf64> {
       %r = tg.rms_norm %x scale(%g : tensor<2xf64>) {eps = 1.0e-30 : f64} : tensor<1x2xf64>
       return %r : tensor<1x2xf64>
-    })", {t({1, 2}, {3, 4}, DType::F64), t({2}, {1, -2}, DType::F64)}),
-              {1, 2}, {3 / rms, -8 / rms}, 1e-12);
+    })",
+            {t({1, 2}, {3, 4}, DType::F64), t({2}, {1, -2}, DType::F64)}),
+      {1, 2}, {3 / rms, -8 / rms}, 1e-12);
 }
 
 TEST_CASE("data movement", "[reference][movement]") {
@@ -383,50 +449,67 @@ TEST_CASE("data movement", "[reference][movement]") {
     func.func @f(%t: tensor<3x2xf32>, %i: tensor<2x2xi64>) -> tensor<2x2x2xf32> {
       %r = tg.embedding %t, %i : tensor<3x2xf32>, tensor<2x2xi64> -> tensor<2x2x2xf32>
       return %r : tensor<2x2x2xf32>
-    })", {table, t({2, 2}, {-1, 1, 5, 2}, DType::I64)}), {2, 2, 2},
-              {0, 1, 10, 11, 20, 21, 20, 21});
+    })",
+                    {table, t({2, 2}, {-1, 1, 5, 2}, DType::I64)}),
+              {2, 2, 2}, {0, 1, 10, 11, 20, 21, 20, 21});
   Tensor x = t({2, 3}, {1, 2, 3, 4, 5, 6});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<2x3xf32>) -> tensor<3x1x2xf32> {
       %r = tg.reshape %x : tensor<2x3xf32> to tensor<3x1x2xf32>
       return %r : tensor<3x1x2xf32>
-    })", {x}), {3, 1, 2}, {1, 2, 3, 4, 5, 6});
+    })",
+                    {x}),
+              {3, 1, 2}, {1, 2, 3, 4, 5, 6});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
       %r = tg.transpose %x perm = [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32>
       return %r : tensor<3x2xf32>
-    })", {x}), {3, 2}, {1, 4, 2, 5, 3, 6});
+    })",
+                    {x}),
+              {3, 2}, {1, 4, 2, 5, 3, 6});
   Tensor y = t({2, 1, 3}, {1, 2, 3, 4, 5, 6});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<2x1x3xf32>) -> tensor<3x2x1xf32> {
       %r = tg.transpose %x perm = [2, 0, 1] : tensor<2x1x3xf32> -> tensor<3x2x1xf32>
       return %r : tensor<3x2x1xf32>
-    })", {y}), {3, 2, 1}, {1, 4, 2, 5, 3, 6});
+    })",
+                    {y}),
+              {3, 2, 1}, {1, 4, 2, 5, 3, 6});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<2x1xf32>) -> tensor<2x2x3xf32> {
       %r = tg.broadcast_to %x : tensor<2x1xf32> to tensor<2x2x3xf32>
       return %r : tensor<2x2x3xf32>
-    })", {t({2, 1}, {7, 8})}), {2, 2, 3}, {7, 7, 7, 8, 8, 8, 7, 7, 7, 8, 8, 8});
+    })",
+                    {t({2, 1}, {7, 8})}),
+              {2, 2, 3}, {7, 7, 7, 8, 8, 8, 7, 7, 7, 8, 8, 8});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<2x3xf32>) -> tensor<1x2xf32> {
       %r = tg.slice %x start [1, 0] limit [2, 3] step [1, 2] : tensor<2x3xf32> -> tensor<1x2xf32>
       return %r : tensor<1x2xf32>
-    })", {x}), {1, 2}, {4, 6});
+    })",
+                    {x}),
+              {1, 2}, {4, 6});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<2x3xf32>, %y: tensor<2x1xf32>) -> tensor<2x4xf32> {
       %r = tg.concat %y, %x axis = 1 : tensor<2x1xf32>, tensor<2x3xf32> -> tensor<2x4xf32>
       return %r : tensor<2x4xf32>
-    })", {x, t({2, 1}, {-1, -2})}), {2, 4}, {-1, 1, 2, 3, -2, 4, 5, 6});
+    })",
+                    {x, t({2, 1}, {-1, -2})}),
+              {2, 4}, {-1, 1, 2, 3, -2, 4, 5, 6});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<2x3xf32>) -> tensor<4x3xf32> {
       %r = tg.concat %x, %x axis = 0 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<4x3xf32>
       return %r : tensor<4x3xf32>
-    })", {x}), {4, 3}, {1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6});
+    })",
+                    {x}),
+              {4, 3}, {1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6});
   checkTensor(h.run(R"(
     func.func @f(%i: tensor<3xi32>) -> tensor<3x3xf32> {
       %r = tg.one_hot %i : tensor<3xi32> -> tensor<3x3xf32>
       return %r : tensor<3x3xf32>
-    })", {t({3}, {2, -100, 0}, DType::I32)}), {3, 3}, {0, 0, 1, 0, 0, 0, 1, 0, 0});
+    })",
+                    {t({3}, {2, -100, 0}, DType::I32)}),
+              {3, 3}, {0, 0, 1, 0, 0, 0, 1, 0, 0});
 }
 
 TEST_CASE("causal_mask fills the strict upper triangle",
@@ -437,12 +520,17 @@ TEST_CASE("causal_mask fills the strict upper triangle",
     func.func @f(%x: tensor<2x2x3xf32>) -> tensor<2x2x3xf32> {
       %r = tg.causal_mask %x : tensor<2x2x3xf32>
       return %r : tensor<2x2x3xf32>
-    })", {x}), {2, 2, 3}, {1, -kInf, -kInf, 1, 1, -kInf, 1, -kInf, -kInf, 1, 1, -kInf});
+    })",
+                    {x}),
+              {2, 2, 3},
+              {1, -kInf, -kInf, 1, 1, -kInf, 1, -kInf, -kInf, 1, 1, -kInf});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<3x2xf32>) -> tensor<3x2xf32> {
       %r = tg.causal_mask %x {value = -5.0 : f64} : tensor<3x2xf32>
       return %r : tensor<3x2xf32>
-    })", {Tensor::filled({3, 2}, DType::F32, 1)}), {3, 2}, {1, -5, 1, 1, 1, 1});
+    })",
+                    {Tensor::filled({3, 2}, DType::F32, 1)}),
+              {3, 2}, {1, -5, 1, 1, 1, 1});
 }
 
 TEST_CASE("dropout follows the Philox mapping", "[reference][random]") {
@@ -461,7 +549,8 @@ TEST_CASE("dropout follows the Philox mapping", "[reference][random]") {
   const Tensor &a = (*results)[0];
   int kept = 0;
   for (int64_t i = 0; i < 200; ++i) {
-    bool keep = tgc::dropoutKeep(static_cast<uint64_t>(int64_t(-7)), 3, i, 0.25);
+    bool keep =
+        tgc::dropoutKeep(static_cast<uint64_t>(int64_t(-7)), 3, i, 0.25);
     kept += keep;
     CHECK(a.data[i] == (keep ? x.data[i] * (1.0 / 0.75) : 0.0));
   }
@@ -482,20 +571,25 @@ TEST_CASE("conv2d: padding, stride, dilation and groups", "[reference][conv]") {
     func.func @f(%x: tensor<1x1x3x3xf32>, %w: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
       %r = tg.conv2d %x, %w : tensor<1x1x3x3xf32>, tensor<1x1x2x2xf32> -> tensor<1x1x2x2xf32>
       return %r : tensor<1x1x2x2xf32>
-    })", {x, ones}), {1, 1, 2, 2}, {12, 16, 24, 28});
+    })",
+                    {x, ones}),
+              {1, 1, 2, 2}, {12, 16, 24, 28});
   // Padding 1, stride 2: windows at rows/cols -1 and 1.
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<1x1x3x3xf32>, %w: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
       %r = tg.conv2d %x, %w {padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : tensor<1x1x3x3xf32>, tensor<1x1x2x2xf32> -> tensor<1x1x2x2xf32>
       return %r : tensor<1x1x2x2xf32>
-    })", {x, ones}), {1, 1, 2, 2}, {1, 2 + 3, 4 + 7, 5 + 6 + 8 + 9});
+    })",
+                    {x, ones}),
+              {1, 1, 2, 2}, {1, 2 + 3, 4 + 7, 5 + 6 + 8 + 9});
   // Dilation 2: the four corners; weights tell them apart.
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<1x1x3x3xf32>, %w: tensor<1x1x2x2xf32>) -> tensor<1x1x1x1xf32> {
       %r = tg.conv2d %x, %w {dilation = array<i64: 2, 2>} : tensor<1x1x3x3xf32>, tensor<1x1x2x2xf32> -> tensor<1x1x1x1xf32>
       return %r : tensor<1x1x1x1xf32>
-    })", {x, t({1, 1, 2, 2}, {1, 10, 100, 1000})}), {1, 1, 1, 1},
-              {1 + 30 + 700 + 9000});
+    })",
+                    {x, t({1, 1, 2, 2}, {1, 10, 100, 1000})}),
+              {1, 1, 1, 1}, {1 + 30 + 700 + 9000});
   // Groups 2: 4 input channels, 4 output channels (2 per group), 1x1 kernel;
   // output o sees channels 2*(o/2) and 2*(o/2)+1.
   Tensor xg = t({1, 4, 1, 1}, {1, 2, 3, 4});
@@ -504,14 +598,18 @@ TEST_CASE("conv2d: padding, stride, dilation and groups", "[reference][conv]") {
     func.func @f(%x: tensor<1x4x1x1xf32>, %w: tensor<4x2x1x1xf32>) -> tensor<1x4x1x1xf32> {
       %r = tg.conv2d %x, %w {groups = 2 : i64} : tensor<1x4x1x1xf32>, tensor<4x2x1x1xf32> -> tensor<1x4x1x1xf32>
       return %r : tensor<1x4x1x1xf32>
-    })", {xg, wg}), {1, 4, 1, 1}, {1, 2, 7, 430});
+    })",
+                    {xg, wg}),
+              {1, 4, 1, 1}, {1, 2, 7, 430});
   // Batch 2 x 2 input channels into 1 output channel.
   Tensor xb = t({2, 2, 1, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<2x2x1x2xf32>, %w: tensor<1x2x1x1xf32>) -> tensor<2x1x1x2xf32> {
       %r = tg.conv2d %x, %w : tensor<2x2x1x2xf32>, tensor<1x2x1x1xf32> -> tensor<2x1x1x2xf32>
       return %r : tensor<2x1x1x2xf32>
-    })", {xb, t({1, 2, 1, 1}, {1, -1})}), {2, 1, 1, 2}, {-2, -2, -2, -2});
+    })",
+                    {xb, t({1, 2, 1, 1}, {1, -1})}),
+              {2, 1, 1, 2}, {-2, -2, -2, -2});
 }
 
 TEST_CASE("pooling ignores padding", "[reference][pool]") {
@@ -521,23 +619,31 @@ TEST_CASE("pooling ignores padding", "[reference][pool]") {
     func.func @f(%x: tensor<1x1x2x2xf32>) -> tensor<1x1x3x3xf32> {
       %r = tg.max_pool2d %x kernel = [2, 2] stride = [1, 1] {padding = array<i64: 1, 1>} : tensor<1x1x2x2xf32> -> tensor<1x1x3x3xf32>
       return %r : tensor<1x1x3x3xf32>
-    })", {x}), {1, 1, 3, 3}, {-1, -1, -2, -1, -1, -2, -3, -3, -4});
+    })",
+                    {x}),
+              {1, 1, 3, 3}, {-1, -1, -2, -1, -1, -2, -3, -3, -4});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<1x1x2x2xf32>) -> tensor<1x1x3x3xf32> {
       %r = tg.avg_pool2d %x kernel = [2, 2] stride = [1, 1] {padding = array<i64: 1, 1>} : tensor<1x1x2x2xf32> -> tensor<1x1x3x3xf32>
       return %r : tensor<1x1x3x3xf32>
-    })", {x}), {1, 1, 3, 3}, {-1, -1.5, -2, -2, -2.5, -3, -3, -3.5, -4});
+    })",
+                    {x}),
+              {1, 1, 3, 3}, {-1, -1.5, -2, -2, -2.5, -3, -3, -3.5, -4});
   Tensor y = t({1, 2, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0, 9});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<1x2x2x4xf32>) -> tensor<1x2x1x2xf32> {
       %r = tg.max_pool2d %x kernel = [2, 2] stride = [2, 2] : tensor<1x2x2x4xf32> -> tensor<1x2x1x2xf32>
       return %r : tensor<1x2x1x2xf32>
-    })", {y}), {1, 2, 1, 2}, {6, 8, 0, 9});
+    })",
+                    {y}),
+              {1, 2, 1, 2}, {6, 8, 0, 9});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<1x2x2x4xf32>) -> tensor<1x2x1x2xf32> {
       %r = tg.avg_pool2d %x kernel = [2, 2] stride = [2, 2] : tensor<1x2x2x4xf32> -> tensor<1x2x1x2xf32>
       return %r : tensor<1x2x1x2xf32>
-    })", {y}), {1, 2, 1, 2}, {3.5, 5.5, 0, 2.25});
+    })",
+                    {y}),
+              {1, 2, 1, 2}, {3.5, 5.5, 0, 2.25});
 }
 
 TEST_CASE("func.call and scf.for with iter_args", "[reference][structure]") {
@@ -558,7 +664,8 @@ TEST_CASE("func.call and scf.for with iter_args", "[reference][structure]") {
         scf.yield %n : tensor<2xf32>
       }
       return %acc : tensor<2xf32>
-    })", {t({2}, {1, -0.5})});
+    })",
+                   {t({2}, {1, -0.5})});
   checkTensor(r, {2}, {8, -4});
   // A loop that runs zero times returns its initial values.
   Tensor z = h.run(R"(
@@ -570,7 +677,8 @@ TEST_CASE("func.call and scf.for with iter_args", "[reference][structure]") {
         scf.yield %n : tensor<2xf32>
       }
       return %acc : tensor<2xf32>
-    })", {t({2}, {1, 2})});
+    })",
+                   {t({2}, {1, 2})});
   checkTensor(z, {2}, {1, 2});
 }
 
@@ -586,8 +694,9 @@ TEST_CASE("errors are diagnostics, not crashes", "[reference][errors]") {
 
   h.diagnostics.clear();
   CHECK(mlir::failed(h.eval({t({3}, {1, 2, 3})})));
-  CHECK_THAT(h.diagnostics, Catch::Contains("argument #0 has type tensor<3xf32>, "
-                                            "expected 'tensor<2xf32>'"));
+  CHECK_THAT(h.diagnostics,
+             Catch::Contains("argument #0 has type tensor<3xf32>, "
+                             "expected 'tensor<2xf32>'"));
   h.diagnostics.clear();
   CHECK(mlir::failed(h.eval({})));
   CHECK_THAT(h.diagnostics, Catch::Contains("takes 1 arguments, got 0"));
@@ -603,11 +712,13 @@ TEST_CASE("errors are diagnostics, not crashes", "[reference][errors]") {
 
   // IR that was never verified is verified before it is interpreted.
   h.diagnostics.clear();
-  h.module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+  h.module = mlir::parseSourceString<mlir::ModuleOp>(
+      R"(
     func.func @f(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
       %r = tg.matmul %x, %x : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x2xf32>
       return %r : tensor<2x2xf32>
-    })", mlir::ParserConfig(&h.ctx, /*verifyAfterParse=*/false));
+    })",
+      mlir::ParserConfig(&h.ctx, /*verifyAfterParse=*/false));
   REQUIRE(h.module);
   CHECK(mlir::failed(h.eval({t({2, 3}, {1, 2, 3, 4, 5, 6})})));
   CHECK_THAT(h.diagnostics, Catch::Contains("tg.matmul"));

@@ -26,7 +26,8 @@ TEST_CASE("Philox4x32-10 matches the Random123 known answers", "[philox]") {
 TEST_CASE("philoxWord maps (seed, stream, index) as documented", "[philox]") {
   uint64_t seed = 0x0123456789abcdefULL, stream = 0x500000003ULL;
   uint64_t index = (uint64_t(7) << 32 | 9) * 4 + 2;
-  PhiloxBlock block = tgc::philox4x32_10({9, 7, 3, 5}, {0x89abcdef, 0x01234567});
+  PhiloxBlock block =
+      tgc::philox4x32_10({9, 7, 3, 5}, {0x89abcdef, 0x01234567});
   CHECK(tgc::philoxWord(seed, stream, index) == block[2]);
   CHECK(tgc::philoxUniform(seed, stream, index) == block[2] * 0x1p-32);
   // Four consecutive elements share one Philox block.

@@ -1,4 +1,4 @@
-//===- tg-eval.cpp - run tg IR on the reference evaluator ------*- C++ -*-===//
+//===- tg-eval.cpp - run tg IR on the reference evaluator -------*- C++ -*-===//
 //
 // A debugging aid: parses a .mlir file, fills one function's arguments with
 // deterministic random data (floats uniform in [-1, 1), integers in
@@ -43,15 +43,14 @@ static cl::opt<int64_t> intMax("int-max",
                                cl::desc("integer arguments are drawn from "
                                         "[0, N)"),
                                cl::init(10));
-static cl::opt<bool> useInit("init",
-                             cl::desc("take arguments from @init(seed) "
-                                      "results of the same tg.name"));
+static cl::opt<bool> useInit("init", cl::desc("take arguments from @init(seed) "
+                                              "results of the same tg.name"));
 static cl::opt<unsigned> steps("steps",
                                cl::desc("run N times, feeding results back "
                                         "into arguments of the same tg.name"),
                                cl::init(1));
-static cl::opt<unsigned> showCount("show", cl::desc("values printed per result"),
-                                   cl::init(8));
+static cl::opt<unsigned>
+    showCount("show", cl::desc("values printed per result"), cl::init(8));
 
 /// Prints a diagnostic as one line: "file:line:col: error: message".
 static void printDiagnostic(Diagnostic &d) {
