@@ -75,6 +75,17 @@ if [[ "${1:-}" == "--prepare" ]]; then
       n=$((n + 1))
     done
   done
+  # Every candidate config on the timed shapes, for the sweep.
+  for t in "${TARGETS[@]}"; do
+    for cfg in $("$GEN" --list-configs --target "$t"); do
+      for c in "${TIMED[@]}"; do
+        read -r m nn k f <<<"$c"
+        "$GEN" "$m" "$nn" "$k" --form "$f" --target "$t" --out bf16 --config "$cfg" \
+          --emit-ptx "$(kname "$t" "$m" "$nn" "$k" "$f" "--config $cfg")" || exit 3
+        n=$((n + 1))
+      done
+    done
+  done
   PTXAS=${CUDA_HOME:-/usr/local/cuda}/bin/ptxas
   if [[ -x $PTXAS ]]; then # cubins for the SASS check, in case the GPU machine has no ptxas
     for t in "${TARGETS[@]}"; do
@@ -192,6 +203,24 @@ if [[ -x $OBJDUMP ]]; then
   else sass="FAIL: no HGMMA in the sm_90a kernel's SASS"; fails=$((fails + 1)); fi
 fi
 
+# Config sweep (time permitting): every candidate on every timed shape, so
+# the heuristic can be checked against measurements.
+declare -A SWEEP
+SWEEP_CFGS=()
+for t in "${TARGETS[@]}"; do
+  for cfg in $("$RUN" --list-configs --target "$t" 2>/dev/null); do
+    SWEEP_CFGS+=("$t:$cfg")
+    for c in "${TIMED[@]}"; do
+      read -r m n k f <<<"$c"
+      ((DEADLINE - SECONDS < 40)) && break 3
+      line=$(bench "$t" "$m" "$n" "$k" "$f" 20 3 --config "$cfg")
+      echo "$line" >>"$LOG"
+      st=$(field status "$line")
+      SWEEP["$m,$n,$k,$f,$t:$cfg"]=$([[ $st == PASS ]] && field tflops "$line" || echo "${st:-ERROR}")
+    done
+  done
+done
+
 # Report.
 {
   echo "# GEMM on $(cut -d, -f1 <<<"${GPU:-unknown GPU}") — $DATE"
@@ -220,6 +249,18 @@ fi
   echo "| M×N×K | form | epilogue | path | rel err | unwritten | check |"
   echo "|---|---|---|---|---|---|---|"
   printf '%s\n' "${EXTRA_ROWS[@]}"
+  echo
+  echo "Config sweep, TFLOP/s (bf16 out; a status instead of a number means the run did not pass):"
+  echo
+  hdr="| M×N×K | form |"; sep="|---|---|"
+  for tc in "${SWEEP_CFGS[@]}"; do hdr+=" ${tc/:/ } |"; sep+="---|"; done
+  echo "$hdr"; echo "$sep"
+  for c in "${TIMED[@]}"; do
+    read -r m n k f <<<"$c"
+    row="| $m×$n×$k | $f |"
+    for tc in "${SWEEP_CFGS[@]}"; do row+=" ${SWEEP["$m,$n,$k,$f,$tc"]:-—} |"; done
+    echo "$row"
+  done
   echo
   echo "SASS check: $sass"
   echo

@@ -4,7 +4,7 @@
 //                 [--target sm_80|sm_90a] [--out f32|bf16|f16] [--bias]
 //                 [--act none|relu|gelu] [--residual] [--alpha X]
 //                 [--config NAME] [--emit-ptx FILE] [--emit-mlir FILE]
-//                 [--ptx FILE] [--emit-cubin FILE]
+//                 [--ptx FILE] [--emit-cubin FILE] [--list-configs]
 //                 [--iters N] [--warmup N] [--device N] [--seed N]
 //
 // With --emit-ptx/--emit-mlir it only writes the kernel (no GPU). --ptx runs
@@ -48,6 +48,7 @@ namespace {
 struct Options {
   GemmProblem p;
   std::string config, emitPtx, emitMlir, ptxFile, emitCubin;
+  bool listConfigs = false;
   float alpha = 1.0f;
   int iters = 30, warmup = 5, device = 0;
   unsigned seed = 42;
@@ -132,11 +133,14 @@ Options parseArgs(int argc, char **argv) {
       o.device = v == "0" ? 0 : static_cast<int>(parseInt(v, "--device"));
     } else if (a == "--seed") {
       o.seed = static_cast<unsigned>(parseInt(value(), "--seed"));
+    } else if (a == "--list-configs") {
+      o.listConfigs = true;
     } else if (a == "-h" || a == "--help") {
       std::printf("usage: tg-bench-gemm M N K [--dtype bf16|f16] [--form nn|nt|tn] "
                   "[--target sm_80|sm_90a] [--out f32|bf16|f16] [--bias] "
                   "[--act none|relu|gelu] [--residual] [--alpha X] [--config NAME] "
                   "[--emit-ptx FILE] [--emit-mlir FILE] [--ptx FILE] [--emit-cubin FILE] "
+                  "[--list-configs] "
                   "[--iters N] [--warmup N] "
                   "[--device N] [--seed N]\n");
       std::exit(0);
@@ -145,6 +149,11 @@ Options parseArgs(int argc, char **argv) {
     } else {
       pos.push_back(a);
     }
+  }
+  if (o.listConfigs) { // the candidates the heuristic chooses from
+    for (const TileConfig &c : candidateConfigs(o.p.target))
+      std::printf("%s\n", c.str(o.p.target).c_str());
+    std::exit(0);
   }
   if (pos.size() != 3)
     usageError("expected M N K, got " + std::to_string(pos.size()) +
@@ -199,12 +208,16 @@ struct HostMatrix {
   std::vector<float> val;   // what the device sees, as float
   std::string bytes;
   HostMatrix(ElemType t, int64_t r, int64_t c) : t(t), rows(r), cols(c) {}
-  void randomize(std::mt19937 &rng) {
-    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  /// Uniform values in [-1, 1) from a xorshift stream (fast enough for
+  /// 8192² operands on one core; the statistics need no more).
+  void randomize(uint64_t &state) {
     val.resize(rows * cols);
     bytes.resize(rows * cols * elemBytes(t));
     for (int64_t i = 0; i < rows * cols; ++i) {
-      float v = d(rng);
+      state ^= state << 13;
+      state ^= state >> 7;
+      state ^= state << 17;
+      float v = static_cast<float>(state >> 40) * (2.0f / 16777216.0f) - 1.0f;
       if (t == ElemType::F32) {
         std::memcpy(&bytes[i * 4], &v, 4);
       } else {
@@ -310,16 +323,17 @@ int main(int argc, char **argv) {
 
   // Host data.
   std::mt19937 rng(o.seed);
+  uint64_t state = 0x9E3779B97F4A7C15ull ^ o.seed;
   bool aKMajor = p.form != Form::TN, bKMajor = p.form == Form::NT;
   HostMatrix A(p.in, aKMajor ? p.m : p.k, aKMajor ? p.k : p.m);
   HostMatrix B(p.in, bKMajor ? p.n : p.k, bKMajor ? p.k : p.n);
   HostMatrix bias(ElemType::F32, 1, p.n), res(p.epilogue.out, p.m, p.n);
-  A.randomize(rng);
-  B.randomize(rng);
+  A.randomize(state);
+  B.randomize(state);
   if (p.epilogue.bias)
-    bias.randomize(rng);
+    bias.randomize(state);
   if (p.epilogue.residual)
-    res.randomize(rng);
+    res.randomize(state);
   size_t cBytes = size_t(p.m) * p.n * elemBytes(p.epilogue.out);
 
   // Device buffers (bias/residual get a dummy allocation when unused).
