@@ -290,21 +290,13 @@ int main(int argc, char **argv) {
     return 0;
 
   // Assemble before touching the GPU: a ptxas error is a compile error.
-  // Without a toolkit the driver JIT-compiles the PTX instead.
-  std::string image = ptx, imageKind = "ptx-jit";
-  if (haveCudaTool("ptxas") && haveCudaTool("fatbinary")) {
+  bool toolkit = haveCudaTool("ptxas") && haveCudaTool("fatbinary");
+  if (toolkit) {
     PtxasReport r = assemblePtx(ptx, toString(p.target));
     if (!r.ok)
       return deviceFail("ptxas -arch=" + toString(p.target) + " failed: " + r.log);
     if (!o.emitCubin.empty() && !writeFile(o.emitCubin, r.cubin))
       return deviceFail("cannot write " + o.emitCubin);
-    if (!buildFatbin({{toString(p.target), r.cubin, false}}, image, err))
-      return deviceFail(err);
-    imageKind = "fatbin";
-  } else {
-    std::fprintf(stderr, "tg-bench-gemm: warning: no ptxas/fatbinary under %s; "
-                         "loading PTX through the driver JIT\n",
-                 cudaHome().c_str());
   }
 
   cu::Device dev;
@@ -314,6 +306,24 @@ int main(int argc, char **argv) {
   if ((p.target == Target::SM90a && cc != 90) || (p.target == Target::SM80 && cc < 80))
     return deviceFail("device " + dev.name + " (sm_" + std::to_string(cc) +
                       ") cannot run " + toString(p.target) + " kernels");
+  // A cubin runs only on its own major architecture, so the sm_80 path is
+  // assembled for the device's architecture (its PTX targets sm_80, which
+  // any newer ptxas accepts); the fat binary also carries the PTX. Without
+  // a toolkit the driver JIT-compiles the PTX.
+  std::string image = ptx, imageKind = "ptx-jit";
+  if (toolkit) {
+    std::string arch = p.target == Target::SM90a ? "sm_90a" : "sm_" + std::to_string(cc);
+    PtxasReport r = assemblePtx(ptx, arch);
+    if (!r.ok)
+      return deviceFail("ptxas -arch=" + arch + " failed: " + r.log);
+    if (!buildFatbin({{arch, r.cubin, false}, {toString(p.target), ptx, true}}, image, err))
+      return deviceFail(err);
+    imageKind = "fatbin:" + arch;
+  } else {
+    std::fprintf(stderr, "tg-bench-gemm: warning: no ptxas/fatbinary under %s; "
+                         "loading PTX through the driver JIT\n",
+                 cudaHome().c_str());
+  }
   cu::CUmodule mod;
   cu::CUfunction fn;
   if (cu::Status s = dev.loadModule(image, mod); !s)
