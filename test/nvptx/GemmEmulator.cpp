@@ -142,7 +142,8 @@ static void fiberEntry() {
 
 class Interp {
 public:
-  Interp(int threads, std::vector<uint8_t> &smem) : T(threads), shared(smem) {}
+  Interp(int threads, std::vector<uint8_t> &smem)
+      : T(threads), shared(smem), chunks(smem.size() / 16 + 1) {}
 
   std::map<uint64_t, std::vector<uint8_t> *> globals;
   std::map<uint64_t, TensorMap> tmaps;
@@ -174,13 +175,61 @@ private:
   std::vector<uint8_t> &shared;
   llvm::DenseMap<Value, Val> env;
   std::map<uint64_t, Barrier> barriers;
+  // Race check for kernels synchronised by bar.sync alone (sm_80): per
+  // 16-byte shared chunk, the barrier epochs of the last write (an async
+  // copy spans issue..landing) and reads; a conflicting access by another
+  // thread in an overlapping epoch is a race.
+  struct Chunk {
+    uint64_t wFrom = ~0ull, wUntil = 0, rEpoch = ~0ull;
+    int writer = -1, reader = -1;
+    bool multiReaders = false;
+  };
+  std::vector<Chunk> chunks;
+  uint64_t epoch = 0;
+  static constexpr uint64_t kPending = ~0ull >> 1;
+  void checkRead(uint64_t addr, int t) {
+    if (!raceCheck || addr >= (uint64_t(1) << 32))
+      return;
+    Chunk &c = chunks[addr / 16];
+    if (c.writer >= 0 && c.writer != t && c.wFrom <= epoch && epoch <= c.wUntil)
+      fail("emulator: race: thread " + std::to_string(t) + " reads shared byte " +
+           std::to_string(addr) + " that thread " + std::to_string(c.writer) +
+           " writes without a barrier in between");
+    if (c.rEpoch != epoch) {
+      c.rEpoch = epoch;
+      c.reader = t;
+      c.multiReaders = false;
+    } else if (c.reader != t) {
+      c.multiReaders = true;
+    }
+  }
+  void checkWriteIssue(uint64_t addr, int t) {
+    if (!raceCheck || addr >= (uint64_t(1) << 32))
+      return;
+    Chunk &c = chunks[addr / 16];
+    if (c.rEpoch == epoch && (c.multiReaders || c.reader != t))
+      fail("emulator: race: thread " + std::to_string(t) + " overwrites shared byte " +
+           std::to_string(addr) + " that another thread reads without a barrier in between");
+    c.writer = t;
+    c.wFrom = epoch;
+    c.wUntil = kPending;
+  }
+  void landWrite(uint64_t addr) {
+    if (raceCheck && addr < (uint64_t(1) << 32))
+      chunks[addr / 16].wUntil = epoch;
+  }
+
+public:
+  bool raceCheck = false;
+
+private:
   ucontext_t mainCtx;
   Fiber *cur = nullptr;
   uint64_t progress = 0;
   void runRoles(Region &a, const std::vector<char> &ma, Region &b,
                 const std::vector<char> &mb);
   // cp.async: pending copies of the open group, then committed groups.
-  struct Copy { uint64_t dst, src; unsigned size, fill; };
+  struct Copy { uint64_t dst, src; unsigned size, fill; int thread; };
   std::vector<Copy> openGroup;
   std::vector<std::vector<Copy>> groups;
 
@@ -277,6 +326,7 @@ private:
         if (c.fill)
           std::memcpy(d, mem(c.src, c.fill), c.fill);
         std::memset(d + c.fill, 0, c.size - c.fill);
+        landWrite(c.dst);
       }
       groups.erase(groups.begin());
     }
@@ -336,6 +386,8 @@ void Interp::ldmatrix(Operation &op, const std::vector<char> &mask) {
   for (int w = 0; w < T / 32; ++w) {
     if (!mask[w * 32])
       continue;
+    for (int l = 0; l < 8 * num; ++l) // each lane reads the row it names
+      checkRead(u(ptr, 0, w * 32 + l), w * 32 + l);
     for (int l = 0; l < 32; ++l)
       for (int j = 0; j < num; ++j) {
         // Matrix j's row i comes from the address lane 8j+i supplies.
@@ -660,14 +712,17 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
     for (int t = 0; t < T; ++t)
       if (mask[t]) {
         unsigned sz = op.getNumOperands() > 2 ? static_cast<unsigned>(u(op.getOperand(2), 0, t)) : 16;
-        openGroup.push_back({u(op.getOperand(0), 0, t), u(op.getOperand(1), 0, t), 16, sz});
+        checkWriteIssue(u(op.getOperand(0), 0, t), t);
+        openGroup.push_back({u(op.getOperand(0), 0, t), u(op.getOperand(1), 0, t), 16, sz, t});
       }
   } else if (name == "nvvm.cp.async.commit.group") {
     groups.push_back(std::move(openGroup));
     openGroup.clear();
   } else if (name == "nvvm.cp.async.wait.group") {
     landGroups(static_cast<unsigned>(cast<NVVM::CpAsyncWaitGroupOp>(op).getN()));
-  } else if (name == "nvvm.barrier0" || name == "nvvm.fence.mbarrier.init" ||
+  } else if (name == "nvvm.barrier0") {
+    ++epoch;
+  } else if (name == "nvvm.fence.mbarrier.init" ||
              name == "nvvm.setmaxregister" || name == "nvvm.wgmma.fence.aligned" ||
              name == "nvvm.wgmma.commit.group.sync.aligned" ||
              name == "nvvm.wgmma.wait.group.sync.aligned") {
@@ -778,6 +833,11 @@ std::string runGemm(const GemmProblem &p, const TileConfig &c, unsigned grid,
     for (unsigned cta = 0; cta < grid; ++cta) {
       std::fill(smem.begin(), smem.end(), 0xA5); // stale data is visible
       Interp in(threads, smem);
+      bool mbarriers = false;
+      fn->walk([&](Operation *o) {
+        mbarriers |= o->getName().getStringRef().starts_with("nvvm.mbarrier");
+      });
+      in.raceCheck = !mbarriers;
       in.ctaid = cta;
       in.nctaid = grid;
       uint64_t base[7];

@@ -16,7 +16,10 @@
 //    try_wait.parity succeeds once the phase of that parity has completed.
 //  - ldmatrix, mma.sync, wgmma, TMA and the 128-byte swizzle follow the PTX
 //    ISA's definitions, implemented here independently of the generator.
-// Races that lockstep execution hides are not detected.
+//  - For kernels synchronised by bar.sync alone (sm_80) shared memory is
+//    race-checked: per 16-byte chunk, a write (an async copy spans issue to
+//    landing) and a read by different threads in the same barrier epoch is
+//    reported. Kernels with mbarriers (sm_90a) are not race-checked.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TG_TEST_NVPTX_GEMMEMULATOR_H
