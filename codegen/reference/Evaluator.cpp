@@ -170,12 +170,12 @@ private:
     SmallVector<Tensor> carried(operands.drop_front(3));
     Block &body = *loop.getBody();
     Type ivType = loop.getInductionVar().getType();
+    FailureOr<DType> ivDtype = dtypeOf(ivType);
+    if (failed(ivDtype))
+      return loop.emitError("reference evaluator: unsupported induction "
+                            "variable type ")
+             << ivType;
     for (double iv = lb; iv < ub; iv += step) {
-      FailureOr<DType> ivDtype = dtypeOf(ivType);
-      if (failed(ivDtype))
-        return loop.emitError("reference evaluator: unsupported induction "
-                              "variable type ")
-               << ivType;
       values[body.getArgument(0)] = Tensor::filled({}, *ivDtype, iv);
       for (auto [arg, t] : llvm::zip(body.getArguments().drop_front(), carried))
         values[arg] = t;
