@@ -37,6 +37,11 @@ FailureOr<Tensor> conform(Location loc, Tensor t, Type type, bool round,
   if (t.dtype != *dtype || ArrayRef<int64_t>(t.shape) != shape)
     return emitError(loc) << "reference evaluator: " << what << " has type "
                           << t.typeString() << ", expected " << type;
+  if (t.numElements() != internal::numElements(shape))
+    return emitError(loc) << "reference evaluator: " << what << " holds "
+                          << t.numElements() << " values, but "
+                          << t.typeString() << " has "
+                          << internal::numElements(shape);
   if (round || !isFloat(t.dtype)) {
     for (double &v : t.data) {
       if (!isFloat(t.dtype) && !std::isfinite(v))

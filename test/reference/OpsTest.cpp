@@ -698,6 +698,11 @@ TEST_CASE("errors are diagnostics, not crashes", "[reference][errors]") {
              Catch::Contains("argument #0 has type tensor<3xf32>, "
                              "expected 'tensor<2xf32>'"));
   h.diagnostics.clear();
+  Tensor shortData = t({2}, {1, 2});
+  shortData.data.pop_back();
+  CHECK(mlir::failed(h.eval({shortData})));
+  CHECK_THAT(h.diagnostics, Catch::Contains("holds 1 values"));
+  h.diagnostics.clear();
   CHECK(mlir::failed(h.eval({})));
   CHECK_THAT(h.diagnostics, Catch::Contains("takes 1 arguments, got 0"));
 
