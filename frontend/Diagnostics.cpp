@@ -29,14 +29,24 @@ llvm::StringRef SourceFile::lineText(unsigned line) const {
 }
 
 bool DiagEngine::error(SrcLoc loc, const llvm::Twine &message) {
+  std::string text = message.str();
+  // The same mistake inside a def called from a loop would otherwise be
+  // reported once per iteration.
+  for (const Diag &d : diags)
+    if (d.severity == Severity::Error && d.loc.line == loc.line &&
+        d.loc.col == loc.col && d.message == text) {
+      suppressNotes = true;
+      return false;
+    }
+  suppressNotes = false;
   ++errorCount;
   if (errorCount <= maxErrors)
-    diags.push_back({Severity::Error, loc, message.str()});
+    diags.push_back({Severity::Error, loc, std::move(text)});
   return false;
 }
 
 void DiagEngine::note(SrcLoc loc, const llvm::Twine &message) {
-  if (errorCount <= maxErrors)
+  if (errorCount <= maxErrors && !suppressNotes)
     diags.push_back({Severity::Note, loc, message.str()});
 }
 

@@ -75,6 +75,7 @@ private:
   const SourceFile &file;
   std::vector<Diag> diags;
   unsigned errorCount = 0;
+  bool suppressNotes = false;
 };
 
 /// The candidate closest to `name` by edit distance, or "" when none is close

@@ -835,9 +835,15 @@ Value Sema::callDef(const Expr &e, const DefDecl &def) {
   frame = &callee;
   ++callDepth;
   Value ret;
+  unsigned errorsBefore = diag.numErrors();
   execBlock(def.body, &ret);
   --callDepth;
   frame = saved;
+  if (diag.numErrors() != errorsBefore) {
+    diag.note(e.loc, "in the call of def '" + def.name + "'" +
+                         (e.hasAs ? " as '" + scope + "'" : std::string()));
+    return Value::error();
+  }
   return ret;
 }
 
