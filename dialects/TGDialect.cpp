@@ -190,7 +190,14 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError() << "'" << name << "' must be a string";
     return success();
   }
-  if (name == attr::hyper || name == attr::train) {
+  // The memory plan (tg-plan-memory): offsets and sizes on ops, a summary
+  // on the planned function.
+  if (name == "tg.offset" || name == "tg.bytes") {
+    if (!isa<IntegerAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << name << "' must be an integer";
+    return success();
+  }
+  if (name == attr::hyper || name == attr::train || name == "tg.memory") {
     if (!isa<DictionaryAttr>(attr.getValue()))
       return op->emitOpError() << "'" << name << "' must be a dictionary";
     return success();

@@ -6,6 +6,9 @@
 
 #include "passes/InitAll.h"
 #include "passes/Passes.h"
+#ifdef TGC_HAVE_CPU
+#include "codegen/cpu/Registration.h"
+#endif
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -17,10 +20,16 @@
 void mlir::tg::registerAllDialects(DialectRegistry &registry) {
   registry.insert<TGDialect, func::FuncDialect, arith::ArithDialect,
                   scf::SCFDialect, tensor::TensorDialect>();
+#ifdef TGC_HAVE_CPU
+  cpu::registerCpuDialects(registry);
+#endif
 }
 
 void mlir::tg::registerAllPasses() {
   registerTGPasses();
+#ifdef TGC_HAVE_CPU
+  cpu::registerCpuPasses();
+#endif
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

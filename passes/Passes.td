@@ -106,4 +106,35 @@ def BuildTrainStepPass : Pass<"tg-build-train-step", "::mlir::ModuleOp"> {
   ];
 }
 
+def PlanMemoryPass : Pass<"tg-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Schedule a function and place every buffer in one arena";
+  let description = [{
+    Plans the memory of one function (by default `@train_step`): inlines its
+    calls, reorders its ops by memory-aware list scheduling (the ready op
+    that adds the fewest live bytes first), computes each tensor's lifetime,
+    lets elementwise results overwrite an operand that dies there, and gives
+    every buffer an offset (greedy by size, best fit, aligned). Arguments
+    (parameters, optimizer state, inputs) form a persistent region apart
+    from the reused transient one. Loop bodies (gradient accumulation) are
+    planned as regions of their own, held by one buffer while the loop runs.
+
+    The plan is IR: `tg.offset` and `tg.bytes` on every op that produces a
+    buffer, and `tg.memory` on the function, a dictionary with
+    params/optimizer/inputs/grads/activations/workspace bytes, the
+    persistent and transient region sizes, the peak, the lower bound (the
+    most bytes live at once) and the naive sum of all buffers.
+  }];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"train_step\"",
+           "Name of the function to plan">,
+    Option<"alignment", "alignment", "int64_t", "256",
+           "Byte alignment of every buffer">,
+    Option<"reorder", "reorder", "bool", "true",
+           "Reorder ops to lower the peak (memory-aware list scheduling)">,
+    Option<"inPlace", "in-place", "bool", "true",
+           "Let elementwise results reuse a dying operand's buffer">,
+  ];
+}
+
 #endif // TG_PASSES_TD

@@ -1,0 +1,452 @@
+//===- MemoryPlan.cpp - arena planning of a training step -------*- C++ -*-===//
+//
+// Inlining of calls, memory-aware list scheduling, liveness, in-place reuse
+// and best-fit offset assignment. See MemoryPlan.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/MemoryPlan.h"
+#include "dialects/TGOps.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <map>
+#include <set>
+
+using namespace mlir;
+using namespace mlir::tg;
+
+StringRef mlir::tg::kindName(BufferKind kind) {
+  switch (kind) {
+  case BufferKind::Param:
+    return "params";
+  case BufferKind::Optimizer:
+    return "optimizer";
+  case BufferKind::Input:
+    return "inputs";
+  case BufferKind::Gradient:
+    return "gradients";
+  case BufferKind::Activation:
+    return "activations";
+  case BufferKind::Workspace:
+    return "workspace";
+  }
+  return "workspace";
+}
+
+int64_t MemoryPlan::bytesOf(BufferKind kind) const {
+  int64_t sum = 0;
+  for (const Buffer &b : buffers)
+    if (b.kind == kind)
+      sum += b.bytes;
+  return sum;
+}
+
+static int64_t alignTo(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+/// Bytes of a tensor value's storage (i1 takes a byte per element).
+static int64_t bytesOf(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t || !t.hasStaticShape())
+    return 0;
+  int64_t bits = t.getElementType().getIntOrFloatBitWidth();
+  return t.getNumElements() * std::max<int64_t>(1, bits / 8);
+}
+
+namespace {
+
+/// Values marked while inlining: gradients and forward activations.
+struct Marks {
+  DenseSet<Value> gradients;
+  DenseSet<Operation *> forwardOps;
+};
+
+/// Inlines every func.call in `block` (recursively into nested regions) whose
+/// callee has a single block. Records the gradient results of `*_grad`
+/// callees and the ops cloned from their forward part.
+LogicalResult inlineCalls(Block &block, SymbolTable &symbols, Marks &marks,
+                          unsigned depth = 0) {
+  if (depth > 16)
+    return failure();
+  SmallVector<func::CallOp> calls;
+  block.walk([&](func::CallOp call) { calls.push_back(call); });
+  for (func::CallOp call : calls) {
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    if (!callee || !callee.getBody().hasOneBlock())
+      return call.emitOpError("cannot be inlined for memory planning");
+    // The forward part of a gradient function is the forward function's
+    // body, cloned first by tg-autodiff.
+    unsigned forwardOps = 0;
+    StringRef name = callee.getSymName();
+    if (name.ends_with("_grad"))
+      if (auto fwd = symbols.lookup<func::FuncOp>(name.drop_back(5)))
+        forwardOps = fwd.getBody().front().getOperations().size() - 1;
+    OpBuilder b(call);
+    IRMapping map;
+    Block &body = callee.getBody().front();
+    map.map(body.getArguments(), call.getOperands());
+    unsigned index = 0;
+    for (Operation &op : body.without_terminator()) {
+      Operation *clone = b.clone(op, map);
+      if (index++ < forwardOps)
+        marks.forwardOps.insert(clone);
+    }
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    unsigned numForward =
+        forwardOps ? symbols.lookup<func::FuncOp>(name.drop_back(5))
+                         .getNumResults()
+                   : ret.getNumOperands();
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      Value mapped = map.lookupOrDefault(v);
+      if (i >= numForward)
+        marks.gradients.insert(mapped);
+      call.getResult(i).replaceAllUsesWith(mapped);
+    }
+    call.erase();
+  }
+  if (!calls.empty())
+    return inlineCalls(block, symbols, marks, depth + 1);
+  return success();
+}
+
+/// The top-level op of `block` that contains `op`.
+Operation *topLevel(Operation *op, Block &block) {
+  while (op && op->getBlock() != &block)
+    op = op->getParentOp();
+  return op;
+}
+
+/// Values defined outside `op` that `op` (or its regions) reads.
+SmallVector<Value> readsOf(Operation *op) {
+  SmallVector<Value> reads(op->getOperands());
+  op->walk([&](Operation *inner) {
+    if (inner == op)
+      return;
+    for (Value v : inner->getOperands())
+      if (!op->isAncestor(v.getParentRegion()->getParentOp()))
+        reads.push_back(v);
+  });
+  return reads;
+}
+
+/// Reorders the ops of `block` (terminator last) so that, at each point, the
+/// ready op that adds the fewest live bytes runs next; ties keep the
+/// original order, so plans are deterministic.
+void scheduleBlock(Block &block) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.without_terminator())
+    ops.push_back(&op);
+  DenseMap<Operation *, unsigned> order;
+  for (auto [i, op] : llvm::enumerate(ops))
+    order[op] = i;
+  // Remaining uses of each value by unscheduled ops; pending producers.
+  DenseMap<Value, unsigned> usesLeft;
+  DenseMap<Operation *, unsigned> waiting;
+  DenseMap<Operation *, SmallVector<Value>> reads;
+  DenseMap<Operation *, SmallVector<Operation *>> consumers;
+  for (Operation *op : ops) {
+    reads[op] = readsOf(op);
+    for (Value v : reads[op]) {
+      ++usesLeft[v];
+      Operation *def = v.getDefiningOp();
+      def = def ? topLevel(def, block) : nullptr;
+      if (def && def != op && order.count(def)) {
+        ++waiting[op];
+        consumers[def].push_back(op);
+      }
+    }
+  }
+  for (Value v : block.getTerminator()->getOperands())
+    ++usesLeft[v];
+  std::set<std::pair<int64_t, unsigned>> ready; // (cost, original index)
+  auto cost = [&](Operation *op) {
+    int64_t delta = 0;
+    for (Value r : op->getResults())
+      delta += bytesOf(r.getType());
+    DenseMap<Value, unsigned> seen;
+    for (Value v : reads[op])
+      if (++seen[v] == usesLeft[v] && v.getDefiningOp())
+        delta -= bytesOf(v.getType());
+    return delta;
+  };
+  for (Operation *op : ops)
+    if (!waiting.lookup(op))
+      ready.insert({cost(op), order[op]});
+  Operation *terminator = block.getTerminator();
+  while (!ready.empty()) {
+    Operation *op = ops[ready.begin()->second];
+    ready.erase(ready.begin());
+    op->moveBefore(terminator);
+    for (Value v : reads[op])
+      --usesLeft[v];
+    for (Operation *c : consumers[op])
+      if (--waiting[c] == 0)
+        ready.insert({cost(c), order[c]});
+    // Costs of ready ops change as values die; recompute the few that read
+    // what this op read.
+    std::set<std::pair<int64_t, unsigned>> refreshed;
+    for (auto [c, i] : ready)
+      refreshed.insert({cost(ops[i]), i});
+    ready.swap(refreshed);
+  }
+}
+
+/// True if `op` may write its result over operand `v`'s storage.
+bool canReuse(Operation *op, Value v) {
+  if (op->getNumResults() != 1 || v.getType() != op->getResult(0).getType())
+    return false;
+  if (!v.getDefiningOp() || isa<ConstantOp>(v.getDefiningOp()))
+    return false;
+  // Elementwise ops read element i before writing element i.
+  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, NegOp,
+             AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, ErfOp, CosOp, SinOp,
+             SigmoidOp, ReluOp, SiluOp, GeluOp, SelectOp>(op);
+}
+
+std::string locString(Location loc) {
+  if (auto fl = dyn_cast<FileLineColLoc>(loc))
+    return (fl.getFilename().getValue() + ":" + Twine(fl.getLine()) + ":" +
+            Twine(fl.getColumn()))
+        .str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (std::string s = locString(l); !s.empty())
+        return s;
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return locString(name.getChildLoc());
+  return "";
+}
+
+
+/// Gradients are what *_grad functions return; activations are forward
+/// values that the backward pass reads; everything else is workspace.
+BufferKind kindOf(Value v, const Marks &marks) {
+  if (marks.gradients.contains(v))
+    return BufferKind::Gradient;
+  Operation *def = v.getDefiningOp();
+  if (def && marks.forwardOps.contains(def))
+    for (Operation *user : v.getUsers())
+      if (!marks.forwardOps.contains(user))
+        return BufferKind::Activation;
+  return BufferKind::Workspace;
+}
+
+/// The transient buffers of one block: values planned over the block's own
+/// schedule, offsets relative to the block's region. Ops with regions (the
+/// accumulation loop) get one buffer holding their body's region; the
+/// body's buffers follow it, flagged `nested`, offsets shifted into it.
+struct BlockPlan {
+  std::vector<Buffer> buffers;
+  int64_t size = 0, naive = 0, steps = 0;
+};
+
+BlockPlan planBlock(Block &block, const Marks &marks, const PlanOptions &opts) {
+  if (opts.reorder)
+    scheduleBlock(block);
+  BlockPlan plan;
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.without_terminator())
+    ops.push_back(&op);
+  DenseMap<Operation *, int64_t> step;
+  for (auto [i, op] : llvm::enumerate(ops))
+    step[op] = i;
+  int64_t n = ops.size();
+  plan.steps = n;
+  auto lastUse = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    int64_t end = def ? step.lookup(def) : 0;
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = topLevel(use.getOwner(), block);
+      end = std::max(end, user == block.getTerminator() ? n : step[user]);
+    }
+    return end;
+  };
+  DenseMap<Value, size_t> bufferOf;
+  // Nested regions, planned separately and placed after offsets are known.
+  std::vector<std::pair<size_t, BlockPlan>> nestedPlans;
+  Builder b(block.getParentOp()->getContext());
+  for (Operation *op : ops) {
+    if (isa<ConstantOp, arith::ConstantOp>(op))
+      continue; // constants live in the code, not the arena
+    if (op->getNumRegions() == 1 && op->getRegion(0).hasOneBlock()) {
+      BlockPlan inner = planBlock(op->getRegion(0).front(), marks, opts);
+      Buffer loop;
+      loop.op = op->getName().getStringRef().str();
+      loop.loc = locString(op->getLoc());
+      loop.name = loop.op + " body";
+      loop.bytes = inner.size;
+      loop.start = loop.end = step[op];
+      nestedPlans.push_back({plan.buffers.size(), std::move(inner)});
+      plan.buffers.push_back(loop);
+    }
+    for (Value r : op->getResults()) {
+      if (!isa<RankedTensorType>(r.getType()))
+        continue;
+      // Reuse a dying elementwise operand's buffer.
+      if (opts.inPlace) {
+        Value victim;
+        for (Value v : op->getOperands())
+          if (bufferOf.count(v) && canReuse(op, v) &&
+              plan.buffers[bufferOf[v]].end == step[op]) {
+            victim = v;
+            break;
+          }
+        if (victim) {
+          // The shared buffer holds the more important of the two kinds.
+          size_t id = bufferOf[victim];
+          Buffer &shared = plan.buffers[id];
+          shared.end = std::max(shared.end, lastUse(r));
+          BufferKind k = kindOf(r, marks);
+          if (k == BufferKind::Gradient ||
+              (k == BufferKind::Activation &&
+               shared.kind == BufferKind::Workspace))
+            shared.kind = k;
+          bufferOf[r] = id;
+          continue;
+        }
+      }
+      Buffer buf;
+      buf.op = op->getName().getStringRef().str();
+      buf.loc = locString(op->getLoc());
+      buf.name = buf.op + "#" + std::to_string(step[op]);
+      buf.bytes = bytesOf(r.getType());
+      buf.start = step[op];
+      buf.end = lastUse(r);
+      buf.kind = kindOf(r, marks);
+      bufferOf[r] = plan.buffers.size();
+      plan.buffers.push_back(buf);
+    }
+  }
+  for (const Buffer &buf : plan.buffers)
+    plan.naive += buf.bytes;
+  plan.size = assignOffsets(plan.buffers, opts.alignment);
+  for (auto [v, id] : bufferOf)
+    if (Operation *def = v.getDefiningOp()) {
+      def->setAttr("tg.offset", b.getI64IntegerAttr(plan.buffers[id].offset));
+      def->setAttr("tg.bytes", b.getI64IntegerAttr(plan.buffers[id].bytes));
+    }
+  for (auto &[id, inner] : nestedPlans) {
+    int64_t base = plan.buffers[id].offset;
+    plan.naive += inner.naive - plan.buffers[id].bytes;
+    for (Buffer buf : inner.buffers) {
+      buf.offset += base;
+      buf.start = buf.end = plan.buffers[id].start;
+      buf.nested = true;
+      plan.buffers.push_back(buf);
+    }
+  }
+  return plan;
+}
+
+} // namespace
+
+int64_t mlir::tg::assignOffsets(std::vector<Buffer> &buffers,
+                                int64_t alignment) {
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (!buffers[i].persistent && !buffers[i].nested)
+      idx.push_back(i);
+  // A total order (index last) keeps plans deterministic.
+  llvm::sort(idx, [&](size_t a, size_t b) {
+    if (buffers[a].bytes != buffers[b].bytes)
+      return buffers[a].bytes > buffers[b].bytes;
+    if (buffers[a].start != buffers[b].start)
+      return buffers[a].start < buffers[b].start;
+    return a < b;
+  });
+  std::vector<size_t> placed;
+  int64_t top = 0;
+  for (size_t i : idx) {
+    Buffer &b = buffers[i];
+    int64_t size = alignTo(std::max<int64_t>(b.bytes, 1), alignment);
+    // Intervals of the address space taken during b's lifetime.
+    std::vector<std::pair<int64_t, int64_t>> taken;
+    for (size_t j : placed) {
+      const Buffer &o = buffers[j];
+      if (o.start <= b.end && b.start <= o.end)
+        taken.push_back({o.offset, o.offset + alignTo(std::max<int64_t>(o.bytes, 1), alignment)});
+    }
+    llvm::sort(taken);
+    // Best fit: the smallest gap that holds `size`, else the end.
+    int64_t best = -1, bestGap = INT64_MAX, cursor = 0;
+    for (auto [lo, hi] : taken) {
+      if (lo - cursor >= size && lo - cursor < bestGap) {
+        best = cursor;
+        bestGap = lo - cursor;
+      }
+      cursor = std::max(cursor, hi);
+    }
+    b.offset = best >= 0 ? best : cursor;
+    top = std::max(top, b.offset + size);
+    placed.push_back(i);
+  }
+  return top;
+}
+
+FailureOr<MemoryPlan> mlir::tg::planMemory(func::FuncOp fn,
+                                           const PlanOptions &opts) {
+  auto module = fn->getParentOfType<ModuleOp>();
+  SymbolTable symbols(module);
+  Block &block = fn.getBody().front();
+  Marks marks;
+  if (failed(inlineCalls(block, symbols, marks)))
+    return failure();
+
+  MemoryPlan plan;
+  Builder b(fn.getContext());
+  // Persistent region: arguments, in order.
+  int64_t offset = 0;
+  for (BlockArgument arg : block.getArguments()) {
+    Buffer buf;
+    auto role = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tg.role");
+    auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tg.name");
+    buf.name = name ? name.str() : ("arg" + Twine(arg.getArgNumber())).str();
+    buf.op = "argument";
+    StringRef r = role ? role.getValue() : "input";
+    buf.kind = r == "param"                      ? BufferKind::Param
+               : (r == "state" || r == "step") ? BufferKind::Optimizer
+                                               : BufferKind::Input;
+    buf.bytes = bytesOf(arg.getType());
+    buf.persistent = true;
+    buf.offset = offset;
+    buf.end = -1;
+    offset += alignTo(std::max<int64_t>(buf.bytes, 1), opts.alignment);
+    plan.buffers.push_back(buf);
+  }
+  plan.persistentBytes = offset;
+
+  BlockPlan top = planBlock(block, marks, opts);
+  plan.steps = top.steps;
+  plan.transientBytes = top.size;
+  plan.naiveBytes = top.naive;
+  int64_t n = top.steps;
+  for (Buffer &buf : top.buffers)
+    plan.buffers.push_back(buf);
+
+  // Lower bound: the most aligned bytes live at one step.
+  std::vector<int64_t> live(n + 2, 0);
+  for (const Buffer &buf : plan.buffers)
+    if (!buf.persistent && !buf.nested)
+      for (int64_t t = buf.start; t <= buf.end && t <= n; ++t)
+        live[t] += alignTo(std::max<int64_t>(buf.bytes, 1), opts.alignment);
+  plan.lowerBoundBytes = *std::max_element(live.begin(), live.end());
+
+  NamedAttrList summary;
+  auto put = [&](StringRef key, int64_t v) {
+    summary.set(key, b.getI64IntegerAttr(v));
+  };
+  put("params_bytes", plan.bytesOf(BufferKind::Param));
+  put("optimizer_bytes", plan.bytesOf(BufferKind::Optimizer));
+  put("inputs_bytes", plan.bytesOf(BufferKind::Input));
+  put("grads_bytes", plan.bytesOf(BufferKind::Gradient));
+  put("activations_bytes", plan.bytesOf(BufferKind::Activation));
+  put("workspace_bytes", plan.bytesOf(BufferKind::Workspace));
+  put("persistent_bytes", plan.persistentBytes);
+  put("transient_bytes", plan.transientBytes);
+  put("peak_bytes", plan.peakBytes());
+  put("lower_bound_bytes", plan.persistentBytes + plan.lowerBoundBytes);
+  put("naive_bytes", plan.persistentBytes + plan.naiveBytes);
+  fn->setAttr("tg.memory", summary.getDictionary(fn.getContext()));
+  return plan;
+}

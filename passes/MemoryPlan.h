@@ -1,0 +1,76 @@
+//===- MemoryPlan.h - arena planning of a training step ---------*- C++ -*-===//
+//
+// The buffers of a function (one per tensor value), their lifetimes over a
+// schedule, their offsets in one arena, and the report TGC prints before
+// anything runs. tg-plan-memory computes a plan and stores it as IR
+// attributes; tgc --report=memory reads it back through this API.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_PASSES_MEMORYPLAN_H
+#define TGC_PASSES_MEMORYPLAN_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::tg {
+
+/// What a buffer holds, for the report.
+enum class BufferKind { Param, Optimizer, Input, Gradient, Activation, Workspace };
+
+/// Name used in reports and JSON ("params", "gradients", ...).
+llvm::StringRef kindName(BufferKind kind);
+
+/// One buffer of the plan: a tensor value (or several values that share
+/// storage in place), live over schedule steps [start, end].
+struct Buffer {
+  std::string name; ///< tg.name, or the producing op's name
+  std::string op;   ///< producing op ("arg" for arguments)
+  std::string loc;  ///< file:line:col of the producing op, if known
+  BufferKind kind = BufferKind::Workspace;
+  int64_t bytes = 0, offset = 0, start = 0, end = 0;
+  bool persistent = false; ///< lives in the persistent region
+  bool nested = false;     ///< inside a loop body; [start, end] is the loop's
+};
+
+/// A complete plan of one function.
+struct MemoryPlan {
+  std::vector<Buffer> buffers;
+  int64_t persistentBytes = 0; ///< params, optimizer state, inputs, step
+  int64_t transientBytes = 0;  ///< the reused region
+  int64_t lowerBoundBytes = 0; ///< most bytes live at once (transient)
+  int64_t naiveBytes = 0;      ///< sum of every transient buffer
+  int64_t steps = 0;           ///< length of the schedule
+
+  int64_t peakBytes() const { return persistentBytes + transientBytes; }
+  /// Bytes of all buffers of `kind`.
+  int64_t bytesOf(BufferKind kind) const;
+};
+
+/// Options of the planner.
+struct PlanOptions {
+  int64_t alignment = 256;
+  bool reorder = true; ///< memory-aware list scheduling
+  bool inPlace = true; ///< elementwise results reuse a dying operand
+};
+
+/// Inlines calls, reorders `fn`'s body to keep the peak low, assigns
+/// offsets, and records the plan as attributes: `tg.offset`/`tg.bytes` on
+/// ops, `tg.memory` (a dictionary summary) on the function. Returns the plan.
+FailureOr<MemoryPlan> planMemory(func::FuncOp fn, const PlanOptions &opts);
+
+/// Offsets for `buffers` (bytes/start/end set; persistent ones skipped):
+/// greedy by size, best fit, `alignment`-aligned. Returns the region size.
+int64_t assignOffsets(std::vector<Buffer> &buffers, int64_t alignment);
+
+/// The report printers of tgc --report=memory.
+void printMemoryTable(const MemoryPlan &plan, llvm::raw_ostream &os);
+void printMemoryJson(const MemoryPlan &plan, llvm::raw_ostream &os);
+void printMemorySvg(const MemoryPlan &plan, llvm::raw_ostream &os);
+
+} // namespace mlir::tg
+
+#endif // TGC_PASSES_MEMORYPLAN_H
