@@ -1,6 +1,6 @@
 // RUN: tg-opt %s --split-input-file --tg-plan-memory=func=chain | FileCheck %s
 // RUN: tg-opt %s --split-input-file --tg-plan-memory="func=chain in-place=false" | FileCheck %s --check-prefix=NOREUSE
-// RUN: not tg-opt %s --split-input-file --tg-plan-memory=func=chain,alignment=100 2>&1 | FileCheck %s --check-prefix=ALIGN
+// RUN: not tg-opt %s --split-input-file --tg-plan-memory="func=chain alignment=100" 2>&1 | FileCheck %s --check-prefix=ALIGN
 // RUN: not tg-opt %s --split-input-file --tg-plan-memory 2>&1 | FileCheck %s --check-prefix=MISSING
 
 // ALIGN: tg-plan-memory: alignment must be a power of two, got 100
