@@ -29,7 +29,7 @@ struct PlanMemoryPass final : tg::impl::PlanMemoryPassBase<PlanMemoryPass> {
     if (alignment < 1 || (alignment & (alignment - 1))) {
       module.emitError() << "tg-plan-memory: alignment must be a power of "
                             "two, got "
-                         << alignment;
+                         << static_cast<int64_t>(alignment);
       return signalPassFailure();
     }
     PlanOptions opts;
