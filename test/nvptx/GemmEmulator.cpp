@@ -112,6 +112,7 @@ struct Barrier {
   uint32_t expected = 0, pending = 0;
   int64_t tx = 0;
   uint32_t phase = 0;
+  std::vector<uint32_t> phaseVC, doneVC[2]; // happens-before (vector clocks)
 };
 
 struct TensorMap {
@@ -219,8 +220,53 @@ private:
       chunks[addr / 16].wUntil = epoch;
   }
 
+  // Happens-before check for mbarrier-synchronised kernels (sm_90a): vector
+  // clocks per thread; arrivals release, completed phases carry the join of
+  // their arrivals (and of the TMA issues that completed their bytes), a
+  // successful wait acquires. wgmma reads count from the wait_group that
+  // retires them, so a slot released before its reads retire is a race.
+  std::vector<std::vector<uint32_t>> vc;
+  struct HbChunk {
+    int writer = -1;
+    uint32_t wclock = 0;
+    std::vector<std::pair<int, uint32_t>> reads;
+  };
+  std::vector<HbChunk> hb;
+  std::map<int, std::vector<uint64_t>> wgOpen;
+  std::map<int, std::vector<std::vector<uint64_t>>> wgGroups;
+  static void join(std::vector<uint32_t> &d, const std::vector<uint32_t> &s) {
+    if (d.size() < s.size())
+      d.resize(s.size(), 0);
+    for (size_t i = 0; i < s.size(); ++i)
+      d[i] = std::max(d[i], s[i]);
+  }
+  void hbWrite(uint64_t addr, int t) {
+    HbChunk &c = hb[addr / 16];
+    for (auto [r, clk] : c.reads)
+      if (r != t && vc[t][r] < clk)
+        fail("emulator: race: thread " + std::to_string(t) + " overwrites shared byte " +
+             std::to_string(addr) + " before thread " + std::to_string(r) +
+             "'s wgmma reads of it are known to be retired");
+    c.writer = t;
+    c.wclock = vc[t][t];
+    c.reads.clear();
+  }
+  void hbRead(uint64_t addr, int t) {
+    HbChunk &c = hb[addr / 16];
+    if (c.writer >= 0 && c.writer != t && vc[t][c.writer] < c.wclock)
+      fail("emulator: race: thread " + std::to_string(t) + " reads shared byte " +
+           std::to_string(addr) + " before thread " + std::to_string(c.writer) +
+           "'s write of it is known to have landed");
+  }
+
 public:
   bool raceCheck = false;
+  bool hbCheck = false;
+  void enableHb() {
+    hbCheck = true;
+    vc.assign(T, std::vector<uint32_t>(T, 0));
+    hb.assign(shared.size() / 16 + 1, {});
+  }
 
 private:
   ucontext_t mainCtx;
@@ -335,10 +381,14 @@ private:
     Barrier &b = barriers[addr];
     return b;
   }
-  void arrive(uint64_t addr, int64_t txAdd) {
+  void arrive(uint64_t addr, int64_t txAdd, int t) {
     Barrier &b = bar(addr);
     if (!b.init)
       fail("emulator: arrive on an uninitialised mbarrier");
+    if (hbCheck) {
+      join(b.phaseVC, vc[t]);
+      ++vc[t][t];
+    }
     b.tx += txAdd;
     if (b.pending == 0)
       fail("emulator: too many arrivals on an mbarrier");
@@ -348,6 +398,8 @@ private:
   void maybeComplete(Barrier &b) {
     ++progress;
     if (b.pending == 0 && b.tx == 0) {
+      b.doneVC[b.phase & 1] = b.phaseVC;
+      b.phaseVC.clear();
       b.phase ^= 1;
       b.pending = b.expected;
     }
@@ -478,12 +530,19 @@ void Interp::wgmma(Operation &op, const std::vector<char> &mask) {
       wgMask[t] = 1;
     uint64_t da = uniform(dA, wgMask), db = uniform(dB, wgMask);
     std::vector<float> A(64 * 16), B(16 * n);
+    auto rd = [&](uint64_t addr) {
+      if (hbCheck) {
+        hbRead(addr, t0);
+        wgOpen[g].push_back(addr);
+      }
+      return h16(addr);
+    };
     for (int x = 0; x < 64; ++x)
       for (int k = 0; k < 16; ++k)
-        A[x * 16 + k] = fromHalfBits(h16(wgmmaAddr(da, aK, x, k)), et);
+        A[x * 16 + k] = fromHalfBits(rd(wgmmaAddr(da, aK, x, k)), et);
     for (int x = 0; x < n; ++x)
       for (int k = 0; k < 16; ++k)
-        B[k * n + x] = fromHalfBits(h16(wgmmaAddr(db, bK, x, k)), et);
+        B[k * n + x] = fromHalfBits(rd(wgmmaAddr(db, bK, x, k)), et);
     for (int t = 0; t < 128; ++t) {
       int wp = t / 32, l = t % 32;
       for (int i = 0; i < n / 8; ++i)
@@ -523,8 +582,12 @@ void Interp::tma(Operation &op, const std::vector<char> &mask) {
         uint64_t off = uint64_t(r) * m.boxCols * 2 + c * 2;
         off ^= ((off >> 7) & 7) << 4;
         std::memcpy(mem(dst + off, 2), &v, 2);
+        if (hbCheck && c % 8 == 0)
+          hbWrite(dst + off, th);
       }
     Barrier &b = bar(u(t.getMbar(), 0, th));
+    if (hbCheck)
+      join(b.phaseVC, vc[th]);
     b.tx -= int64_t(m.boxRows) * m.boxCols * 2;
     maybeComplete(b);
   }
@@ -722,6 +785,27 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
     landGroups(static_cast<unsigned>(cast<NVVM::CpAsyncWaitGroupOp>(op).getN()));
   } else if (name == "nvvm.barrier0") {
     ++epoch;
+  } else if (name == "nvvm.wgmma.commit.group.sync.aligned" && hbCheck) {
+    for (int g = 0; g < T / 128; ++g)
+      if (mask[g * 128]) {
+        wgGroups[g].push_back(std::move(wgOpen[g]));
+        wgOpen[g].clear();
+      }
+  } else if (name == "nvvm.wgmma.wait.group.sync.aligned" && hbCheck) {
+    size_t keep = static_cast<size_t>(cast<NVVM::WgmmaWaitGroupSyncOp>(op).getGroup());
+    for (int g = 0; g < T / 128; ++g)
+      if (mask[g * 128]) {
+        auto &q = wgGroups[g];
+        while (q.size() > keep) { // retired: the reads happen now
+          for (uint64_t a : q.front()) {
+            auto &reads = hb[a / 16].reads;
+            std::pair<int, uint32_t> rd{g * 128, vc[g * 128][g * 128]};
+            if (reads.empty() || reads.back() != rd)
+              reads.push_back(rd);
+          }
+          q.erase(q.begin());
+        }
+      }
   } else if (name == "nvvm.fence.mbarrier.init" ||
              name == "nvvm.setmaxregister" || name == "nvvm.wgmma.fence.aligned" ||
              name == "nvvm.wgmma.commit.group.sync.aligned" ||
@@ -744,11 +828,11 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
   } else if (name == "nvvm.mbarrier.arrive.expect_tx") {
     for (int t = 0; t < T; ++t)
       if (mask[t])
-        arrive(u(op.getOperand(0), 0, t), static_cast<int64_t>(u(op.getOperand(1), 0, t)));
+        arrive(u(op.getOperand(0), 0, t), static_cast<int64_t>(u(op.getOperand(1), 0, t)), t);
   } else if (name == "nvvm.mbarrier.arrive") {
     for (int t = 0; t < T; ++t)
       if (mask[t])
-        arrive(u(op.getOperand(0), 0, t), 0);
+        arrive(u(op.getOperand(0), 0, t), 0, t);
   } else if (name == "nvvm.mbarrier.try_wait.parity") {
     // The phase with this parity has completed iff the current one differs.
     auto blockedThread = [&]() -> int {
@@ -768,6 +852,12 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
              " waits on an mbarrier phase that nothing can complete");
       swapcontext(&cur->ctx, &mainCtx); // let the other role run
     }
+    if (hbCheck)
+      for (int t = 0; t < T; ++t)
+        if (mask[t]) {
+          Barrier &b = bar(u(op.getOperand(0), 0, t));
+          join(vc[t], b.doneVC[u(op.getOperand(1), 0, t) & 1]);
+        }
   } else if (name == "nvvm.cp.async.bulk.tensor.shared.cluster.global") {
     tma(op, mask);
   } else if (auto fo = dyn_cast<scf::ForOp>(op)) {
@@ -838,6 +928,8 @@ std::string runGemm(const GemmProblem &p, const TileConfig &c, unsigned grid,
         mbarriers |= o->getName().getStringRef().starts_with("nvvm.mbarrier");
       });
       in.raceCheck = !mbarriers;
+      if (mbarriers)
+        in.enableHb();
       in.ctaid = cta;
       in.nctaid = grid;
       uint64_t base[7];

@@ -19,7 +19,12 @@
 //  - For kernels synchronised by bar.sync alone (sm_80) shared memory is
 //    race-checked: per 16-byte chunk, a write (an async copy spans issue to
 //    landing) and a read by different threads in the same barrier epoch is
-//    reported. Kernels with mbarriers (sm_90a) are not race-checked.
+//    reported. Kernels with mbarriers (sm_90a) get a happens-before check
+//    instead: vector clocks per thread, mbarrier arrivals release, completed
+//    phases (and the TMA issues that completed their bytes) are acquired by
+//    a successful wait; wgmma reads count from the wait_group that retires
+//    them, so a TMA refill of a slot whose reads are not known to be retired
+//    is reported.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TG_TEST_NVPTX_GEMMEMULATOR_H
