@@ -1,0 +1,350 @@
+//===- Executor.cpp - runs the CPU entry points of an artifact ------------===//
+//
+// The shared object is loaded from an anonymous memfd through
+// /proc/self/fd/N (the fd stays open while the library is loaded, and a
+// path still known to the loader is never reused, since dlopen would hand
+// back the old library); where memfd_create is unavailable, from a
+// temporary file that is unlinked right after dlopen.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Executor.h"
+#include "runtime/Safetensors.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace tgrt {
+
+namespace {
+bool writeAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t w = ::write(fd, data.data(), data.size());
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return false;
+    data.remove_prefix(static_cast<size_t>(w));
+  }
+  return true;
+}
+
+/// dlopens `so`; returns the handle and the fd to keep open.
+void *loadSharedObject(std::string_view so, int &keepFd, std::string &err) {
+  keepFd = -1;
+  int fd = memfd_create("tgx-cpu.so", MFD_CLOEXEC);
+  if (fd >= 0) {
+    if (!writeAll(fd, so)) {
+      err = std::string("cannot write cpu.so to a memfd: ") + std::strerror(errno);
+      ::close(fd);
+      return nullptr;
+    }
+    // The loader finds objects by name first: if an earlier library loaded
+    // as /proc/self/fd/N is still resident (dlclose need not unload, e.g.
+    // under -z nodelete), use another descriptor number for this one.
+    std::vector<int> spare;
+    std::string path = "/proc/self/fd/" + std::to_string(fd);
+    while (void *old = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD)) {
+      dlclose(old);
+      int again = fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
+      spare.push_back(fd);
+      if (again < 0 || spare.size() > 1000) {
+        for (int s : spare)
+          ::close(s);
+        err = "cannot find a free descriptor to load cpu.so";
+        return nullptr;
+      }
+      fd = again;
+      path = "/proc/self/fd/" + std::to_string(fd);
+    }
+    for (int s : spare)
+      ::close(s);
+    if (void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      keepFd = fd;
+      return h;
+    }
+    const char *e = dlerror();
+    // /proc may be missing in a sandbox; fall back to a temporary file.
+    if (::access("/proc/self/fd", F_OK) == 0) {
+      err = std::string("cannot load cpu.so: ") + (e ? e : "dlopen failed");
+      ::close(fd);
+      return nullptr;
+    }
+    ::close(fd);
+  }
+  const char *dir = std::getenv("TMPDIR");
+  std::string tmp = std::string(dir && *dir ? dir : "/tmp") + "/tgx-cpu-XXXXXX.so";
+  fd = mkstemps(tmp.data(), 3);
+  if (fd < 0) {
+    err = std::string("cannot create a temporary file for cpu.so: ") +
+          std::strerror(errno);
+    return nullptr;
+  }
+  bool ok = writeAll(fd, so);
+  ::close(fd);
+  void *h = ok ? dlopen(tmp.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+  const char *e = ok ? dlerror() : nullptr;
+  ::unlink(tmp.c_str());
+  if (!h)
+    err = std::string("cannot load cpu.so: ") +
+          (ok ? (e ? e : "dlopen failed") : std::strerror(errno));
+  return h;
+}
+} // namespace
+
+std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
+                                         std::string &err) {
+  auto ex = std::unique_ptr<Executor>(new Executor());
+  ex->label_ = artifact.path();
+  auto fail = [&](const std::string &msg) {
+    err = ex->label_ + ": " + msg;
+    return nullptr;
+  };
+  if (!artifact.has("manifest"))
+    return fail("no 'manifest' section");
+  if (!Manifest::parse(artifact.section("manifest"), ex->manifest_, err))
+    return fail(err);
+  // Persistent tensors: every param/state/step argument or result of any
+  // entry; all mentions must agree on dtype and shape.
+  for (const EntrySpec &e : ex->manifest_.entries)
+    for (const auto *list : {&e.args, &e.results})
+      for (const TensorSpec &s : *list) {
+        if (!isPersistentRole(s.role))
+          continue;
+        auto it = ex->state_.find(s.name);
+        if (it == ex->state_.end()) {
+          ex->state_.emplace(s.name, Tensor::zeros(s.dtype, s.shape));
+          ex->roles_[s.name] = s.role;
+        } else if (it->second.dtype != s.dtype || it->second.shape != s.shape ||
+                   ex->roles_[s.name] != s.role) {
+          return fail("manifest: " + e.name + ": " + s.role + " '" + s.name +
+                      "' is " + dtypeName(s.dtype) + shapeString(s.shape) +
+                      " here but " + dtypeName(it->second.dtype) +
+                      shapeString(it->second.shape) + " elsewhere");
+        }
+      }
+  if (ex->manifest_.entries.empty())
+    return ex;
+  if (!artifact.has("cpu.so"))
+    return fail("no 'cpu.so' section (this artifact has no CPU code)");
+  ex->handle_ = loadSharedObject(artifact.section("cpu.so"), ex->fd_, err);
+  if (!ex->handle_)
+    return fail(err);
+  for (const EntrySpec &e : ex->manifest_.entries) {
+    std::string sym = "tgx_" + e.name;
+    dlerror();
+    void *p = dlsym(ex->handle_, sym.c_str());
+    if (!p)
+      return fail("cpu.so has no symbol '" + sym + "' for the entry '" +
+                  e.name + "'");
+    ex->fns_.emplace_back(e.name, reinterpret_cast<EntryFn>(p));
+  }
+  return ex;
+}
+
+Executor::~Executor() {
+  if (handle_)
+    dlclose(handle_);
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+bool Executor::call(std::string_view name, const TensorMap &inputs,
+                    TensorMap &outputs, std::string &err) {
+  const EntrySpec *e = manifest_.entry(name);
+  EntryFn fn = nullptr;
+  for (auto &f : fns_)
+    if (f.first == name)
+      fn = f.second;
+  if (!e || !fn) {
+    err = label_ + ": the model has no entry point '" + std::string(name) + "'";
+    return false;
+  }
+  std::vector<void *> buffers;
+  buffers.reserve(e->args.size() + e->results.size());
+  for (const TensorSpec &s : e->args) {
+    if (isPersistentRole(s.role)) {
+      buffers.push_back(state_.at(s.name).data());
+      continue;
+    }
+    auto it = inputs.find(s.name);
+    if (it == inputs.end()) {
+      err = e->name + ": missing input '" + s.name + "' (" + dtypeName(s.dtype) +
+            shapeString(s.shape) + ")";
+      return false;
+    }
+    const Tensor &t = it->second;
+    if (t.dtype != s.dtype || t.shape != s.shape ||
+        t.bytes.size() != s.byteSize()) {
+      err = e->name + ": input '" + s.name + "' is " + dtypeName(t.dtype) +
+            shapeString(t.shape) + " but the model expects " +
+            dtypeName(s.dtype) + shapeString(s.shape);
+      return false;
+    }
+    // The ABI passes void*; the compiled code does not write its arguments.
+    buffers.push_back(const_cast<Tensor &>(t).data());
+  }
+  for (const auto &in : inputs) {
+    bool known = false;
+    for (const TensorSpec &s : e->args)
+      known |= !isPersistentRole(s.role) && s.name == in.first;
+    if (!known) {
+      err = e->name + ": unknown input '" + in.first + "'";
+      return false;
+    }
+  }
+  std::vector<Tensor> results;
+  results.reserve(e->results.size());
+  for (const TensorSpec &s : e->results) {
+    results.push_back(Tensor::zeros(s.dtype, s.shape));
+    bool alias = false;
+    if (e->inplace && isPersistentRole(s.role))
+      for (const TensorSpec &a : e->args)
+        alias |= a.role == s.role && a.name == s.name;
+    buffers.push_back(alias ? state_.at(s.name).data()
+                            : results.back().data());
+  }
+  fn(buffers.data());
+  outputs.clear();
+  for (size_t i = 0; i < e->results.size(); ++i) {
+    const TensorSpec &s = e->results[i];
+    if (!isPersistentRole(s.role)) {
+      outputs[s.name] = std::move(results[i]);
+      continue;
+    }
+    if (buffers[e->args.size() + i] == results[i].data())
+      std::swap(state_.at(s.name).bytes, results[i].bytes);
+  }
+  return true;
+}
+
+bool Executor::init(int64_t seed, std::string &err) {
+  const EntrySpec *e = manifest_.entry("init");
+  if (!e) {
+    err = label_ + ": the model has no entry point 'init'";
+    return false;
+  }
+  TensorMap in, out;
+  for (const TensorSpec &s : e->args)
+    if (!isPersistentRole(s.role)) {
+      Tensor t = Tensor::zeros(s.dtype, s.shape);
+      if (t.numel() != 1 || isFloat(s.dtype)) {
+        err = "init: argument '" + s.name + "' is " + dtypeName(s.dtype) +
+              shapeString(s.shape) + ", expected an integer seed scalar";
+        return false;
+      }
+      t.set(0, static_cast<double>(seed));
+      if (s.dtype == DType::I64)
+        std::memcpy(t.data(), &seed, 8);
+      in[s.name] = std::move(t);
+    }
+  return call("init", in, out, err);
+}
+
+bool Executor::trainStep(const TensorMap &inputs, double &loss,
+                         std::string &err) {
+  TensorMap out;
+  if (!call("train_step", inputs, out, err))
+    return false;
+  for (const TensorSpec &s : manifest_.entry("train_step")->results)
+    if (s.role == "loss") {
+      loss = out.at(s.name).at(0);
+      return true;
+    }
+  err = label_ + ": train_step has no result with role 'loss'";
+  return false;
+}
+
+bool Executor::eval(const TensorMap &inputs, TensorMap &outputs,
+                    std::string &err) {
+  return call("eval", inputs, outputs, err);
+}
+
+bool Executor::setState(const std::string &name, const Tensor &value,
+                        std::string &err) {
+  auto it = state_.find(name);
+  if (it == state_.end()) {
+    err = "the model has no parameter or state named '" + name + "'";
+    return false;
+  }
+  if (it->second.dtype != value.dtype || it->second.shape != value.shape ||
+      it->second.bytes.size() != value.bytes.size()) {
+    err = "'" + name + "' is " + dtypeName(value.dtype) +
+          shapeString(value.shape) + " but the model has " +
+          dtypeName(it->second.dtype) + shapeString(it->second.shape);
+    return false;
+  }
+  it->second.bytes = value.bytes;
+  return true;
+}
+
+std::string Executor::roleOf(const std::string &name) const {
+  auto it = roles_.find(name);
+  return it == roles_.end() ? std::string() : it->second;
+}
+
+int64_t Executor::step() const {
+  auto it = state_.find("step");
+  if (it == state_.end() || it->second.numel() != 1)
+    return 0;
+  return static_cast<int64_t>(it->second.at(0));
+}
+
+std::vector<TensorSpec> Executor::inputsOf(std::string_view entry) const {
+  std::vector<TensorSpec> out;
+  if (const EntrySpec *e = manifest_.entry(entry))
+    for (const TensorSpec &s : e->args)
+      if (!isPersistentRole(s.role))
+        out.push_back(s);
+  return out;
+}
+
+bool Executor::saveCheckpoint(const std::string &path,
+                              std::string &err) const {
+  std::map<std::string, std::string> meta{{"format", "tgc-checkpoint-1"}};
+  if (!manifest_.model.empty())
+    meta["model"] = manifest_.model;
+  return writeSafetensors(path, state_, err, meta);
+}
+
+bool Executor::loadCheckpoint(const std::string &path, bool paramsOnly,
+                              std::string &err) {
+  TensorMap file;
+  if (!readSafetensors(path, file, err))
+    return false;
+  for (const auto &[name, t] : file)
+    if (!state_.count(name)) {
+      err = path + ": tensor '" + name +
+            "' is not a parameter or state of the model";
+      return false;
+    }
+  for (const auto &[name, role] : roles_) {
+    auto it = file.find(name);
+    if (it == file.end()) {
+      if (role == "param") {
+        err = path + ": parameter '" + name + "' is missing";
+        return false;
+      }
+      continue;
+    }
+    if (paramsOnly && role != "param")
+      continue;
+    Tensor value = it->second;
+    // Accept a step counter saved as another integer type (e.g. I32).
+    if (role == "step" && value.dtype != state_.at(name).dtype &&
+        !isFloat(value.dtype) && value.numel() == 1)
+      convertTensor(it->second, state_.at(name).dtype, state_.at(name).shape,
+                    value, err);
+    if (!setState(name, value, err)) {
+      err = path + ": " + err;
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace tgrt

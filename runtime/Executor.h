@@ -1,0 +1,94 @@
+//===- Executor.h - runs the CPU entry points of an artifact ----*- C++ -*-===//
+//
+// Loads the "cpu.so" section of a `.tgx` with dlopen (from a memfd, so no
+// file is left behind), resolves `tgx_<entry>` for every manifest entry and
+// calls them with the wrapper ABI:
+//
+//   extern "C" void tgx_<entry>(void **buffers);
+//
+// buffers[i] points to a dense row-major buffer: first every argument, then
+// every result, in manifest order. The executor owns the persistent state
+// (roles "param", "state", "step") by name across calls: arguments with those
+// roles are fed from it, and results with those roles and a matching name
+// replace it. Results are written to fresh buffers which are then swapped
+// into place (no copy); only an entry marked "inplace" gets the same buffer
+// for an argument and its next value. docs/runtime.md has the details.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TG_RUNTIME_EXECUTOR_H
+#define TG_RUNTIME_EXECUTOR_H
+
+#include "runtime/Artifact.h"
+#include "runtime/Manifest.h"
+#include "runtime/Tensor.h"
+
+#include <memory>
+#include <string>
+
+namespace tgrt {
+
+/// The CPU executor of one artifact.
+class Executor {
+public:
+  /// Parses the manifest, loads cpu.so and resolves every entry's symbol.
+  static std::unique_ptr<Executor> load(const Artifact &artifact,
+                                        std::string &err);
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  const Manifest &manifest() const { return manifest_; }
+  bool hasEntry(std::string_view name) const {
+    return manifest_.entry(name) != nullptr;
+  }
+
+  /// Calls entry `name`: persistent-role arguments come from the state,
+  /// the others from `inputs` (by name; shapes and dtypes must match
+  /// exactly). Persistent-role results update the state; all others are
+  /// returned in `outputs` by name.
+  bool call(std::string_view name, const TensorMap &inputs, TensorMap &outputs,
+            std::string &err);
+  /// `init(seed)`: fills parameters, optimizer state and step.
+  bool init(int64_t seed, std::string &err);
+  /// One `train_step` on `inputs`; the "loss" result as a double.
+  bool trainStep(const TensorMap &inputs, double &loss, std::string &err);
+  /// `eval(inputs)` with the current parameters.
+  bool eval(const TensorMap &inputs, TensorMap &outputs, std::string &err);
+
+  /// Parameters, optimizer state and step by name.
+  const TensorMap &state() const { return state_; }
+  /// Replaces one persistent tensor; dtype and shape must match.
+  bool setState(const std::string &name, const Tensor &value,
+                std::string &err);
+  /// The role of a persistent tensor ("param", "state", "step").
+  std::string roleOf(const std::string &name) const;
+  /// The step counter (0 if the model has none).
+  int64_t step() const;
+
+  /// The non-persistent arguments of `entry` (its inputs), in order.
+  std::vector<TensorSpec> inputsOf(std::string_view entry) const;
+
+  /// Writes params, optimizer state (`<param>.<slot>`) and `step` to a
+  /// safetensors file, atomically.
+  bool saveCheckpoint(const std::string &path, std::string &err) const;
+  /// Loads tensors from a safetensors file into the state. Every parameter
+  /// must be present; state and step are loaded when present unless
+  /// `paramsOnly`. A tensor the model does not have is an error.
+  bool loadCheckpoint(const std::string &path, bool paramsOnly,
+                      std::string &err);
+
+private:
+  Executor() = default;
+  using EntryFn = void (*)(void **);
+  Manifest manifest_;
+  void *handle_ = nullptr;
+  int fd_ = -1;
+  std::vector<std::pair<std::string, EntryFn>> fns_;
+  TensorMap state_;
+  std::map<std::string, std::string> roles_;
+  std::string label_;
+};
+
+} // namespace tgrt
+
+#endif // TG_RUNTIME_EXECUTOR_H

@@ -1,0 +1,67 @@
+//===- Manifest.h - the interface a .tgx artifact declares ------*- C++ -*-===//
+//
+// The "manifest" section of an artifact (docs/artifact.md) names the model's
+// entry points (init, train_step, eval, forward_grad, ...) and, for each,
+// its arguments and results in order with name, role, dtype and shape. The
+// runtime trusts nothing else about the compiled code: buffer sizes, the
+// symbol names and the persistent state all follow from this.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TG_RUNTIME_MANIFEST_H
+#define TG_RUNTIME_MANIFEST_H
+
+#include "runtime/Json.h"
+#include "runtime/Tensor.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tgrt {
+
+/// The manifest schema version this runtime understands.
+inline constexpr int64_t kManifestFormat = 1;
+
+/// One argument or result: tg.name, tg.role, element type, static shape.
+struct TensorSpec {
+  std::string name, role;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  uint64_t numel = 0;
+  size_t byteSize() const { return numel * dtypeSize(dtype); }
+  /// "x: f32[128,784]".
+  std::string str() const;
+};
+
+/// One entry point: its C symbol is `tgx_<name>`.
+struct EntrySpec {
+  std::string name;
+  std::vector<TensorSpec> args, results;
+  /// The compiled code tolerates a result aliasing the argument of the same
+  /// (role, name); the runtime then passes one buffer for both.
+  bool inplace = false;
+};
+
+/// The parsed, validated manifest.
+struct Manifest {
+  int64_t format = 0;
+  std::string model;
+  std::vector<EntrySpec> entries;
+  Json memory; ///< optional memory plan, kept as written
+  Json raw;    ///< the whole document
+
+  /// Parses and validates the manifest JSON; errors name the offending
+  /// field ("manifest: entries.eval.args[1].dtype: unknown dtype 'f8'").
+  static bool parse(std::string_view text, Manifest &out, std::string &err);
+  const EntrySpec *entry(std::string_view name) const;
+  /// The interface as JSON (what `tg-run --describe` prints): model, entry
+  /// points, and the parameters, optimizer state, inputs and outputs.
+  Json describe() const;
+};
+
+/// Roles whose tensors persist in the executor across calls.
+bool isPersistentRole(std::string_view role);
+
+} // namespace tgrt
+
+#endif // TG_RUNTIME_MANIFEST_H

@@ -1,0 +1,86 @@
+//===- Tensor.h - dense host tensors of the runtime -------------*- C++ -*-===//
+//
+// The runtime moves data between files, the data loaders and the compiled
+// entry points as dense row-major host buffers. A Tensor owns its bytes; i1
+// is stored as one byte per element (0 or 1), as safetensors' BOOL is.
+// No MLIR or LLVM header is included anywhere in runtime/, by design.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TG_RUNTIME_TENSOR_H
+#define TG_RUNTIME_TENSOR_H
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tgrt {
+
+/// Element types of the manifest (`f32`, ...) and of safetensors (`F32`, ...).
+enum class DType { F32, F64, BF16, F16, I32, I64, I1 };
+
+/// Manifest spelling: "f32" ... "i1".
+const char *dtypeName(DType t);
+/// Safetensors spelling: "F32" ... "BOOL".
+const char *dtypeSafetensorsName(DType t);
+/// Parses the manifest spelling; false if unknown.
+bool parseDType(std::string_view s, DType &out);
+/// Parses the safetensors spelling; false if unknown or unsupported.
+bool parseSafetensorsDType(std::string_view s, DType &out);
+/// Bytes per element.
+size_t dtypeSize(DType t);
+/// True for f32, f64, bf16, f16.
+bool isFloat(DType t);
+
+/// Number of elements of `shape`; false on a negative dimension or overflow
+/// of `limit` (elements).
+bool shapeNumel(const std::vector<int64_t> &shape, uint64_t &numel,
+                uint64_t limit = (uint64_t(1) << 50));
+/// "[128,784]".
+std::string shapeString(const std::vector<int64_t> &shape);
+
+/// A dense row-major host tensor that owns its bytes.
+struct Tensor {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+
+  /// A zero-filled tensor (shape must be valid).
+  static Tensor zeros(DType dtype, std::vector<int64_t> shape);
+  /// A scalar (rank 0) tensor.
+  static Tensor scalarI64(int64_t v);
+  static Tensor scalarF32(float v);
+
+  uint64_t numel() const;
+  void *data() { return bytes.data(); }
+  const void *data() const { return bytes.data(); }
+  template <class T> T *as() { return reinterpret_cast<T *>(bytes.data()); }
+  template <class T> const T *as() const {
+    return reinterpret_cast<const T *>(bytes.data());
+  }
+  /// Element `i` converted to double (any dtype).
+  double at(uint64_t i) const;
+  /// Stores `v` converted to the dtype at element `i`.
+  void set(uint64_t i, double v);
+};
+
+/// Tensors by name, in name order.
+using TensorMap = std::map<std::string, Tensor>;
+
+/// IEEE half / bfloat16 conversions (round to nearest even).
+float halfToFloat(uint16_t h);
+uint16_t floatToHalf(float f);
+float bf16ToFloat(uint16_t h);
+uint16_t floatToBf16(float f);
+
+/// Copies `src` into a new tensor of `dtype` and `shape` (same element
+/// count), converting each element. Returns false with `err` on mismatch.
+bool convertTensor(const Tensor &src, DType dtype,
+                   const std::vector<int64_t> &shape, Tensor &out,
+                   std::string &err);
+
+} // namespace tgrt
+
+#endif // TG_RUNTIME_TENSOR_H

@@ -1,0 +1,150 @@
+//===- DataTest.cpp - IDX, Fashion-MNIST, token files and batching --------===//
+#include "TestUtil.h"
+#include "runtime/Data.h"
+
+#include <catch2/catch.hpp>
+#include <zlib.h>
+
+using namespace tgrt;
+using namespace tgrt::test;
+
+/// An IDX image of unsigned bytes with the given dimensions.
+static std::string idx(const std::vector<uint32_t> &dims, const std::string &data,
+                       uint8_t type = 0x08) {
+  std::string s = {0, 0, static_cast<char>(type), static_cast<char>(dims.size())};
+  for (uint32_t d : dims)
+    for (int i = 3; i >= 0; --i)
+      s += static_cast<char>(d >> (8 * i));
+  return s + data;
+}
+
+static void gzipTo(const std::string &path, const std::string &data) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  REQUIRE(f);
+  REQUIRE(gzwrite(f, data.data(), static_cast<unsigned>(data.size())) ==
+          static_cast<int>(data.size()));
+  gzclose(f);
+}
+
+TEST_CASE("IDX: reads a generated gzip file", "[runtime][data]") {
+  TempDir dir;
+  std::string pixels;
+  for (int i = 0; i < 2 * 3 * 4; ++i)
+    pixels += static_cast<char>(i * 10);
+  gzipTo(dir.file("a.gz"), idx({2, 3, 4}, pixels));
+  IdxArray a;
+  std::string err;
+  REQUIRE(readIdx(dir.file("a.gz"), a, err));
+  CHECK(a.type == 0x08);
+  CHECK(a.dims == std::vector<int64_t>{2, 3, 4});
+  CHECK(std::string(a.data.begin(), a.data.end()) == pixels);
+  // Uncompressed works too.
+  spit(dir.file("a.idx"), idx({2, 3, 4}, pixels));
+  REQUIRE(readIdx(dir.file("a.idx"), a, err));
+  CHECK(a.data.size() == 24);
+}
+
+TEST_CASE("IDX: corrupt files are one-line errors", "[runtime][data]") {
+  TempDir dir;
+  IdxArray a;
+  std::string err, p = dir.file("b.gz");
+  gzipTo(p, idx({2, 3}, "abc"));
+  CHECK_FALSE(readIdx(p, a, err));
+  CHECK(err == p + ": truncated: expected 6 data bytes, found 3");
+  gzipTo(p, idx({2}, "abc"));
+  CHECK_FALSE(readIdx(p, a, err));
+  CHECK(err == p + ": unexpected data after 2 data bytes");
+  gzipTo(p, "\x01\x02\x08\x01");
+  CHECK_FALSE(readIdx(p, a, err));
+  CHECK(err == p + ": not an IDX file (magic 01 02 08 01)");
+  gzipTo(p, idx({2}, "ab", 0x07));
+  CHECK_FALSE(readIdx(p, a, err));
+  CHECK(err == p + ": not an IDX file (magic 00 00 07 01)");
+  gzipTo(p, std::string("\0\0\x08\x02\0\0", 6));
+  CHECK_FALSE(readIdx(p, a, err));
+  CHECK(err == p + ": truncated: the IDX header ends inside dimension 0");
+  gzipTo(p, "");
+  CHECK_FALSE(readIdx(p, a, err));
+  CHECK(err == p + ": truncated: the IDX header needs 4 bytes, found 0");
+  // A gzip stream cut short.
+  gzipTo(p, idx({1000}, std::string(1000, 'x')));
+  std::string gz = slurp(p);
+  spit(p, gz.substr(0, gz.size() / 2));
+  CHECK_FALSE(readIdx(p, a, err));
+  CHECK(err.rfind(p + ": ", 0) == 0);
+  CHECK(err.find('\n') == std::string::npos);
+  CHECK_FALSE(readIdx(dir.file("missing.gz"), a, err));
+  CHECK(err == "cannot open '" + dir.file("missing.gz") + "': No such file or directory");
+}
+
+TEST_CASE("IDX: the installed Fashion-MNIST headers", "[runtime][data]") {
+  std::string base = std::string(kFashionMnistDir) + "/train-images-idx3-ubyte.gz";
+  if (access(base.c_str(), R_OK) != 0) {
+    WARN("Fashion-MNIST is not installed; skipped");
+    return;
+  }
+  IdxArray a;
+  std::string err;
+  REQUIRE(readIdx(base, a, err, /*headerOnly=*/true));
+  CHECK(a.dims == std::vector<int64_t>{60000, 28, 28});
+  REQUIRE(readIdx(std::string(kFashionMnistDir) + "/t10k-labels-idx1-ubyte.gz", a, err));
+  CHECK(a.dims == std::vector<int64_t>{10000});
+  Dataset test;
+  REQUIRE(loadFashionMnist(kFashionMnistDir, false, test, err));
+  CHECK(test.size() == 10000);
+  CHECK(test.inputs.shape == std::vector<int64_t>{10000, 28, 28});
+  float lo = 1, hi = 0;
+  for (uint64_t i = 0; i < test.inputs.numel(); ++i) {
+    lo = std::min(lo, test.inputs.as<float>()[i]);
+    hi = std::max(hi, test.inputs.as<float>()[i]);
+  }
+  CHECK(lo == 0.0f);
+  CHECK(hi == 1.0f);
+}
+
+TEST_CASE("token files and windows", "[runtime][data]") {
+  TempDir dir;
+  std::string bytes;
+  for (int i = 0; i < 11; ++i) {
+    bytes += static_cast<char>(i);
+    bytes += static_cast<char>(i == 10 ? 1 : 0);
+  }
+  spit(dir.file("t.u16"), bytes);
+  std::vector<uint32_t> tok;
+  std::string err;
+  REQUIRE(readTokenFile(dir.file("t.u16"), 2, tok, err));
+  REQUIRE(tok.size() == 11);
+  CHECK(tok[10] == 266);
+  CHECK(tokenBatches(tok.size(), 2, 2) == 2);
+  CHECK(tokenBatches(tok.size(), 2, 5) == 1);
+  Tensor x, y;
+  tokenBatch(tok, 1, 2, 2, x, y);
+  CHECK(x.shape == std::vector<int64_t>{2, 2});
+  CHECK(std::vector<int64_t>(x.as<int64_t>(), x.as<int64_t>() + 4) ==
+        std::vector<int64_t>{4, 5, 6, 7});
+  CHECK(std::vector<int64_t>(y.as<int64_t>(), y.as<int64_t>() + 4) ==
+        std::vector<int64_t>{5, 6, 7, 8});
+  CHECK_FALSE(readTokenFile(dir.file("t.u16"), 4, tok, err));
+  CHECK(err == dir.file("t.u16") + ": 22 bytes is not a whole number of uint32 tokens");
+}
+
+TEST_CASE("rows are sliced, reshaped, converted and wrapped", "[runtime][data]") {
+  Tensor all = Tensor::zeros(DType::I64, {5, 2});
+  for (int i = 0; i < 10; ++i)
+    all.as<int64_t>()[i] = i;
+  Tensor out;
+  std::string err;
+  REQUIRE(sliceRows(all, 3, 3, DType::I32, {3, 1, 2}, out, err));
+  CHECK(out.dtype == DType::I32);
+  CHECK(std::vector<int32_t>(out.as<int32_t>(), out.as<int32_t>() + 6) ==
+        std::vector<int32_t>{6, 7, 8, 9, 0, 1});
+  CHECK_FALSE(sliceRows(all, 0, 2, DType::I64, {2, 3}, out, err));
+  CHECK(err == "cannot shape rows of [5,2] into [2,3]");
+  Tensor f = Tensor::zeros(DType::F32, {2});
+  f.as<float>()[0] = 1.5f;
+  REQUIRE(sliceRows(f, 0, 2, DType::BF16, {2}, out, err));
+  CHECK(out.at(0) == 1.5);
+  CHECK(halfToFloat(floatToHalf(0.333f)) == Approx(0.333f).epsilon(1e-3));
+  CHECK(halfToFloat(floatToHalf(1e-6f)) == Approx(1e-6f).epsilon(0.05));
+  CHECK(halfToFloat(floatToHalf(70000.0f)) == INFINITY);
+}

@@ -1,0 +1,233 @@
+//===- ExecutorTest.cpp - the CPU executor on a hand-written model --------===//
+//
+// TinyModel.c stands in for compiled code: softmax regression with momentum
+// SGD behind the tgx_<entry>(void **) ABI.
+//
+//===----------------------------------------------------------------------===//
+#include "TestUtil.h"
+#include "runtime/Executor.h"
+#include "runtime/Safetensors.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+using namespace tgrt;
+using namespace tgrt::test;
+
+static std::unique_ptr<Executor> loadTiny(std::unique_ptr<Artifact> &a,
+                                          const std::string &manifest = tinyManifest()) {
+  std::string err;
+  a = Artifact::fromBytes(tinyArtifact(manifest), "tiny.tgx", err);
+  REQUIRE(a);
+  auto ex = Executor::load(*a, err);
+  INFO(err);
+  REQUIRE(ex);
+  return ex;
+}
+
+/// A deterministic batch: pixel values and labels from a small LCG.
+static TensorMap batch(uint32_t seed) {
+  TensorMap in;
+  Tensor x = Tensor::zeros(DType::F32, {32, 1, 28, 28});
+  Tensor y = Tensor::zeros(DType::I64, {32});
+  for (uint64_t i = 0; i < x.numel(); ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    x.as<float>()[i] = (seed >> 8) / float(1 << 24);
+  }
+  for (int i = 0; i < 32; ++i)
+    y.as<int64_t>()[i] = i % 10;
+  in["x"] = x;
+  in["labels"] = y;
+  return in;
+}
+
+TEST_CASE("executor: init, train_step, eval", "[runtime][executor]") {
+  std::unique_ptr<Artifact> a;
+  auto ex = loadTiny(a);
+  std::string err;
+  CHECK(ex->manifest().model == "tiny");
+  REQUIRE(ex->init(7, err));
+  CHECK(ex->step() == 0);
+  CHECK(ex->state().size() == 5);
+  CHECK(ex->roleOf("w") == "param");
+  CHECK(ex->roleOf("w.momentum") == "state");
+  Tensor w0 = ex->state().at("w");
+  CHECK(w0.at(0) != 0.0);
+  TensorMap in = batch(1);
+  double first = 0, loss = 0;
+  REQUIRE(ex->trainStep(in, first, err));
+  CHECK(first == Approx(std::log(10.0)).epsilon(0.05));
+  for (int i = 0; i < 20; ++i)
+    REQUIRE(ex->trainStep(in, loss, err));
+  CHECK(ex->step() == 21);
+  CHECK(loss < first * 0.5);
+  TensorMap out;
+  REQUIRE(ex->eval(in, out, err));
+  REQUIRE(out.count("logits"));
+  CHECK(out.at("logits").shape == std::vector<int64_t>{32, 10});
+  CHECK(out.at("loss").at(0) < first);
+  // The same seed gives the same parameters.
+  REQUIRE(ex->init(7, err));
+  CHECK(ex->state().at("w").bytes == w0.bytes);
+  CHECK(ex->step() == 0);
+}
+
+TEST_CASE("executor: forward_grad matches a finite difference", "[runtime][executor]") {
+  std::unique_ptr<Artifact> a;
+  auto ex = loadTiny(a);
+  std::string err;
+  REQUIRE(ex->init(3, err));
+  TensorMap in = batch(2), out;
+  REQUIRE(ex->call("forward_grad", in, out, err));
+  double g = out.at("b").at(3), h = 1e-2;
+  Tensor b = ex->state().at("b");
+  auto lossAt = [&](double delta) {
+    Tensor bb = b;
+    bb.set(3, b.at(3) + delta);
+    REQUIRE(ex->setState("b", bb, err));
+    TensorMap o;
+    REQUIRE(ex->eval(in, o, err));
+    return o.at("loss").at(0);
+  };
+  CHECK(g == Approx((lossAt(h) - lossAt(-h)) / (2 * h)).margin(1e-3));
+}
+
+TEST_CASE("executor: a checkpoint resumes the exact trajectory", "[runtime][executor]") {
+  TempDir dir;
+  std::unique_ptr<Artifact> a1, a2;
+  auto ex1 = loadTiny(a1), ex2 = loadTiny(a2);
+  std::string err;
+  TensorMap in = batch(5);
+  double l1, l2;
+  REQUIRE(ex1->init(1, err));
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(ex1->trainStep(in, l1, err));
+  REQUIRE(ex1->saveCheckpoint(dir.file("c.safetensors"), err));
+  REQUIRE(ex2->init(99, err));
+  REQUIRE(ex2->loadCheckpoint(dir.file("c.safetensors"), false, err));
+  CHECK(ex2->step() == 3);
+  REQUIRE(ex1->trainStep(in, l1, err));
+  REQUIRE(ex2->trainStep(in, l2, err));
+  CHECK(l1 == l2);
+  CHECK(ex1->state().at("w").bytes == ex2->state().at("w").bytes);
+  // The file uses the documented names, readable by any safetensors reader.
+  TensorMap file;
+  Metadata meta;
+  REQUIRE(readSafetensors(dir.file("c.safetensors"), file, err, &meta));
+  CHECK(file.size() == 5);
+  CHECK(file.at("step").dtype == DType::I64);
+  CHECK(file.at("step").shape.empty());
+  CHECK(file.count("w.momentum"));
+  CHECK(meta.at("model") == "tiny");
+}
+
+TEST_CASE("executor: checkpoint mismatches are reported", "[runtime][executor]") {
+  TempDir dir;
+  std::unique_ptr<Artifact> a;
+  auto ex = loadTiny(a);
+  std::string err, p = dir.file("c.safetensors");
+  REQUIRE(ex->init(1, err));
+  TensorMap m;
+  m["w"] = ex->state().at("w");
+  REQUIRE(writeSafetensors(p, m, err));
+  CHECK_FALSE(ex->loadCheckpoint(p, false, err));
+  CHECK(err == p + ": parameter 'b' is missing");
+  m["b"] = Tensor::zeros(DType::F32, {11});
+  REQUIRE(writeSafetensors(p, m, err));
+  CHECK_FALSE(ex->loadCheckpoint(p, false, err));
+  CHECK(err == p + ": 'b' is f32[11] but the model has f32[10]");
+  m["b"] = Tensor::zeros(DType::F32, {10});
+  m["extra"] = Tensor::zeros(DType::F32, {1});
+  REQUIRE(writeSafetensors(p, m, err));
+  CHECK_FALSE(ex->loadCheckpoint(p, false, err));
+  CHECK(err == p + ": tensor 'extra' is not a parameter or state of the model");
+  m.erase("extra");
+  m["step"] = Tensor::zeros(DType::I32, {});
+  m["step"].set(0, 12);
+  REQUIRE(writeSafetensors(p, m, err));
+  REQUIRE(ex->loadCheckpoint(p, false, err));
+  CHECK(ex->step() == 12);
+}
+
+TEST_CASE("executor: wrong inputs are clear errors", "[runtime][executor]") {
+  std::unique_ptr<Artifact> a;
+  auto ex = loadTiny(a);
+  std::string err;
+  REQUIRE(ex->init(1, err));
+  TensorMap in = batch(1);
+  double loss;
+  TensorMap missing = in;
+  missing.erase("labels");
+  CHECK_FALSE(ex->trainStep(missing, loss, err));
+  CHECK(err == "train_step: missing input 'labels' (i64[32])");
+  TensorMap wrong = in;
+  wrong["x"] = Tensor::zeros(DType::F32, {16, 784});
+  CHECK_FALSE(ex->trainStep(wrong, loss, err));
+  CHECK(err == "train_step: input 'x' is f32[16,784] but the model expects f32[32,1,28,28]");
+  wrong = in;
+  wrong["labels"] = Tensor::zeros(DType::I32, {32});
+  CHECK_FALSE(ex->trainStep(wrong, loss, err));
+  CHECK(err == "train_step: input 'labels' is i32[32] but the model expects i64[32]");
+  TensorMap extra = in;
+  extra["w"] = Tensor::zeros(DType::F32, {784, 10});
+  CHECK_FALSE(ex->trainStep(extra, loss, err));
+  CHECK(err == "train_step: unknown input 'w'");
+  TensorMap out;
+  CHECK_FALSE(ex->call("predict", in, out, err));
+  CHECK(err == "tiny.tgx: the model has no entry point 'predict'");
+}
+
+TEST_CASE("executor: in-place entries share the state buffer", "[runtime][executor]") {
+  std::string m = tinyManifest();
+  m.replace(m.find("\"train_step\": {"), 15, "\"train_step\": {\"inplace\": true,");
+  std::unique_ptr<Artifact> a1, a2;
+  auto plain = loadTiny(a1), inplace = loadTiny(a2, m);
+  std::string err;
+  REQUIRE(plain->init(4, err));
+  REQUIRE(inplace->init(4, err));
+  const void *before = inplace->state().at("w").data();
+  TensorMap in = batch(9);
+  double l1, l2;
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(plain->trainStep(in, l1, err));
+    REQUIRE(inplace->trainStep(in, l2, err));
+    CHECK(l1 == l2);
+  }
+  CHECK(inplace->state().at("w").data() == before);
+  CHECK(plain->state().at("w").bytes == inplace->state().at("w").bytes);
+}
+
+TEST_CASE("executor: load errors", "[runtime][executor]") {
+  std::string err;
+  auto load = [&](const std::string &manifest) {
+    auto a = Artifact::fromBytes(tinyArtifact(manifest), "t.tgx", err);
+    REQUIRE(a);
+    CHECK_FALSE(Executor::load(*a, err));
+    return err;
+  };
+  std::string m = tinyManifest();
+  std::string renamed = m;
+  renamed.replace(renamed.find("\"eval\""), 6, "\"evaluate\"");
+  CHECK(load(renamed) == "t.tgx: cpu.so has no symbol 'tgx_evaluate' for the entry 'evaluate'");
+  std::string badType = m;
+  badType.replace(badType.find("\"i64\""), 5, "\"u8\"");
+  CHECK(load(badType) == "t.tgx: manifest: entries.init.args[0].dtype: unknown dtype 'u8' "
+                         "(expected f32, f64, bf16, f16, i32, i64 or i1)");
+  CHECK(load("{\"format\":2,\"entries\":{}}") ==
+        "t.tgx: manifest: format 2 is not supported (this runtime reads format 1)");
+  CHECK(load("{\"format\":1,\"entries\":{\"a-b\":{}}}") ==
+        "t.tgx: manifest: entries.a-b: entry names must be C identifiers");
+  CHECK(load("{\"format\":1") ==
+        "t.tgx: manifest: invalid JSON: byte 11: unexpected end of input in an object");
+  std::string mismatch = m, b = R"("name": "b", "role": "param", "dtype": "f32", "shape": [10])";
+  mismatch.replace(mismatch.find(b, mismatch.find("train_step")) + b.size() - 3, 2, "11");
+  CHECK(load(mismatch) == "t.tgx: manifest: train_step: param 'b' is f32[11] here but f32[10] elsewhere");
+  // A cpu.so that is not a shared object.
+  ArtifactWriter w;
+  REQUIRE(w.addSection("manifest", m, err));
+  REQUIRE(w.addSection("cpu.so", "not an ELF file", err));
+  auto a = Artifact::fromBytes(w.bytes(), "t.tgx", err);
+  REQUIRE(a);
+  CHECK_FALSE(Executor::load(*a, err));
+  CHECK(err.rfind("t.tgx: cannot load cpu.so: ", 0) == 0);
+}

@@ -1,0 +1,508 @@
+//===- tg-run.cpp - train, evaluate and cross-check a .tgx artifact -------===//
+//
+// The command-line face of libtgrt; it links neither MLIR nor LLVM.
+//
+//   tg-run MODEL.tgx --describe
+//   tg-run MODEL.tgx --data fashion-mnist --epochs 3 [--batch-limit N]
+//          [--save P] [--resume P] [--metrics m.csv] [--seed S]
+//   tg-run MODEL.tgx --load P.safetensors --batch B.safetensors --steps N
+//          [--save-params OUT.safetensors] [--save-grads G.safetensors]
+//          [--print-loss]
+//
+// Every user mistake is one line, "tg-run: error: ...", and exit status 1.
+// docs/runtime.md describes the modes and the data formats.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Data.h"
+#include "runtime/Executor.h"
+#include "runtime/Safetensors.h"
+
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <unistd.h>
+
+using namespace tgrt;
+
+namespace {
+
+[[noreturn]] void die(const std::string &msg) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "tg-run: error: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+const char *kUsage =
+    "usage: tg-run MODEL.tgx --describe\n"
+    "       tg-run MODEL.tgx --data fashion-mnist|safetensors:P|u16:P|u32:P\n"
+    "              [--epochs N] [--batch-limit N] [--save P] [--resume P]\n"
+    "              [--metrics m.csv] [--seed S] [--data-dir D]\n"
+    "       tg-run MODEL.tgx --load P.safetensors --batch B.safetensors\n"
+    "              [--steps N] [--save-params OUT.safetensors]\n"
+    "              [--save-grads G.safetensors] [--print-loss] [--seed S]\n";
+
+struct Options {
+  std::string model, data, dataDir = kFashionMnistDir, save, resume, metrics;
+  std::string load, batch, saveParams, saveGrads;
+  int64_t epochs = 1, batchLimit = -1, steps = 1, seed = 0;
+  bool describe = false, printLoss = false;
+};
+
+int64_t parseInt(const std::string &flag, const char *s, int64_t min) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(s, &end, 10);
+  if (errno || !*s || *end || v < min)
+    die(flag + " expects an integer >= " + std::to_string(min) + ", got '" +
+        s + "'");
+  return v;
+}
+
+Options parseArgs(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char * {
+      if (i + 1 >= argc)
+        die(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (a == "--describe") o.describe = true;
+    else if (a == "--print-loss") o.printLoss = true;
+    else if (a == "--data") o.data = value();
+    else if (a == "--data-dir") o.dataDir = value();
+    else if (a == "--epochs") o.epochs = parseInt(a, value(), 1);
+    else if (a == "--batch-limit") o.batchLimit = parseInt(a, value(), 1);
+    else if (a == "--steps") o.steps = parseInt(a, value(), 0);
+    else if (a == "--seed") o.seed = parseInt(a, value(), INT64_MIN);
+    else if (a == "--save") o.save = value();
+    else if (a == "--resume") o.resume = value();
+    else if (a == "--metrics") o.metrics = value();
+    else if (a == "--load") o.load = value();
+    else if (a == "--batch") o.batch = value();
+    else if (a == "--save-params") o.saveParams = value();
+    else if (a == "--save-grads") o.saveGrads = value();
+    else if (a.size() > 1 && a[0] == '-')
+      die("unknown option '" + a + "' (see tg-run --help)");
+    else if (o.model.empty()) o.model = a;
+    else die("unexpected argument '" + a + "'");
+  }
+  if (o.model.empty())
+    die("no model given; usage: tg-run MODEL.tgx --describe | --data ... | "
+        "--load ... --batch ...");
+  int modes = o.describe + !o.data.empty() + (!o.load.empty() || !o.batch.empty());
+  if (modes != 1)
+    die(modes ? "choose one of --describe, --data, or --load/--batch"
+              : "nothing to do: give --describe, --data, or --load and --batch");
+  if ((!o.load.empty() || !o.batch.empty()) && (o.load.empty() || o.batch.empty()))
+    die("the cross-check mode needs both --load and --batch");
+  return o;
+}
+
+double now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+std::string clock(double s) {
+  long t = std::lround(std::max(0.0, s));
+  char buf[32];
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+  return buf;
+}
+
+//===----------------------------------------------------------------------===//
+// Data sources: fill an entry's inputs for rows [begin, begin + B).
+//===----------------------------------------------------------------------===//
+
+using BatchFn = std::function<bool(const std::vector<TensorSpec> &, int64_t,
+                                   TensorMap &, std::string &)>;
+
+struct Source {
+  int64_t trainRows = 0, testRows = 0;
+  BatchFn train, test;  ///< (inputs of the entry, first row, out, err)
+  Tensor testLabels;    ///< i64 [testRows], for accuracy
+};
+
+int64_t batchSizeOf(const std::vector<TensorSpec> &inputs) {
+  for (const TensorSpec &s : inputs)
+    if (!s.shape.empty())
+      return s.shape[0];
+  return 0;
+}
+
+/// Fashion-MNIST: the one float input gets the images, the one integer input
+/// the labels (either may be absent, e.g. eval without labels).
+BatchFn labelledBatches(std::shared_ptr<Dataset> d) {
+  return [d](const std::vector<TensorSpec> &inputs, int64_t begin,
+             TensorMap &out, std::string &err) {
+    out.clear();
+    for (const TensorSpec &s : inputs) {
+      const Tensor &all = isFloat(s.dtype) ? d->inputs : d->labels;
+      if (out.count(isFloat(s.dtype) ? "\x01" : "\x02")) {
+        err = "cannot map fashion-mnist onto the model's inputs: more than "
+              "one " + std::string(isFloat(s.dtype) ? "float" : "integer") +
+              " input ('" + s.name + "')";
+        return false;
+      }
+      if (s.shape.empty()) {
+        err = "input '" + s.name + "' is a scalar; expected a batch";
+        return false;
+      }
+      if (!sliceRows(all, begin, s.shape[0], s.dtype, s.shape, out[s.name], err)) {
+        err = "input '" + s.name + "': " + err;
+        return false;
+      }
+    }
+    return true;
+  };
+}
+
+Source fashionMnist(const Options &o) {
+  auto train = std::make_shared<Dataset>(), test = std::make_shared<Dataset>();
+  std::string err;
+  if (!loadFashionMnist(o.dataDir, true, *train, err) ||
+      !loadFashionMnist(o.dataDir, false, *test, err))
+    die(err + " (install Debian's dataset-fashion-mnist, or --data-dir)");
+  Source s;
+  s.trainRows = train->size();
+  s.testRows = test->size();
+  s.testLabels = test->labels;
+  s.train = labelledBatches(train);
+  s.test = labelledBatches(test);
+  return s;
+}
+
+/// A safetensors file whose tensors are named after the model's inputs, all
+/// with the same number of rows.
+Source safetensorsData(const std::string &path) {
+  auto all = std::make_shared<TensorMap>();
+  std::string err;
+  if (!readSafetensors(path, *all, err))
+    die(err);
+  Source s;
+  for (const auto &[name, t] : *all) {
+    if (t.shape.empty())
+      die(path + ": tensor '" + name + "' is a scalar; expected rows");
+    if (s.trainRows && t.shape[0] != s.trainRows)
+      die(path + ": tensor '" + name + "' has " + std::to_string(t.shape[0]) +
+          " rows but the others have " + std::to_string(s.trainRows));
+    s.trainRows = t.shape[0];
+  }
+  s.train = [all, path](const std::vector<TensorSpec> &inputs, int64_t begin,
+                        TensorMap &out, std::string &err) {
+    out.clear();
+    for (const TensorSpec &spec : inputs) {
+      auto it = all->find(spec.name);
+      if (it == all->end()) {
+        err = path + " has no tensor for the input '" + spec.name + "'";
+        return false;
+      }
+      if (spec.shape.empty() ||
+          !sliceRows(it->second, begin, spec.shape[0], spec.dtype, spec.shape,
+                     out[spec.name], err)) {
+        err = "input '" + spec.name + "': " + (spec.shape.empty() ? "scalar" : err);
+        return false;
+      }
+    }
+    return true;
+  };
+  return s;
+}
+
+/// A flat token file: the first two integer inputs get (tokens, targets).
+Source tokenData(const std::string &path, int width) {
+  auto tok = std::make_shared<std::vector<uint32_t>>();
+  std::string err;
+  if (!readTokenFile(path, width, *tok, err))
+    die(err);
+  Source s;
+  s.trainRows = static_cast<int64_t>(tok->size()); // refined per batch shape
+  s.train = [tok, path](const std::vector<TensorSpec> &inputs, int64_t begin,
+                        TensorMap &out, std::string &err) {
+    out.clear();
+    if (inputs.size() != 2 || isFloat(inputs[0].dtype) ||
+        isFloat(inputs[1].dtype) || inputs[0].shape.size() != 2 ||
+        inputs[0].shape != inputs[1].shape) {
+      err = "token data needs a model with two integer [batch, seq] inputs "
+            "(tokens, targets)";
+      return false;
+    }
+    int64_t b = inputs[0].shape[0], t = inputs[0].shape[1];
+    Tensor x, y;
+    tokenBatch(*tok, begin / b, b, t, x, y);
+    return convertTensor(x, inputs[0].dtype, inputs[0].shape, out[inputs[0].name], err) &&
+           convertTensor(y, inputs[1].dtype, inputs[1].shape, out[inputs[1].name], err);
+  };
+  return s;
+}
+
+Source openData(const Options &o) {
+  const std::string &d = o.data;
+  auto after = [&](const char *p) { return d.substr(std::strlen(p)); };
+  if (d == "fashion-mnist")
+    return fashionMnist(o);
+  if (d.rfind("safetensors:", 0) == 0)
+    return safetensorsData(after("safetensors:"));
+  if (d.size() > 12 && d.compare(d.size() - 12, 12, ".safetensors") == 0)
+    return safetensorsData(d);
+  if (d.rfind("u16:", 0) == 0)
+    return tokenData(after("u16:"), 2);
+  if (d.rfind("u32:", 0) == 0)
+    return tokenData(after("u32:"), 4);
+  die("unknown --data '" + d +
+      "' (expected fashion-mnist, safetensors:PATH, u16:PATH or u32:PATH)");
+}
+
+//===----------------------------------------------------------------------===//
+// Modes
+//===----------------------------------------------------------------------===//
+
+std::unique_ptr<Executor> loadModel(const std::string &path,
+                                    std::unique_ptr<Artifact> &artifact) {
+  std::string err;
+  artifact = Artifact::open(path, err);
+  if (!artifact)
+    die(err);
+  auto ex = Executor::load(*artifact, err);
+  if (!ex)
+    die(err);
+  return ex;
+}
+
+int describe(const Options &o) {
+  std::unique_ptr<Artifact> artifact;
+  std::string err;
+  artifact = Artifact::open(o.model, err);
+  if (!artifact)
+    die(err);
+  Manifest m;
+  if (!Manifest::parse(artifact->section("manifest"), m, err))
+    die(o.model + ": " + err);
+  std::printf("%s\n", m.describe().dump(2).c_str());
+  return 0;
+}
+
+/// Index of the output used for accuracy: "logits", else the only float
+/// output of rank 2.
+const TensorSpec *logitsSpec(const EntrySpec &eval) {
+  const TensorSpec *found = nullptr;
+  for (const TensorSpec &s : eval.results)
+    if (s.name == "logits")
+      return &s;
+  for (const TensorSpec &s : eval.results)
+    if (isFloat(s.dtype) && s.shape.size() == 2) {
+      if (found)
+        return nullptr;
+      found = &s;
+    }
+  return found;
+}
+
+int train(const Options &o) {
+  std::unique_ptr<Artifact> artifact;
+  auto ex = loadModel(o.model, artifact);
+  if (!ex->hasEntry("train_step"))
+    die(o.model + ": the model has no entry point 'train_step'");
+  Source src = openData(o);
+  std::string err;
+  if (ex->hasEntry("init") && !ex->init(o.seed, err))
+    die(err);
+  if (!o.resume.empty() && !ex->loadCheckpoint(o.resume, false, err))
+    die(err);
+
+  std::vector<TensorSpec> inputs = ex->inputsOf("train_step");
+  int64_t B = batchSizeOf(inputs);
+  if (B <= 0)
+    die(o.model + ": train_step has no batched input");
+  int64_t steps = src.trainRows / B;
+  if (o.data.rfind("u16:", 0) == 0 || o.data.rfind("u32:", 0) == 0) {
+    const TensorSpec &t = inputs.front();
+    steps = t.shape.size() == 2 ? tokenBatches(src.trainRows, B, t.shape[1]) : 0;
+  }
+  if (steps <= 0)
+    die("the data has fewer rows than one batch of " + std::to_string(B));
+  if (o.batchLimit > 0)
+    steps = std::min(steps, o.batchLimit);
+
+  FILE *metrics = nullptr;
+  if (!o.metrics.empty()) {
+    metrics = std::fopen(o.metrics.c_str(), "w");
+    if (!metrics)
+      die("cannot write '" + o.metrics + "': " + std::strerror(errno));
+    std::fprintf(metrics, "kind,epoch,step,loss,samples_per_s,test_accuracy\n");
+  }
+  const EntrySpec *evalEntry = ex->manifest().entry("eval");
+  const TensorSpec *logits = evalEntry ? logitsSpec(*evalEntry) : nullptr;
+  bool tty = isatty(fileno(stdout));
+  std::printf("%s: %" PRId64 " steps per epoch, batch %" PRId64 ", %zu tensors "
+              "of state, starting at step %" PRId64 "\n",
+              ex->manifest().model.empty() ? o.model.c_str()
+                                           : ex->manifest().model.c_str(),
+              steps, B, ex->state().size(), ex->step());
+  std::fflush(stdout);
+
+  for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
+    double start = now(), lastPrint = 0, sum = 0;
+    for (int64_t i = 0; i < steps; ++i) {
+      TensorMap batch;
+      double loss = 0;
+      if (!src.train(inputs, i * B, batch, err) || !ex->trainStep(batch, loss, err))
+        die(err);
+      if (!std::isfinite(loss))
+        die("the loss is " + std::to_string(loss) + " at step " +
+            std::to_string(ex->step()) + " (diverged)");
+      sum += loss;
+      double t = now() - start, rate = (i + 1) * B / std::max(t, 1e-9);
+      double eta = (steps - i - 1) * B / std::max(rate, 1e-9);
+      if (metrics)
+        std::fprintf(metrics, "step,%" PRId64 ",%" PRId64 ",%.9g,%.1f,\n", epoch,
+                     ex->step(), loss, rate);
+      bool last = i + 1 == steps;
+      if (tty && (t - lastPrint > 0.1 || last)) {
+        std::printf("\repoch %" PRId64 " step %" PRId64 "/%" PRId64
+                    " loss %.4f %.0f samples/s ETA %s   ",
+                    epoch, i + 1, steps, loss, rate, clock(eta).c_str());
+        std::fflush(stdout);
+        lastPrint = t;
+      } else if (!tty && ((i + 1) % 100 == 0 || last)) {
+        std::printf("epoch %" PRId64 " step %" PRId64 "/%" PRId64
+                    " loss %.4f %.0f samples/s ETA %s\n",
+                    epoch, i + 1, steps, loss, rate, clock(eta).c_str());
+        std::fflush(stdout);
+      }
+    }
+    double secs = now() - start;
+    if (tty)
+      std::printf("\n");
+    std::string acc = "";
+    double accuracy = -1;
+    if (evalEntry && logits && src.test && src.testRows > 0) {
+      std::vector<TensorSpec> evalInputs = ex->inputsOf("eval");
+      int64_t EB = batchSizeOf(evalInputs), correct = 0;
+      int64_t classes = logits->shape[1];
+      for (int64_t begin = 0; EB > 0 && begin < src.testRows; begin += EB) {
+        TensorMap in, out;
+        if (!src.test(evalInputs, begin, in, err) || !ex->eval(in, out, err))
+          die(err);
+        const Tensor &l = out.at(logits->name);
+        for (int64_t r = 0; r < EB && begin + r < src.testRows; ++r) {
+          int64_t best = 0;
+          for (int64_t c = 1; c < classes; ++c)
+            if (l.at(r * classes + c) > l.at(r * classes + best))
+              best = c;
+          correct += best == src.testLabels.as<int64_t>()[begin + r];
+        }
+      }
+      accuracy = 100.0 * correct / src.testRows;
+      char buf[96];
+      std::snprintf(buf, sizeof buf, ", test accuracy %.2f%% (%" PRId64 " samples)",
+                    accuracy, src.testRows);
+      acc = buf;
+    }
+    std::printf("epoch %" PRId64 ": mean loss %.4f, %.1f s, %.0f samples/s%s\n",
+                epoch, sum / steps, secs, steps * B / std::max(secs, 1e-9),
+                acc.c_str());
+    std::fflush(stdout);
+    if (metrics) {
+      std::fprintf(metrics, "epoch,%" PRId64 ",%" PRId64 ",%.9g,%.1f,", epoch,
+                   ex->step(), sum / steps, steps * B / std::max(secs, 1e-9));
+      if (accuracy >= 0)
+        std::fprintf(metrics, "%.4f", accuracy);
+      std::fprintf(metrics, "\n");
+      std::fflush(metrics);
+    }
+    if (!o.save.empty() && !ex->saveCheckpoint(o.save, err))
+      die(err);
+  }
+  if (metrics && std::fclose(metrics) != 0)
+    die("cannot write '" + o.metrics + "'");
+  return 0;
+}
+
+/// Cross-check mode: parameters from --load, one batch from --batch.
+int crossCheck(const Options &o) {
+  std::unique_ptr<Artifact> artifact;
+  auto ex = loadModel(o.model, artifact);
+  std::string err;
+  if (ex->hasEntry("init") && !ex->init(o.seed, err))
+    die(err);
+  if (!ex->loadCheckpoint(o.load, false, err))
+    die(err);
+  TensorMap file;
+  if (!readSafetensors(o.batch, file, err))
+    die(err);
+  // Inputs by name; a tensor saved with another dtype of the same kind (i64
+  // labels for an i32 input) is converted.
+  auto inputsFor = [&](std::string_view entry) {
+    TensorMap in;
+    for (const TensorSpec &s : ex->inputsOf(entry)) {
+      auto it = file.find(s.name);
+      if (it == file.end())
+        die(o.batch + ": no tensor for the input '" + s.name + "' (" +
+            dtypeName(s.dtype) + shapeString(s.shape) + ")");
+      if (it->second.shape != s.shape)
+        die(o.batch + ": tensor '" + s.name + "' is " +
+            shapeString(it->second.shape) + " but the model expects " +
+            dtypeName(s.dtype) + shapeString(s.shape));
+      if (!convertTensor(it->second, s.dtype, s.shape, in[s.name], err))
+        die(o.batch + ": tensor '" + s.name + "': " + err);
+    }
+    return in;
+  };
+  if (!o.saveGrads.empty()) {
+    if (!ex->hasEntry("forward_grad"))
+      die(o.model + ": --save-grads needs a 'forward_grad' entry point, which "
+                    "this artifact does not have");
+    TensorMap out, grads;
+    if (!ex->call("forward_grad", inputsFor("forward_grad"), out, err))
+      die(err);
+    for (const TensorSpec &s : ex->manifest().entry("forward_grad")->results)
+      if (s.role == "grad")
+        grads[s.name] = std::move(out.at(s.name));
+    if (!writeSafetensors(o.saveGrads, grads, err))
+      die(err);
+  }
+  if (o.steps > 0) {
+    if (!ex->hasEntry("train_step"))
+      die(o.model + ": the model has no entry point 'train_step'");
+    TensorMap in = inputsFor("train_step");
+    for (int64_t i = 0; i < o.steps; ++i) {
+      double loss = 0;
+      if (!ex->trainStep(in, loss, err))
+        die(err);
+      if (o.printLoss)
+        std::printf("step %" PRId64 " loss %.9g\n", i, loss);
+    }
+  }
+  if (!o.saveParams.empty()) {
+    TensorMap params;
+    for (const auto &[name, t] : ex->state())
+      if (ex->roleOf(name) == "param")
+        params[name] = t;
+    if (!writeSafetensors(o.saveParams, params, err))
+      die(err);
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o = parseArgs(argc, argv);
+  if (o.describe)
+    return describe(o);
+  if (!o.data.empty())
+    return train(o);
+  return crossCheck(o);
+}
