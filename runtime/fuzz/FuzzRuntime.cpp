@@ -1,0 +1,35 @@
+//===- FuzzRuntime.cpp - libFuzzer target for the runtime's parsers -------===//
+//
+// Every byte string goes through the JSON parser, the manifest parser, the
+// .tgx container reader and the safetensors parser. They must return an
+// error, never crash, hang or read out of bounds (ASan). A JSON document
+// that parses must also survive dump + parse unchanged.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Artifact.h"
+#include "runtime/Json.h"
+#include "runtime/Manifest.h"
+#include "runtime/Safetensors.h"
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  std::string_view text(reinterpret_cast<const char *>(data), size);
+  std::string err;
+  tgrt::Json j, back;
+  if (tgrt::Json::parse(text, j, err)) {
+    for (int indent : {-1, 1})
+      if (!tgrt::Json::parse(j.dump(indent), back, err) || !(back == j))
+        __builtin_trap();
+  }
+  tgrt::Manifest m;
+  if (tgrt::Manifest::parse(text, m, err))
+    (void)m.describe().dump();
+  if (auto a = tgrt::Artifact::fromBytes(std::string(text), "fuzz.tgx", err))
+    for (const auto &s : a->sections())
+      (void)a->section(s.name);
+  tgrt::TensorMap t;
+  (void)tgrt::parseSafetensors(text, t, err);
+  return 0;
+}
