@@ -197,16 +197,20 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
       return false;
     }
   }
-  std::vector<Tensor> results;
-  results.reserve(e->results.size());
-  for (const TensorSpec &s : e->results) {
-    results.push_back(Tensor::zeros(s.dtype, s.shape));
+  // Result buffers are reused between calls: after a swap, the scratch of a
+  // persistent result holds the previous state, which the next call
+  // overwrites, so a steady-state train_step allocates nothing.
+  std::vector<Tensor> &results = scratch_[e->name];
+  results.resize(e->results.size());
+  for (size_t i = 0; i < e->results.size(); ++i) {
+    const TensorSpec &s = e->results[i];
+    if (results[i].bytes.size() != s.byteSize() || results[i].dtype != s.dtype)
+      results[i] = Tensor::zeros(s.dtype, s.shape);
     bool alias = false;
     if (e->inplace && isPersistentRole(s.role))
       for (const TensorSpec &a : e->args)
         alias |= a.role == s.role && a.name == s.name;
-    buffers.push_back(alias ? state_.at(s.name).data()
-                            : results.back().data());
+    buffers.push_back(alias ? state_.at(s.name).data() : results[i].data());
   }
   fn(buffers.data());
   outputs.clear();

@@ -85,6 +85,7 @@ private:
   int fd_ = -1;
   std::vector<std::pair<std::string, EntryFn>> fns_;
   TensorMap state_;
+  std::map<std::string, std::vector<Tensor>> scratch_; ///< results, by entry
   std::map<std::string, std::string> roles_;
   std::string label_;
 };

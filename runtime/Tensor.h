@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,11 +42,33 @@ bool shapeNumel(const std::vector<int64_t> &shape, uint64_t &numel,
 /// "[128,784]".
 std::string shapeString(const std::vector<int64_t> &shape);
 
+/// Allocates on 64-byte boundaries (a cache line, the widest vector
+/// register), which the wrapper ABI promises compiled code for every buffer.
+template <class T> struct AlignedAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kAlign{64};
+  AlignedAllocator() = default;
+  template <class U> AlignedAllocator(const AlignedAllocator<U> &) {}
+  T *allocate(size_t n) {
+    return static_cast<T *>(::operator new(n * sizeof(T), kAlign));
+  }
+  void deallocate(T *p, size_t) { ::operator delete(p, kAlign); }
+  template <class U> bool operator==(const AlignedAllocator<U> &) const {
+    return true;
+  }
+  template <class U> bool operator!=(const AlignedAllocator<U> &) const {
+    return false;
+  }
+};
+
+/// The storage of a tensor.
+using Bytes = std::vector<uint8_t, AlignedAllocator<uint8_t>>;
+
 /// A dense row-major host tensor that owns its bytes.
 struct Tensor {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
-  std::vector<uint8_t> bytes;
+  Bytes bytes;
 
   /// A zero-filled tensor (shape must be valid).
   static Tensor zeros(DType dtype, std::vector<int64_t> shape);

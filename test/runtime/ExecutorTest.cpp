@@ -231,3 +231,22 @@ TEST_CASE("executor: load errors", "[runtime][executor]") {
   CHECK_FALSE(Executor::load(*a, err));
   CHECK(err.rfind("t.tgx: cannot load cpu.so: ", 0) == 0);
 }
+
+TEST_CASE("executor: buffers are aligned and reused between steps", "[runtime][executor]") {
+  std::unique_ptr<Artifact> a;
+  auto ex = loadTiny(a);
+  std::string err;
+  REQUIRE(ex->init(2, err));
+  TensorMap in = batch(3);
+  double loss;
+  std::vector<const void *> seen;
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(ex->trainStep(in, loss, err));
+    seen.push_back(ex->state().at("w").data());
+    CHECK(reinterpret_cast<uintptr_t>(seen.back()) % 64 == 0);
+  }
+  // Double buffering: the state alternates between two buffers.
+  CHECK(seen[0] != seen[1]);
+  CHECK(seen[0] == seen[2]);
+  CHECK(seen[1] == seen[3]);
+}
