@@ -12,13 +12,32 @@
 #include "codegen/nvptx/GemmConfig.h"
 
 #include <string>
+#include <vector>
 
 namespace tg::nvptx {
+
+/// One kernel to generate: a problem and its tile configuration.
+struct GemmKernelSpec {
+  GemmProblem problem;
+  TileConfig config;
+};
 
 /// The MLIR module (text) of the kernel for `p` with tile config `c`. The
 /// kernel function is `kernelName(p, c)`; it carries the config as the
 /// `tg.tile_config` attribute. `checkProblem(p)` must have passed.
 std::string generateGemmMLIR(const GemmProblem &p, const TileConfig &c);
+
+/// One MLIR module holding the kernels of `kernels` (all for one target;
+/// duplicate symbols are emitted once).
+std::string generateGemmModuleMLIR(const std::vector<GemmKernelSpec> &kernels);
+
+/// The GPU section of an artifact: every problem's kernel (heuristic
+/// config), one PTX module per target, each assembled by ptxas, bundled with
+/// the sm_80 PTX (JIT on newer GPUs) into one fat binary. `kernels` lists
+/// what it holds, for the launcher. False and `error` on failure.
+bool buildGemmFatbin(const std::vector<GemmProblem> &problems,
+                     std::string &fatbin, std::vector<GemmKernelSpec> &kernels,
+                     std::string &error);
 
 /// Parses, verifies and lowers `mlir` to LLVM IR, optimises it and emits PTX
 /// for `t` with the NVPTX target machine. Returns false and sets `error` on

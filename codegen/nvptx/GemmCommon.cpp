@@ -9,8 +9,17 @@ namespace tg::nvptx::detail {
 
 std::string mlirType(ElemType t) { return toString(t); }
 
-std::string moduleHeader(const GemmProblem &p, const TileConfig &c,
-                         const std::string &aArgTy) {
+std::string accAliasName(int n) { return "!tg_acc" + std::to_string(n); }
+
+std::string accAliasDef(int n) {
+  std::string s = accAliasName(n) + " = !llvm.struct<(";
+  for (int i = 0; i < n / 2; ++i)
+    s += i ? ", f32" : "f32";
+  return s + ")>\n";
+}
+
+std::string functionHeader(const GemmProblem &p, const TileConfig &c,
+                           const std::string &aArgTy) {
   const Epilogue &e = p.epilogue;
   std::string cfg = "{bm = " + std::to_string(c.bm) +
                     " : i32, bn = " + std::to_string(c.bn) +
@@ -31,9 +40,6 @@ std::string moduleHeader(const GemmProblem &p, const TileConfig &c,
                      ", act = \"" + toString(e.act) + "\", residual = " +
                      (e.residual ? "true" : "false") + "}";
   std::string s;
-  s += "module attributes {tg.target = \"" + toString(p.target) + "\"} {\n";
-  s += "  llvm.mlir.global external @tg_smem() {addr_space = 3 : i32, "
-       "alignment = 1024 : i64} : !llvm.array<0 x i8>\n";
   s += "  llvm.func @" + kernelName(p, c) + "(%A: " + aArgTy + ", %B: " +
        aArgTy +
        ", %C: !llvm.ptr<1>, %bias: !llvm.ptr<1>, %res: !llvm.ptr<1>, "
@@ -47,7 +53,7 @@ std::string moduleHeader(const GemmProblem &p, const TileConfig &c,
   return s;
 }
 
-std::string moduleFooter() { return "    llvm.return\n  }\n}\n"; }
+std::string functionFooter() { return "    llvm.return\n  }\n"; }
 
 void emitTileRaster(MlirWriter &w, const TileConfig &c, const KernelArgs &a,
                     const std::string &tile, std::string &tileM,

@@ -25,12 +25,16 @@ struct KernelArgs {
   std::string m = "%M", n = "%N", k = "%K", alpha = "%alpha";
 };
 
-/// Opens the module and the kernel function (signature, attributes, the
-/// dynamic shared-memory symbol). `aArgTy` is the type of the first two args.
-std::string moduleHeader(const GemmProblem &p, const TileConfig &c,
-                         const std::string &aArgTy);
-/// Closes what moduleHeader opened.
-std::string moduleFooter();
+/// Opens the kernel function (signature and attributes). `aArgTy` is the
+/// type of the first two arguments.
+std::string functionHeader(const GemmProblem &p, const TileConfig &c,
+                           const std::string &aArgTy);
+/// Closes what functionHeader opened.
+std::string functionFooter();
+/// The type alias of a wgmma m64nN f32 accumulator (`!tg_accN`, N/2 f32s),
+/// and its definition.
+std::string accAliasName(int n);
+std::string accAliasDef(int n);
 
 /// Maps a linear tile id to (tileM, tileN), grouped by c.groupM along M.
 void emitTileRaster(MlirWriter &w, const TileConfig &c, const KernelArgs &a,

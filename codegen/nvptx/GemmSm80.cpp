@@ -267,11 +267,12 @@ std::string Sm80Gen::run() {
         emitEpiloguePair(w, p, a, row, col, v0, v1);
       }
     }
-  return moduleHeader(p, c, "!llvm.ptr<1>") + w.text() + moduleFooter();
+  return functionHeader(p, c, "!llvm.ptr<1>") + w.text() + functionFooter();
 }
 
 } // namespace
 
+/// The kernel function (without its module) for `p` with `c`.
 std::string generateSm80Gemm(const GemmProblem &p, const TileConfig &c) {
   return Sm80Gen(p, c).run();
 }

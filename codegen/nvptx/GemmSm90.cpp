@@ -56,7 +56,7 @@ private:
   bool aKMajor = true, bKMajor = false;
   int aStage = 0, bStage = 0, fullOff = 0, emptyOff = 0;
   std::string tid, smem, smemAddr, numK, myTiles, ctaid, nctaid;
-  std::string accTy = "!tg_acc";
+  std::string accTy;
 };
 
 std::string Sm90Gen::descriptor(const std::string &off, int lbo, int sbo) {
@@ -199,6 +199,7 @@ void Sm90Gen::emitConsumer() {
 std::string Sm90Gen::run() {
   aKMajor = p.form != Form::TN;
   bKMajor = p.form == Form::NT;
+  accTy = accAliasName(c.bn);
   aStage = c.bm * c.bk * 2;
   bStage = c.bn * c.bk * 2;
   fullOff = c.stages * (aStage + bStage);
@@ -241,15 +242,13 @@ std::string Sm90Gen::run() {
   emitConsumer();
   w.close();
 
-  std::string acc = "!tg_acc = !llvm.struct<(";
-  for (int i = 0; i < c.bn / 2; ++i)
-    acc += i ? ", f32" : "f32";
-  acc += ")>\n";
-  return acc + moduleHeader(p, c, "!llvm.ptr") + w.text() + moduleFooter();
+  return functionHeader(p, c, "!llvm.ptr") + w.text() + functionFooter();
 }
 
 } // namespace
 
+/// The kernel function (without its module) for `p` with `c`; it uses the
+/// accumulator alias accAliasName(c.bn).
 std::string generateSm90Gemm(const GemmProblem &p, const TileConfig &c) {
   return Sm90Gen(p, c).run();
 }

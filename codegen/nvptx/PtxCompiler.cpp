@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/Gemm.h"
+#include "codegen/nvptx/GemmCommon.h"
+#include "codegen/nvptx/Toolchain.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -35,6 +37,7 @@
 #include "llvm/TargetParser/Triple.h"
 
 #include <mutex>
+#include <set>
 
 namespace tg::nvptx {
 
@@ -43,9 +46,63 @@ std::string generateSm80Gemm(const GemmProblem &p, const TileConfig &c);
 std::string generateSm90Gemm(const GemmProblem &p, const TileConfig &c);
 } // namespace detail
 
+std::string generateGemmModuleMLIR(const std::vector<GemmKernelSpec> &kernels) {
+  std::set<int> accs;
+  std::set<std::string> seen;
+  std::string aliases, funcs, target;
+  for (const GemmKernelSpec &k : kernels) {
+    if (!seen.insert(kernelName(k.problem, k.config)).second)
+      continue; // one definition per symbol
+    if (target.empty())
+      target = toString(k.problem.target);
+    if (k.problem.target == Target::SM80) {
+      funcs += detail::generateSm80Gemm(k.problem, k.config);
+    } else {
+      if (accs.insert(k.config.bn).second)
+        aliases += detail::accAliasDef(k.config.bn);
+      funcs += detail::generateSm90Gemm(k.problem, k.config);
+    }
+  }
+  // All kernels share the dynamic shared-memory symbol; each sizes it at launch.
+  return aliases + "module attributes {tg.target = \"" + target + "\"} {\n" +
+         "  llvm.mlir.global external @tg_smem() {addr_space = 3 : i32, "
+         "alignment = 1024 : i64} : !llvm.array<0 x i8>\n" +
+         funcs + "}\n";
+}
+
 std::string generateGemmMLIR(const GemmProblem &p, const TileConfig &c) {
-  return p.target == Target::SM80 ? detail::generateSm80Gemm(p, c)
-                                  : detail::generateSm90Gemm(p, c);
+  return generateGemmModuleMLIR({{p, c}});
+}
+
+bool buildGemmFatbin(const std::vector<GemmProblem> &problems,
+                     std::string &fatbin, std::vector<GemmKernelSpec> &kernels,
+                     std::string &error) {
+  kernels.clear();
+  std::vector<std::pair<std::string, std::string>> archPtx;
+  for (Target t : {Target::SM80, Target::SM90a}) {
+    std::vector<GemmKernelSpec> group;
+    for (const GemmProblem &p : problems) {
+      if (p.target != t)
+        continue;
+      if (auto why = checkProblem(p)) {
+        error = *why;
+        return false;
+      }
+      group.push_back({p, chooseTileConfig(p)});
+    }
+    if (group.empty())
+      continue;
+    std::string ptx;
+    if (!compileMLIRToPTX(generateGemmModuleMLIR(group), t, ptx, error))
+      return false;
+    archPtx.push_back({toString(t), ptx});
+    kernels.insert(kernels.end(), group.begin(), group.end());
+  }
+  if (archPtx.empty()) {
+    error = "no GEMM problems";
+    return false;
+  }
+  return buildFatbinFromPtx(archPtx, fatbin, error);
 }
 
 static void initNVPTX() {

@@ -70,3 +70,35 @@ TEST_CASE("sm_80 and sm_90a kernels bundle into one fat binary", "[nvptx][fatbin
   CHECK(out.find("sm_90a") != std::string::npos);
   CHECK(out.find(".ptx") != std::string::npos);
 }
+
+TEST_CASE("a GPU section: several kernels per target in one fat binary", "[nvptx][fatbin]") {
+  if (!haveCudaTool("ptxas") || !haveCudaTool("fatbinary")) {
+    WARN("SKIPPED: ptxas/fatbinary not found under " << cudaHome() << "/bin");
+    SUCCEED("skipped: no CUDA toolkit");
+    return;
+  }
+  std::vector<GemmProblem> problems;
+  for (Target t : {Target::SM80, Target::SM90a})
+    for (Form f : {Form::NN, Form::TN}) {
+      GemmProblem p;
+      p.m = 8192;
+      p.n = 768;
+      p.k = 3072;
+      p.form = f;
+      p.target = t;
+      problems.push_back(p);
+    }
+  problems.push_back(problems.front()); // duplicates share one kernel
+  std::string fatbin, err;
+  std::vector<GemmKernelSpec> kernels;
+  bool ok = buildGemmFatbin(problems, fatbin, kernels, err);
+  INFO(err);
+  REQUIRE(ok);
+  CHECK(kernels.size() == problems.size());
+  for (const GemmKernelSpec &k : kernels) // symbol names sit in the ELF images
+    CHECK(fatbin.find(kernelName(k.problem, k.config)) != std::string::npos);
+  std::vector<GemmProblem> bad = {problems.front()};
+  bad.front().k = 3;
+  CHECK_FALSE(buildGemmFatbin(bad, fatbin, kernels, err));
+  CHECK(err.find("K must be a multiple of 8") != std::string::npos);
+}
