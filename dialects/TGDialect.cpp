@@ -192,7 +192,7 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
   }
   // The memory plan (tg-plan-memory): offsets and sizes on ops, a summary
   // on the planned function.
-  if (name == "tg.offset" || name == "tg.bytes") {
+  if (name == "tg.offset" || name == "tg.bytes" || name == "tg.alias_arg") {
     if (!isa<IntegerAttr>(attr.getValue()))
       return op->emitOpError() << "'" << name << "' must be an integer";
     return success();

@@ -6,6 +6,7 @@
 
 #include "passes/InitAll.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 #ifdef TGC_HAVE_CPU
 #include "codegen/cpu/Registration.h"
 #endif
@@ -27,6 +28,7 @@ void mlir::tg::registerAllDialects(DialectRegistry &registry) {
 
 void mlir::tg::registerAllPasses() {
   registerTGPasses();
+  registerPipelines();
 #ifdef TGC_HAVE_CPU
   cpu::registerCpuPasses();
 #endif

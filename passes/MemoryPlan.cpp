@@ -38,7 +38,7 @@ StringRef mlir::tg::kindName(BufferKind kind) {
 int64_t MemoryPlan::bytesOf(BufferKind kind) const {
   int64_t sum = 0;
   for (const Buffer &b : buffers)
-    if (b.kind == kind)
+    if (b.kind == kind && !b.holder && b.aliasOf < 0)
       sum += b.bytes;
   return sum;
 }
@@ -192,16 +192,21 @@ void scheduleBlock(Block &block) {
   }
 }
 
-/// True if `op` may write its result over operand `v`'s storage.
-bool canReuse(Operation *op, Value v) {
+/// True if `op` reads element i of its operands only to write element i of
+/// its result, so the result may overwrite an operand `v` of its own type.
+bool writesInPlaceOver(Operation *op, Value v) {
   if (op->getNumResults() != 1 || v.getType() != op->getResult(0).getType())
     return false;
-  if (!v.getDefiningOp() || isa<ConstantOp>(v.getDefiningOp()))
-    return false;
-  // Elementwise ops read element i before writing element i.
   return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, NegOp,
              AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, ErfOp, CosOp, SinOp,
              SigmoidOp, ReluOp, SiluOp, GeluOp, SelectOp>(op);
+}
+
+/// True if `op` may write its result over the transient value `v`.
+bool canReuse(Operation *op, Value v) {
+  if (!v.getDefiningOp() || isa<ConstantOp>(v.getDefiningOp()))
+    return false;
+  return writesInPlaceOver(op, v);
 }
 
 std::string locString(Location loc) {
@@ -241,7 +246,53 @@ struct BlockPlan {
   int64_t size = 0, naive = 0, steps = 0;
 };
 
-BlockPlan planBlock(Block &block, const Marks &marks, const PlanOptions &opts) {
+/// Lets a result that carries an argument's next value (same tg.name, e.g.
+/// an updated parameter) live in that argument's storage when the argument
+/// is no longer read once the result's buffer is first written, so updates
+/// happen in place instead of doubling the parameters and optimizer state.
+void aliasUpdatesToArguments(func::FuncOp fn, Block &block,
+                             std::vector<Buffer> &buffers,
+                             const DenseMap<Value, size_t> &bufferOf,
+                             const DenseMap<Operation *, int64_t> &step) {
+  auto ret = block.getTerminator();
+  DenseMap<StringRef, unsigned> argByName;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    if (auto name = fn.getArgAttrOfType<StringAttr>(i, "tg.name"))
+      argByName[name.getValue()] = i;
+  DenseMap<size_t, unsigned> claims; // buffer -> number of results in it
+  for (Value v : ret->getOperands())
+    if (bufferOf.count(v))
+      ++claims[bufferOf.lookup(v)];
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    auto name = fn.getResultAttrOfType<StringAttr>(i, "tg.name");
+    if (!name || !argByName.count(name.getValue()) || !bufferOf.count(v))
+      continue;
+    unsigned argIndex = argByName[name.getValue()];
+    BlockArgument arg = block.getArgument(argIndex);
+    size_t id = bufferOf.lookup(v);
+    Buffer &buf = buffers[id];
+    if (claims[id] != 1 || buf.bytes != bytesOf(arg.getType()) || buf.nested)
+      continue;
+    // Every read of the argument must come before the buffer's first write,
+    // or be that write itself by an elementwise op.
+    bool safe = true;
+    for (OpOperand &use : arg.getUses()) {
+      Operation *user = topLevel(use.getOwner(), block);
+      if (user == ret)
+        continue;
+      int64_t at = step.lookup(user);
+      safe &= at < buf.start ||
+              (at == buf.start && writesInPlaceOver(user, arg));
+    }
+    if (safe) {
+      buf.persistent = true;
+      buf.aliasOf = argIndex;
+    }
+  }
+}
+
+BlockPlan planBlock(Block &block, const Marks &marks, const PlanOptions &opts,
+                    func::FuncOp aliasTo = {}) {
   if (opts.reorder)
     scheduleBlock(block);
   BlockPlan plan;
@@ -275,6 +326,7 @@ BlockPlan planBlock(Block &block, const Marks &marks, const PlanOptions &opts) {
       loop.op = op->getName().getStringRef().str();
       loop.loc = locString(op->getLoc());
       loop.name = loop.op + " body";
+      loop.holder = true;
       loop.bytes = inner.size;
       loop.start = loop.end = step[op];
       nestedPlans.push_back({plan.buffers.size(), std::move(inner)});
@@ -318,13 +370,20 @@ BlockPlan planBlock(Block &block, const Marks &marks, const PlanOptions &opts) {
       plan.buffers.push_back(buf);
     }
   }
+  if (aliasTo)
+    aliasUpdatesToArguments(aliasTo, block, plan.buffers, bufferOf, step);
   for (const Buffer &buf : plan.buffers)
-    plan.naive += buf.bytes;
+    if (!buf.persistent)
+      plan.naive += buf.bytes;
   plan.size = assignOffsets(plan.buffers, opts.alignment);
   for (auto [v, id] : bufferOf)
     if (Operation *def = v.getDefiningOp()) {
-      def->setAttr("tg.offset", b.getI64IntegerAttr(plan.buffers[id].offset));
-      def->setAttr("tg.bytes", b.getI64IntegerAttr(plan.buffers[id].bytes));
+      const Buffer &buf = plan.buffers[id];
+      // In-place updates name the argument they overwrite instead.
+      def->setAttr(buf.aliasOf >= 0 ? "tg.alias_arg" : "tg.offset",
+                   b.getI64IntegerAttr(buf.aliasOf >= 0 ? buf.aliasOf
+                                                        : buf.offset));
+      def->setAttr("tg.bytes", b.getI64IntegerAttr(buf.bytes));
     }
   for (auto &[id, inner] : nestedPlans) {
     int64_t base = plan.buffers[id].offset;
@@ -416,13 +475,16 @@ FailureOr<MemoryPlan> mlir::tg::planMemory(func::FuncOp fn,
   }
   plan.persistentBytes = offset;
 
-  BlockPlan top = planBlock(block, marks, opts);
+  BlockPlan top = planBlock(block, marks, opts, fn);
   plan.steps = top.steps;
   plan.transientBytes = top.size;
   plan.naiveBytes = top.naive;
   int64_t n = top.steps;
-  for (Buffer &buf : top.buffers)
+  for (Buffer &buf : top.buffers) {
+    if (buf.aliasOf >= 0)
+      buf.offset = plan.buffers[buf.aliasOf].offset;
     plan.buffers.push_back(buf);
+  }
 
   // Lower bound: the most aligned bytes live at one step.
   std::vector<int64_t> live(n + 2, 0);

@@ -34,6 +34,8 @@ struct Buffer {
   int64_t bytes = 0, offset = 0, start = 0, end = 0;
   bool persistent = false; ///< lives in the persistent region
   bool nested = false;     ///< inside a loop body; [start, end] is the loop's
+  bool holder = false;     ///< reserves a loop body's region (not a value)
+  int64_t aliasOf = -1;    ///< an argument whose storage this result reuses
 };
 
 /// A complete plan of one function.

@@ -1,15 +1,17 @@
 //===- tgc.cpp - the TGC compiler driver ------------------------*- C++ -*-===//
 //
-// `tgc MODEL.tg [--emit=tg] [--report=params] [-o FILE] [-D k=v ...]`.
-// Reads a model, checks it, and prints the forward graph as tg IR or a
-// parameter table. Options live in one struct parsed by one function so new
-// actions (--emit=train, --report=memory, ...) are a line each.
+// `tgc MODEL.tg [--emit=tg|train] [--report=params|memory] [-o FILE]
+// [-D k=v ...] [--memory-budget SIZE]`. Reads a model, checks it, and prints
+// the forward graph or the training module as tg IR, a parameter table, or
+// the memory plan. Options live in one struct parsed by one function; the
+// training actions are in Training.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontend/MLIRGen.h"
 #include "frontend/Sema.h"
 #include "passes/InitAll.h"
+#include "tools/tgc/Training.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -27,13 +29,16 @@ namespace {
 
 /// Everything the command line can ask for.
 struct DriverOptions {
-  enum class Emit { None, TG };
-  enum class Report { None, Params };
+  enum class Emit { None, TG, Train };
+  enum class Report { None, Params, Memory };
+  enum class Format { Table, Json, Svg };
 
   std::string input;
   std::string output = "-";
   Emit emit = Emit::None;
   Report report = Report::None;
+  Format format = Format::Table;
+  std::optional<int64_t> memoryBudget;
   bool debugInfo = false;
   bool help = false;
   std::vector<std::pair<std::string, std::string>> defines;
@@ -42,7 +47,12 @@ struct DriverOptions {
 const char *kUsage =
     "usage: tgc MODEL.tg [options]\n"
     "  --emit=tg              print the forward graph as tg IR (default)\n"
+    "  --emit=train           print init/train_step/eval built from the train block\n"
     "  --report=params        print the parameter table and total\n"
+    "  --report=memory        print the memory plan of one training step\n"
+    "  --format=table|json|svg  form of --report=memory (default table)\n"
+    "  --memory-budget SIZE   fit the step into SIZE (e.g. 16GiB) by splitting\n"
+    "                         the batch into accumulated micro-batches\n"
     "  -o FILE                write output to FILE instead of stdout\n"
     "  -D NAME=VALUE          override a hyper-parameter (repeatable)\n"
     "  --mlir-print-debuginfo print source locations in the IR\n"
@@ -74,18 +84,40 @@ bool parseArgs(int argc, char **argv, DriverOptions &opts, std::string &error) {
       opts.help = true;
     } else if (a.rfind("--emit=", 0) == 0) {
       v = a.substr(7);
-      if (v != "tg") {
-        error = "unknown --emit kind '" + v + "' (supported: tg)";
+      if (v != "tg" && v != "train") {
+        error = "unknown --emit kind '" + v + "' (supported: tg, train)";
         return false;
       }
-      opts.emit = DriverOptions::Emit::TG;
+      opts.emit = v == "tg" ? DriverOptions::Emit::TG : DriverOptions::Emit::Train;
     } else if (a.rfind("--report=", 0) == 0) {
       v = a.substr(9);
-      if (v != "params") {
-        error = "unknown --report kind '" + v + "' (supported: params)";
+      if (v != "params" && v != "memory") {
+        error = "unknown --report kind '" + v + "' (supported: params, memory)";
         return false;
       }
-      opts.report = DriverOptions::Report::Params;
+      opts.report = v == "params" ? DriverOptions::Report::Params
+                                  : DriverOptions::Report::Memory;
+    } else if (a.rfind("--format=", 0) == 0) {
+      v = a.substr(9);
+      if (v == "table")
+        opts.format = DriverOptions::Format::Table;
+      else if (v == "json")
+        opts.format = DriverOptions::Format::Json;
+      else if (v == "svg")
+        opts.format = DriverOptions::Format::Svg;
+      else {
+        error = "unknown --format '" + v + "' (supported: table, json, svg)";
+        return false;
+      }
+    } else if (a.rfind("--memory-budget", 0) == 0) {
+      if (!value("--memory-budget", v))
+        return false;
+      opts.memoryBudget = tgc::parseByteSize(v);
+      if (!opts.memoryBudget) {
+        error = "--memory-budget expects a size such as 16GiB or 512MiB, "
+                "got '" + v + "'";
+        return false;
+      }
     } else if (a == "--mlir-print-debuginfo") {
       opts.debugInfo = true;
     } else if (a.rfind("-o", 0) == 0 && a.rfind("--", 0) != 0) {
@@ -180,28 +212,58 @@ int main(int argc, char **argv) {
     return 1;
   }
   tgc::SourceFile file(opts.input, (*buffer)->getBuffer().str());
-  tgc::DiagEngine diag(file);
-  tgc::FrontendOptions fopts;
-  fopts.defines = opts.defines;
-  std::unique_ptr<tgc::Builder> builder = tgc::parseAndElaborate(file, diag, fopts);
-  if (!builder) {
-    diag.print(llvm::errs());
-    return 1;
-  }
-
   mlir::DialectRegistry registry;
   mlir::tg::registerAllDialects(registry);
   mlir::MLIRContext ctx(registry);
-  std::vector<std::string> errors;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      tgc::mlirGen(ctx, builder->graph(), errors);
-  if (!module) {
-    for (const std::string &e : errors)
-      llvm::errs() << "tgc: error: " << e << "\n";
-    llvm::errs() << "tgc: error: internal error: the generated IR does not "
-                    "verify; please report this model\n";
-    return 1;
+
+  // Front end: source -> forward graph -> tg module. The memory-budget
+  // search calls it again with a smaller batch.
+  std::unique_ptr<tgc::Builder> builder;
+  tgc::CompileFn compile =
+      [&](const std::vector<std::pair<std::string, std::string>> &extra)
+      -> mlir::OwningOpRef<mlir::ModuleOp> {
+    tgc::DiagEngine diag(file);
+    tgc::FrontendOptions fopts;
+    fopts.defines = opts.defines;
+    for (const auto &d : extra)
+      fopts.defines.push_back(d);
+    builder = tgc::parseAndElaborate(file, diag, fopts);
+    if (!builder) {
+      diag.print(llvm::errs());
+      return nullptr;
+    }
+    std::vector<std::string> errors;
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        tgc::mlirGen(ctx, builder->graph(), errors);
+    if (!module) {
+      for (const std::string &e : errors)
+        llvm::errs() << "tgc: error: " << e << "\n";
+      llvm::errs() << "tgc: error: internal error: the generated IR does not "
+                      "verify; please report this model\n";
+    }
+    return module;
+  };
+
+  // Training actions plan the step, and a budget may change the batch.
+  bool training = opts.emit == DriverOptions::Emit::Train ||
+                  opts.report == DriverOptions::Report::Memory ||
+                  opts.memoryBudget;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::optional<tgc::BudgetFit> fit;
+  if (training) {
+    fit = tgc::fitBudget(compile, opts.memoryBudget);
+    if (!fit)
+      return 1;
+    if (!fit->note.empty())
+      llvm::errs() << fit->note << "\n";
+    module = std::move(fit->module);
+  } else {
+    module = compile({});
   }
+  if (!module)
+    return 1;
+  if (opts.emit == DriverOptions::Emit::Train && !tgc::buildTraining(*module))
+    return 1;
 
   std::error_code ec;
   llvm::ToolOutputFile out(opts.output, ec, llvm::sys::fs::OF_Text);
@@ -212,7 +274,15 @@ int main(int argc, char **argv) {
   }
   if (opts.report == DriverOptions::Report::Params)
     printParams(builder->graph(), out.os());
-  if (opts.emit == DriverOptions::Emit::TG) {
+  if (opts.report == DriverOptions::Report::Memory) {
+    if (opts.format == DriverOptions::Format::Json)
+      mlir::tg::printMemoryJson(fit->plan, out.os());
+    else if (opts.format == DriverOptions::Format::Svg)
+      mlir::tg::printMemorySvg(fit->plan, out.os());
+    else
+      mlir::tg::printMemoryTable(fit->plan, out.os());
+  }
+  if (opts.emit != DriverOptions::Emit::None) {
     mlir::OpPrintingFlags flags;
     if (opts.debugInfo)
       flags.enableDebugInfo();

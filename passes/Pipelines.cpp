@@ -1,0 +1,30 @@
+//===- Pipelines.cpp - TGC's pass pipelines ---------------------*- C++ -*-===//
+//
+// See Pipelines.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Pipelines.h"
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
+                                     const TrainingPipelineOptions &options) {
+  BuildTrainStepPassOptions build;
+  build.funcName = options.forward;
+  pm.addPass(createBuildTrainStepPass(build));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (options.planMemory)
+    pm.addPass(createPlanMemoryPass());
+}
+
+void mlir::tg::registerPipelines() {
+  PassPipelineRegistration<TrainingPipelineOptions>(
+      "tg-training-pipeline",
+      "Build init/train_step/eval from a model and its train block, "
+      "simplify, and optionally plan memory",
+      buildTrainingPipeline);
+}

@@ -1,0 +1,37 @@
+//===- Pipelines.h - TGC's pass pipelines -----------------------*- C++ -*-===//
+//
+// Pipelines as C++ functions with an options struct, registered for tg-opt
+// and called by tgc.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_PASSES_PIPELINES_H
+#define TGC_PASSES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir::tg {
+
+/// Options of the training pipeline.
+struct TrainingPipelineOptions
+    : public PassPipelineOptions<TrainingPipelineOptions> {
+  Option<std::string> forward{*this, "func",
+                              llvm::cl::desc("The model's forward function"),
+                              llvm::cl::init("forward")};
+  Option<bool> planMemory{*this, "plan-memory",
+                          llvm::cl::desc("Plan the memory of @train_step"),
+                          llvm::cl::init(false)};
+};
+
+/// forward -> init/train_step/eval (tg-build-train-step), simplified with
+/// canonicalize and CSE, and optionally planned (tg-plan-memory).
+void buildTrainingPipeline(OpPassManager &pm,
+                           const TrainingPipelineOptions &options);
+
+/// Registers the pipelines with tg-opt (`--tg-training-pipeline`).
+void registerPipelines();
+
+} // namespace mlir::tg
+
+#endif // TGC_PASSES_PIPELINES_H

@@ -1,0 +1,55 @@
+//===- Training.h - tgc's training and memory actions -----------*- C++ -*-===//
+//
+// --emit=train, --report=memory and --memory-budget: builds the training
+// step, plans its memory, and fits a budget by splitting the batch into
+// accumulated micro-batches, recompiling the model at each size.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_TOOLS_TGC_TRAINING_H
+#define TGC_TOOLS_TGC_TRAINING_H
+
+#include "passes/MemoryPlan.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace tgc {
+
+/// "16GiB", "512MiB", "1.5GB", "4096" (bytes) -> bytes; nullopt if malformed.
+std::optional<int64_t> parseByteSize(llvm::StringRef text);
+
+/// "1.50 GiB".
+std::string formatBytes(int64_t bytes);
+
+/// Compiles the model with extra `-D` overrides (empty: as given).
+using CompileFn = std::function<mlir::OwningOpRef<mlir::ModuleOp>(
+    const std::vector<std::pair<std::string, std::string>> &extraDefines)>;
+
+/// Runs the training pipeline on `module` (in place); false on error (the
+/// diagnostics have been printed).
+bool buildTraining(mlir::ModuleOp module);
+
+/// Plans the memory of @train_step in a copy of `module`.
+mlir::FailureOr<mlir::tg::MemoryPlan> planTraining(mlir::ModuleOp module);
+
+/// The outcome of fitting a budget.
+struct BudgetFit {
+  mlir::OwningOpRef<mlir::ModuleOp> module; ///< the chosen model (forward)
+  mlir::tg::MemoryPlan plan;                ///< its plan
+  std::string note;                         ///< what was chosen and its cost
+};
+
+/// Compiles the model and, if its plan exceeds `budget`, splits the batch
+/// into accumulated micro-batches until it fits. On failure prints one
+/// `tgc: error:` line saying the least memory reached and what would help.
+std::optional<BudgetFit> fitBudget(const CompileFn &compile,
+                                   std::optional<int64_t> budget);
+
+} // namespace tgc
+
+#endif // TGC_TOOLS_TGC_TRAINING_H
