@@ -1,9 +1,9 @@
 //===- GemmConfig.cpp - tile configurations and the heuristic ---*- C++ -*-===//
 //
-// The heuristic is deliberately simple and documented in docs/nvptx.md: take
-// the largest tile that still gives every SM work (a full wave), else the
-// tile that wastes least. Autotuning on a GPU can replace it later; the
-// candidates are listed here so tests can assemble every one of them.
+// The heuristic is deliberately simple and documented in docs/nvptx.md: a
+// wave-quantisation cost model with a prior per tile size. Autotuning on a
+// GPU can replace it later; the candidates are listed here so tests can
+// assemble (and emulate) every one of them.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/GemmConfig.h"
@@ -45,6 +45,7 @@ std::vector<TileConfig> candidateConfigs(Target t) {
     };
   return {
       {128, 256, 64, 4, 1, 1, 8}, // 2 consumer WGs, wgmma m64n256k16
+      {128, 192, 64, 5, 1, 1, 8}, // 2 consumer WGs, wgmma m64n192k16
       {128, 128, 64, 6, 1, 1, 8}, // 2 consumer WGs, wgmma m64n128k16
       {64, 128, 64, 8, 1, 1, 8},  // 1 consumer WG for small problems
   };
@@ -54,17 +55,34 @@ int assumedSMs(Target t) { return t == Target::SM80 ? 108 : 132; }
 
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/// A prior (not a measurement) of each tile's throughput relative to the
+/// largest tile of its target: smaller tiles re-read more operand bytes per
+/// FLOP and keep fewer MMAs in flight. To be replaced by the sweep that
+/// scripts/device-check.sh records.
+static double priorEfficiency(Target t, const TileConfig &c) {
+  int area = c.bm * c.bn;
+  if (t == Target::SM90a)
+    return area >= 128 * 256 ? 1.0 : area >= 128 * 192 ? 0.97 : area >= 128 * 128 ? 0.93 : 0.7;
+  return area >= 128 * 256 ? 1.0 : area >= 128 * 128 ? 0.95 : area >= 64 * 128 ? 0.85 : 0.7;
+}
+
 TileConfig chooseTileConfig(const GemmProblem &p) {
+  // Wave quantisation: every SM works through ceil(tiles / SMs) rounds of
+  // one tile each, so the estimated time is rounds × tile area / prior
+  // efficiency. The cheapest wins; ties go to the larger tile (listed first).
   std::vector<TileConfig> cands = candidateConfigs(p.target);
   int sms = assumedSMs(p.target);
-  // Candidates are ordered largest first: the first that fills one wave wins.
+  TileConfig best = cands.front();
+  double bestCost = -1;
   for (const TileConfig &c : cands) {
     int64_t tiles = ceilDiv(p.m, c.bm) * ceilDiv(p.n, c.bn);
-    if (tiles >= sms)
-      return c;
+    double cost = double(ceilDiv(tiles, sms)) * c.bm * c.bn / priorEfficiency(p.target, c);
+    if (bestCost < 0 || cost < bestCost * (1 - 1e-9)) {
+      best = c;
+      bestCost = cost;
+    }
   }
-  // Small problem: the smallest tile maximises parallelism.
-  return cands.back();
+  return best;
 }
 
 std::optional<std::string> checkProblem(const GemmProblem &p) {
