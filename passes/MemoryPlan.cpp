@@ -36,6 +36,15 @@ StringRef mlir::tg::kindName(BufferKind kind) {
 }
 
 int64_t MemoryPlan::bytesOf(BufferKind kind) const {
+  if (kind == BufferKind::Gradient || kind == BufferKind::Activation ||
+      kind == BufferKind::Workspace) {
+    auto it = peakByKind.find(kind);
+    return it == peakByKind.end() ? 0 : it->second;
+  }
+  return totalBytesOf(kind);
+}
+
+int64_t MemoryPlan::totalBytesOf(BufferKind kind) const {
   int64_t sum = 0;
   for (const Buffer &b : buffers)
     if (b.kind == kind && !b.holder && b.aliasOf < 0)
@@ -108,6 +117,29 @@ LogicalResult inlineCalls(Block &block, SymbolTable &symbols, Marks &marks,
   if (!calls.empty())
     return inlineCalls(block, symbols, marks, depth + 1);
   return success();
+}
+
+/// Gradient accumulation keeps gradients in loop-carried values: sums of
+/// gradients, the loop's results, and their average are gradients too.
+void markAccumulators(Block &block, Marks &marks) {
+  block.walk([&](Operation *op) {
+    auto isGrad = [&](Value v) {
+      return marks.gradients.contains(v) ||
+             (isa<BlockArgument>(v) &&
+              isa<scf::ForOp>(v.getParentBlock()->getParentOp()));
+    };
+    if (isa<AddOp>(op) && isGrad(op->getOperand(0)) &&
+        isGrad(op->getOperand(1)))
+      marks.gradients.insert(op->getResult(0));
+    else if (isa<DivOp>(op) && marks.gradients.contains(op->getOperand(0)) &&
+             op->getResult(0).getType() == op->getOperand(0).getType())
+      marks.gradients.insert(op->getResult(0));
+    else if (auto loop = dyn_cast<scf::ForOp>(op))
+      for (auto [result, yielded] :
+           llvm::zip(loop.getResults(), loop.getYieldedValues()))
+        if (marks.gradients.contains(yielded))
+          marks.gradients.insert(result);
+  });
 }
 
 /// The top-level op of `block` that contains `op`.
@@ -244,6 +276,8 @@ BufferKind kindOf(Value v, const Marks &marks) {
 struct BlockPlan {
   std::vector<Buffer> buffers;
   int64_t size = 0, naive = 0, steps = 0;
+  int64_t lowerBound = 0; ///< most bytes live at once (loops: their bound)
+  std::map<BufferKind, int64_t> peakByKind; ///< live bytes at that moment
 };
 
 /// Lets a result that carries an argument's next value (same tg.name, e.g.
@@ -385,6 +419,35 @@ BlockPlan planBlock(Block &block, const Marks &marks, const PlanOptions &opts,
                                                         : buf.offset));
       def->setAttr("tg.bytes", b.getI64IntegerAttr(buf.bytes));
     }
+  // The moment with the most live bytes: the lower bound, and what is live
+  // then, by kind (a loop contributes its body's own worst moment).
+  std::vector<int64_t> live(n + 2, 0);
+  DenseMap<size_t, const BlockPlan *> innerOf;
+  for (auto &[id, inner] : nestedPlans)
+    innerOf[id] = &inner;
+  auto weight = [&](size_t id) {
+    const Buffer &buf = plan.buffers[id];
+    if (const BlockPlan *inner = innerOf.lookup(id))
+      return inner->lowerBound;
+    return alignTo(std::max<int64_t>(buf.bytes, 1), opts.alignment);
+  };
+  for (size_t id = 0; id < plan.buffers.size(); ++id)
+    if (!plan.buffers[id].persistent)
+      for (int64_t t = plan.buffers[id].start;
+           t <= plan.buffers[id].end && t <= n; ++t)
+        live[t] += weight(id);
+  int64_t worst = std::max_element(live.begin(), live.end()) - live.begin();
+  plan.lowerBound = live[worst];
+  for (size_t id = 0; id < plan.buffers.size(); ++id) {
+    const Buffer &buf = plan.buffers[id];
+    if (buf.persistent || buf.start > worst || buf.end < worst)
+      continue;
+    if (const BlockPlan *inner = innerOf.lookup(id))
+      for (auto [kind, bytes] : inner->peakByKind)
+        plan.peakByKind[kind] += bytes;
+    else
+      plan.peakByKind[buf.kind] += buf.bytes;
+  }
   for (auto &[id, inner] : nestedPlans) {
     int64_t base = plan.buffers[id].offset;
     plan.naive += inner.naive - plan.buffers[id].bytes;
@@ -451,6 +514,7 @@ FailureOr<MemoryPlan> mlir::tg::planMemory(func::FuncOp fn,
   Marks marks;
   if (failed(inlineCalls(block, symbols, marks)))
     return failure();
+  markAccumulators(block, marks);
 
   MemoryPlan plan;
   Builder b(fn.getContext());
@@ -486,13 +550,9 @@ FailureOr<MemoryPlan> mlir::tg::planMemory(func::FuncOp fn,
     plan.buffers.push_back(buf);
   }
 
-  // Lower bound: the most aligned bytes live at one step.
-  std::vector<int64_t> live(n + 2, 0);
-  for (const Buffer &buf : plan.buffers)
-    if (!buf.persistent && !buf.nested)
-      for (int64_t t = buf.start; t <= buf.end && t <= n; ++t)
-        live[t] += alignTo(std::max<int64_t>(buf.bytes, 1), opts.alignment);
-  plan.lowerBoundBytes = *std::max_element(live.begin(), live.end());
+  plan.lowerBoundBytes = top.lowerBound;
+  for (auto [kind, bytes] : top.peakByKind)
+    plan.peakByKind[kind] = bytes;
 
   NamedAttrList summary;
   auto put = [&](StringRef key, int64_t v) {

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,9 +48,16 @@ struct MemoryPlan {
   int64_t naiveBytes = 0;      ///< sum of every transient buffer
   int64_t steps = 0;           ///< length of the schedule
 
+  /// Transient bytes live at the worst moment of the schedule, by kind.
+  std::map<BufferKind, int64_t> peakByKind;
+
   int64_t peakBytes() const { return persistentBytes + transientBytes; }
-  /// Bytes of all buffers of `kind`.
+  /// Bytes of `kind` in the report: persistent kinds in full, transient
+  /// kinds (gradients, activations, workspace) as live at the worst moment,
+  /// so that the rows add up to the lower bound.
   int64_t bytesOf(BufferKind kind) const;
+  /// Sum of every buffer of `kind`, as if none were ever freed.
+  int64_t totalBytesOf(BufferKind kind) const;
 };
 
 /// Options of the planner.

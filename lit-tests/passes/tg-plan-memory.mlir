@@ -10,7 +10,7 @@
 // the second matmul cannot, so it gets the next slot; the sum reuses
 // offset 0 once %2 is dead. Arguments are persistent (16 KiB + 256 B).
 // CHECK-LABEL: func.func @chain
-// CHECK-SAME: tg.memory = {activations_bytes = 0 : i64, grads_bytes = 0 : i64, inputs_bytes = 256 : i64, lower_bound_bytes = 49408 : i64, naive_bytes = 49412 : i64, optimizer_bytes = 0 : i64, params_bytes = 16384 : i64, peak_bytes = 49408 : i64, persistent_bytes = 16640 : i64, transient_bytes = 32768 : i64, workspace_bytes = 32772 : i64}
+// CHECK-SAME: tg.memory = {activations_bytes = 0 : i64, grads_bytes = 0 : i64, inputs_bytes = 256 : i64, lower_bound_bytes = 49408 : i64, naive_bytes = 49412 : i64, optimizer_bytes = 0 : i64, params_bytes = 16384 : i64, peak_bytes = 49408 : i64, persistent_bytes = 16640 : i64, transient_bytes = 32768 : i64, workspace_bytes = 32768 : i64}
 // CHECK: tg.matmul {{.*}} {tg.bytes = 16384 : i64, tg.offset = 0 : i64}
 // CHECK: tg.tanh {{.*}} {tg.bytes = 16384 : i64, tg.offset = 0 : i64}
 // CHECK: tg.mul {{.*}} {tg.bytes = 16384 : i64, tg.offset = 0 : i64}
