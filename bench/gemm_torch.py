@@ -5,7 +5,8 @@ Each case is M,N,K,form (form nn: A[M,K]·B[K,N]; nt: A[M,K]·B[N,K]ᵀ;
 tn: A[K,M]ᵀ·B[K,N]); the transposed operands are views, as a training step
 would pass them, so cuBLAS picks its own transposed kernels. Random data,
 bf16 (or f16) in and out, fp32 accumulation (cuBLAS's default for bf16).
-Timing: CUDA events around each call, warm-up first, median of --iters.
+Timing: CUDA events around each call, calls enqueued back to back and read
+after one synchronisation, warm-up first, median of --iters.
 Prints one key=value line per case; scripts/device-check.sh parses them.
 """
 import argparse
@@ -42,14 +43,16 @@ def main() -> int:
         out = torch.empty((m, n), dtype=dt, device=dev)
         for _ in range(args.warmup):
             torch.matmul(lhs, rhs, out=out)
-        times = []
-        for _ in range(args.iters):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        # Back to back, one event pair per call, one synchronisation at the
+        # end (as tg-bench-gemm does): launch latency stays out of the times.
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(args.iters)]
+        for s, e in events:
             s.record()
             torch.matmul(lhs, rhs, out=out)
             e.record()
-            e.synchronize()
-            times.append(s.elapsed_time(e))
+        torch.cuda.synchronize()
+        times = [s.elapsed_time(e) for s, e in events]
         med = statistics.median(times)
         tflops = 2.0 * m * n * k / (med * 1e-3) / 1e12
         print(f"peer=torch.matmul torch={torch.__version__} M={m} N={n} K={k} form={form} "

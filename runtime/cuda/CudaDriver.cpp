@@ -7,6 +7,7 @@
 #include "runtime/cuda/CudaDriver.h"
 
 #include <dlfcn.h>
+#include <map>
 #include <mutex>
 
 namespace tg::rt::cuda {
@@ -173,13 +174,18 @@ Status Device::getFunction(CUmodule mod, const std::string &name,
 Status Device::launch(CUfunction f, unsigned grid, unsigned block,
                       unsigned smem, void **args, unsigned cluster,
                       CUstream s) const {
-  if (smem > 48 * 1024)
+  // Opting in to more than 48 KiB of dynamic shared memory is per function;
+  // do it once, not in front of every (timed) launch.
+  static thread_local std::map<CUfunction, unsigned> optedIn;
+  if (smem > 48 * 1024 && optedIn[f] < smem) {
     if (Status st = drv->check(
             drv->api().cuFuncSetAttribute(
                 f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
         !st)
       return st;
+    optedIn[f] = smem;
+  }
   CUlaunchAttribute attr{};
   attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
   attr.value.clusterDim = {cluster, 1, 1};
