@@ -227,7 +227,7 @@ done
   echo
   echo "Measured by \`scripts/device-check.sh\` (commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)),"
   echo "driver $(cut -d, -f2 <<<"${GPU:-,?}" | tr -d ' '), peer: cuBLAS via torch.matmul ${TORCH:-unavailable}."
-  echo "bf16 in, bf16 out, f32 accumulation; medians of 30 CUDA-event timings after 5 warm-ups;"
+  echo "bf16 in, bf16 out, f32 accumulation; medians of 30 CUDA-event timings (runs back to back) after 5 warm-ups;"
   echo "correctness: random data, output poisoned with NaN, fp64 reference (sampled for large shapes)."
   echo
   echo "| M×N×K | form | path | config | ours ms | ours TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | ratio | rel err | check |"
