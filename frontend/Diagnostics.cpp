@@ -29,6 +29,7 @@ llvm::StringRef SourceFile::lineText(unsigned line) const {
 }
 
 bool DiagEngine::error(SrcLoc loc, const llvm::Twine &message) {
+  ++reports;
   std::string text = message.str();
   // The same mistake inside a def called from a loop would otherwise be
   // reported once per iteration.

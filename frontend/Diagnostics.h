@@ -61,7 +61,11 @@ public:
   unsigned numErrors() const { return errorCount; }
   bool hasErrors() const { return errorCount != 0; }
   /// True once the error cap is reached; parsers stop early then.
-  bool tooMany() const { return errorCount >= maxErrors; }
+  /// Repeated (suppressed) reports count too, so that a loop that keeps
+  /// failing the same way still ends.
+  bool tooMany() const {
+    return errorCount >= maxErrors || reports >= 50 * maxErrors;
+  }
   llvm::ArrayRef<Diag> diagnostics() const { return diags; }
   const SourceFile &source() const { return file; }
 
@@ -75,6 +79,7 @@ private:
   const SourceFile &file;
   std::vector<Diag> diags;
   unsigned errorCount = 0;
+  unsigned reports = 0;
   bool suppressNotes = false;
 };
 

@@ -34,6 +34,7 @@ public:
   Program run() {
     Program prog;
     while (!diag.tooMany()) {
+      stmtStart = pos;
       const Token &t = cur();
       switch (t.kind) {
       case Tok::Eof:
@@ -127,9 +128,9 @@ private:
     // is almost always an unclosed bracket on the earlier line: report it
     // there, and resume at that line end so the next line is still parsed.
     size_t k = pos;
-    while (k > 0 && toks[k - 1].kind == Tok::Newline)
+    while (k > stmtStart && toks[k - 1].kind == Tok::Newline)
       --k;
-    if (k < pos && k > 0) {
+    if (k < pos && k > stmtStart) {
       const Token &last = toks[k - 1];
       SrcLoc end{last.loc.line, last.loc.col + static_cast<unsigned>(
                                                    last.kind == Tok::String
@@ -279,6 +280,8 @@ private:
     while (!at(Tok::RBrace) && !at(Tok::Eof) && !diag.tooMany()) {
       if (accept(Tok::Newline) || accept(Tok::Semi))
         continue;
+      size_t start = pos;
+      stmtStart = pos;
       TrainEntry e;
       bool ok = expectIdent(e.key, e.loc, "a setting name such as 'optimizer'") &&
                 expect(Tok::Assign, "after the setting name");
@@ -286,10 +289,13 @@ private:
         e.value = parseExpr();
         ok = e.value && endOfStmt();
       }
-      if (ok)
+      if (ok) {
         tr.entries.push_back(std::move(e));
-      else
+      } else {
         syncStmt();
+        if (pos <= start && toks[pos].kind != Tok::Eof)
+          pos = start + 1;
+      }
     }
     return expect(Tok::RBrace, "to close the train block");
   }
@@ -298,17 +304,28 @@ private:
   bool parseBlock(std::vector<StmtPtr> &body) {
     if (!expect(Tok::LBrace))
       return false;
+    // The enclosing statement resumes after this block.
+    struct Restore {
+      size_t &ref, saved;
+      ~Restore() { ref = saved; }
+    } restore{stmtStart, stmtStart};
     DepthGuard g(*this);
     if (tooDeep(toks[pos - 1].loc))
       return false;
     while (!at(Tok::RBrace) && !at(Tok::Eof) && !diag.tooMany()) {
       if (accept(Tok::Newline) || accept(Tok::Semi))
         continue;
+      size_t start = pos;
+      stmtStart = pos;
       StmtPtr s = parseStmt();
-      if (s && endOfStmt())
+      if (s && endOfStmt()) {
         body.push_back(std::move(s));
-      else
+      } else {
         syncStmt();
+        // Recovery must make progress, whatever the error path did.
+        if (pos <= start && toks[pos].kind != Tok::Eof)
+          pos = start + 1;
+      }
     }
     return expect(Tok::RBrace, "to close the block");
   }
@@ -709,6 +726,8 @@ private:
   DiagEngine &diag;
   size_t pos = 0;
   unsigned nest = 0;
+  /// First token of the statement being parsed; error look-back stops here.
+  size_t stmtStart = 0;
   unsigned depth = 0;
   bool reportedDepth = false;
 };
