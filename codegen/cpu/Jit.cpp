@@ -1,0 +1,236 @@
+//===- Jit.cpp - run tg functions on the CPU through the JIT ----*- C++ -*-===//
+//
+// See Jit.h. A memref descriptor of rank r is laid out as
+// { T *allocated, T *aligned, int64_t offset, int64_t sizes[r],
+//   int64_t strides[r] }, which is what the C interface wrappers take.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/cpu/Jit.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <mutex>
+
+using namespace mlir;
+using namespace mlir::tg::cpu;
+
+size_t mlir::tg::cpu::hostTypeSize(HostType type) {
+  switch (type) {
+  case HostType::F64:
+  case HostType::I64:
+    return 8;
+  case HostType::F32:
+  case HostType::I32:
+    return 4;
+  case HostType::F16:
+  case HostType::BF16:
+    return 2;
+  case HostType::I1:
+    return 1;
+  }
+  llvm_unreachable("unknown host type");
+}
+
+FailureOr<HostType> mlir::tg::cpu::hostTypeOf(Type t) {
+  if (t.isF32()) return HostType::F32;
+  if (t.isF64()) return HostType::F64;
+  if (t.isF16()) return HostType::F16;
+  if (t.isBF16()) return HostType::BF16;
+  if (t.isInteger(32)) return HostType::I32;
+  if (t.isInteger(64)) return HostType::I64;
+  if (t.isInteger(1)) return HostType::I1;
+  return failure();
+}
+
+int64_t HostTensor::numElements() const {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  return n;
+}
+
+HostTensor HostTensor::zeros(ArrayRef<int64_t> shape, HostType type) {
+  HostTensor t;
+  t.shape.assign(shape.begin(), shape.end());
+  t.type = type;
+  t.bytes.assign(t.numElements() * hostTypeSize(type), 0);
+  return t;
+}
+
+namespace {
+const llvm::fltSemantics &halfSemantics(HostType t) {
+  return t == HostType::F16 ? llvm::APFloat::IEEEhalf()
+                            : llvm::APFloat::BFloat();
+}
+} // namespace
+
+double HostTensor::get(int64_t i) const {
+  switch (type) {
+  case HostType::F32: return data<float>()[i];
+  case HostType::F64: return data<double>()[i];
+  case HostType::I32: return data<int32_t>()[i];
+  case HostType::I64: return static_cast<double>(data<int64_t>()[i]);
+  case HostType::I1: return data<uint8_t>()[i] ? 1.0 : 0.0;
+  case HostType::F16:
+  case HostType::BF16: {
+    llvm::APFloat f(halfSemantics(type), llvm::APInt(16, data<uint16_t>()[i]));
+    return f.convertToDouble();
+  }
+  }
+  llvm_unreachable("unknown host type");
+}
+
+void HostTensor::set(int64_t i, double v) {
+  switch (type) {
+  case HostType::F32: data<float>()[i] = static_cast<float>(v); return;
+  case HostType::F64: data<double>()[i] = v; return;
+  case HostType::I32: data<int32_t>()[i] = static_cast<int32_t>(v); return;
+  case HostType::I64: data<int64_t>()[i] = static_cast<int64_t>(v); return;
+  case HostType::I1: data<uint8_t>()[i] = v != 0; return;
+  case HostType::F16:
+  case HostType::BF16: {
+    llvm::APFloat f(v);
+    bool lost;
+    f.convert(halfSemantics(type), llvm::APFloat::rmNearestTiesToEven, &lost);
+    data<uint16_t>()[i] =
+        static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue());
+    return;
+  }
+  }
+}
+
+JitModule::~JitModule() = default;
+
+FailureOr<std::unique_ptr<JitModule>>
+JitModule::compile(ModuleOp module, const CpuPipelineOptions &options,
+                   unsigned optLevel) {
+  static std::once_flag initTarget;
+  std::call_once(initTarget, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  MLIRContext *ctx = module.getContext();
+  DialectRegistry registry;
+  registerCpuDialects(registry);
+  ctx->appendDialectRegistry(registry);
+
+  std::unique_ptr<JitModule> jit(new JitModule());
+  auto describe = [&](Type t, Location loc) -> FailureOr<HostTensor> {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    FailureOr<HostType> ht = tensor ? hostTypeOf(tensor.getElementType())
+                                    : FailureOr<HostType>(failure());
+    if (failed(ht) || !tensor.hasStaticShape())
+      return emitError(loc) << "JIT: unsupported argument or result type " << t;
+    HostTensor d;
+    d.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+    d.type = *ht;
+    return d;
+  };
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (!fn.isPublic() || fn.isDeclaration())
+      continue;
+    Signature sig;
+    for (Type t : fn.getArgumentTypes()) {
+      FailureOr<HostTensor> d = describe(t, fn.getLoc());
+      if (failed(d))
+        return failure();
+      sig.args.push_back(std::move(*d));
+    }
+    for (Type t : fn.getResultTypes()) {
+      FailureOr<HostTensor> d = describe(t, fn.getLoc());
+      if (failed(d))
+        return failure();
+      sig.results.push_back(std::move(*d));
+    }
+    jit->signatures[fn.getName()] = std::move(sig);
+  }
+
+  OwningOpRef<ModuleOp> lowered(cast<ModuleOp>(module->clone()));
+  PassManager pm(ctx);
+  CpuPipelineOptions opts = options;
+  opts.entryPoints.clear(); // every public function gets a C interface
+  buildCpuPipeline(pm, opts);
+  if (failed(pm.run(*lowered)))
+    return failure();
+
+  std::function<llvm::Error(llvm::Module *)> transformer =
+      makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, nullptr);
+  ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = transformer;
+  SmallVector<StringRef> libs;
+  static constexpr llvm::StringLiteral runnerUtils =
+      "/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so";
+  if (llvm::sys::fs::exists(runnerUtils))
+    libs.push_back(runnerUtils);
+  engineOptions.sharedLibPaths = libs;
+  auto engine = ExecutionEngine::create(*lowered, engineOptions);
+  if (!engine) {
+    std::string message = llvm::toString(engine.takeError());
+    return emitError(module.getLoc()) << "JIT: " << message;
+  }
+  jit->engine = std::move(*engine);
+  return jit;
+}
+
+namespace {
+/// A memref descriptor of a row-major buffer, as int64 words.
+std::vector<int64_t> descriptor(HostTensor &t) {
+  auto ptr = reinterpret_cast<int64_t>(t.bytes.data());
+  std::vector<int64_t> d = {ptr, ptr, 0};
+  d.insert(d.end(), t.shape.begin(), t.shape.end());
+  std::vector<int64_t> strides(t.shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(t.shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * t.shape[i + 1];
+  d.insert(d.end(), strides.begin(), strides.end());
+  return d;
+}
+} // namespace
+
+FailureOr<std::vector<HostTensor>>
+JitModule::run(StringRef function, ArrayRef<HostTensor> args,
+               std::string *error) {
+  auto fail = [&](const Twine &message) -> FailureOr<std::vector<HostTensor>> {
+    if (error)
+      *error = message.str();
+    return failure();
+  };
+  auto it = signatures.find(function);
+  if (it == signatures.end())
+    return fail("no public function named '" + function + "'");
+  const Signature &sig = it->second;
+  if (args.size() != sig.args.size())
+    return fail("'" + function + "' takes " + Twine(sig.args.size()) +
+                " arguments, got " + Twine(args.size()));
+  std::vector<HostTensor> buffers;
+  for (auto [i, arg] : llvm::enumerate(args)) {
+    const HostTensor &want = sig.args[i];
+    if (arg.shape != want.shape || arg.type != want.type ||
+        arg.bytes.size() != want.numElements() * hostTypeSize(want.type))
+      return fail("argument " + Twine(i) + " of '" + function +
+                  "' does not match its type");
+    buffers.push_back(arg);
+  }
+  for (const HostTensor &r : sig.results)
+    buffers.push_back(HostTensor::zeros(r.shape, r.type));
+
+  std::vector<std::vector<int64_t>> descs;
+  for (HostTensor &b : buffers)
+    descs.push_back(descriptor(b));
+  std::vector<void *> pointers, slots;
+  for (auto &d : descs)
+    pointers.push_back(d.data());
+  for (void *&p : pointers)
+    slots.push_back(&p);
+  if (llvm::Error err =
+          engine->invokePacked(("_mlir_ciface_" + function).str(), slots))
+    return fail(llvm::toString(std::move(err)));
+  return std::vector<HostTensor>(buffers.begin() + args.size(), buffers.end());
+}

@@ -1,0 +1,58 @@
+//===- MarkEntryPoints.cpp - C interface on entry points --------*- C++ -*-===//
+//
+// The tg-mark-entry-points pass: sets llvm.emit_c_interface on the functions
+// that callers outside the module (JIT, runtime) invoke.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/cpu/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+namespace mlir::tg::cpu {
+#define GEN_PASS_DEF_MARKENTRYPOINTSPASS
+#include "codegen/cpu/Passes.h.inc"
+} // namespace mlir::tg::cpu
+
+using namespace mlir;
+
+namespace {
+
+/// Drops the tg.* argument and result attributes (tg.name, tg.role,
+/// tg.init): they describe the model, not the code, and once results become
+/// out-parameters a result's tg.role would land on an argument, where the
+/// tg dialect's verifier rejects it.
+void stripTGAttributes(func::FuncOp fn) {
+  auto strip = [](DictionaryAttr attrs) {
+    SmallVector<NamedAttribute> kept;
+    if (!attrs)
+      return kept;
+    for (NamedAttribute a : attrs)
+      if (!a.getName().strref().starts_with("tg."))
+        kept.push_back(a);
+    return kept;
+  };
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+    fn.setArgAttrs(i, strip(fn.getArgAttrDict(i)));
+  for (unsigned i = 0, e = fn.getNumResults(); i < e; ++i)
+    fn.setResultAttrs(i, strip(fn.getResultAttrDict(i)));
+}
+
+struct MarkEntryPointsPass final
+    : tg::cpu::impl::MarkEntryPointsPassBase<MarkEntryPointsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      stripTGAttributes(fn);
+      bool wanted = functions.empty()
+                        ? fn.isPublic() && !fn.isDeclaration()
+                        : llvm::is_contained(functions, fn.getName().str());
+      if (wanted)
+        fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                    UnitAttr::get(&getContext()));
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,64 @@
+//===- Passes.h - CPU code generation passes and pipeline -------*- C++ -*-===//
+//
+// The passes of Passes.td, their pattern populators, and buildCpuPipeline:
+// tg on tensors to the LLVM dialect, ready for mlir::ExecutionEngine or an
+// object file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_CODEGEN_CPU_PASSES_H
+#define TGC_CODEGEN_CPU_PASSES_H
+
+#include "codegen/cpu/Registration.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::tg::cpu {
+
+#define GEN_PASS_DECL
+#include "codegen/cpu/Passes.h.inc"
+
+/// Conversion patterns of tg-convert-to-linalg, one populator per op family
+/// (each in the .cpp named after it). Composite ops are not covered: run
+/// tg::populateDecomposeCompositesPatterns first.
+void populateElementwiseToLinalgPatterns(RewritePatternSet &patterns);
+void populateReductionsToLinalgPatterns(RewritePatternSet &patterns);
+void populateMovementToLinalgPatterns(RewritePatternSet &patterns);
+void populateRandomToLinalgPatterns(RewritePatternSet &patterns);
+void populateConvPoolToLinalgPatterns(RewritePatternSet &patterns);
+/// All of the above.
+void populateConvertTGToLinalgPatterns(RewritePatternSet &patterns);
+
+/// Options of the CPU pipeline.
+struct CpuPipelineOptions {
+  /// Functions that get a C interface (`_mlir_ciface_<name>`, memref
+  /// descriptors passed by pointer). Empty: every public function.
+  std::vector<std::string> entryPoints;
+  /// Free every intermediate buffer (ownership-based deallocation). Off
+  /// only to inspect the IR without the deallocation bookkeeping.
+  bool deallocate = true;
+};
+
+/// tg on tensors → LLVM dialect: decompose, convert to linalg, canonicalize,
+/// one-shot bufferize (function boundaries, identity layouts), results to
+/// out-parameters, deallocation, linalg to loops, math expansion, and the
+/// conversions of scf/cf/arith/math/memref/func/index to LLVM. See
+/// docs/cpu-backend.md for the ABI of the entry points.
+void buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options);
+
+#define GEN_PASS_REGISTRATION
+#include "codegen/cpu/Passes.h.inc"
+
+} // namespace mlir::tg::cpu
+
+#endif // TGC_CODEGEN_CPU_PASSES_H

@@ -1,0 +1,74 @@
+//===- Passes.td - CPU code generation passes --------------*- tablegen -*-===//
+//
+// The passes of codegen/cpu. The whole lowering to the LLVM dialect is the
+// pipeline tg-cpu-pipeline (Pipeline.cpp), built from upstream passes around
+// the one conversion declared here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TG_CPU_PASSES_TD
+#define TG_CPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertTGToLinalgPass : Pass<"tg-convert-to-linalg"> {
+  let summary = "Lower every tg op to linalg, tensor, arith and math on tensors";
+  let description = [{
+    First decomposes the composite ops (softmax, log_softmax, gelu, silu,
+    sigmoid, layer_norm, rms_norm, cross_entropy, mse_loss) with
+    `populateDecomposeCompositesPatterns`, then converts each remaining tg op
+    into value-semantics ops that one-shot bufferization understands:
+
+    - elementwise ops with NumPy broadcasting, cmp, select, cast, one_hot,
+      causal_mask, broadcast_to: one parallel `linalg.generic` whose
+      indexing maps encode the broadcast (size-1 dimensions read index 0);
+    - matmul (transposes and batch broadcasting in the maps), sum, mean,
+      max: `linalg.generic` with reduction iterators over a `linalg.fill`;
+    - reshape, transpose, slice, concat: `tensor.collapse_shape` /
+      `expand_shape`, `linalg.transpose`, `tensor.extract_slice`,
+      `tensor.insert_slice`;
+    - embedding: a gather (`tensor.extract` in a generic); embedding_grad: a
+      scatter-add in `scf.for` loops;
+    - dropout, random: Philox-4x32-10 in `arith` (`arith.mului_extended`),
+      the mapping of `include/tgc/Philox.h`;
+    - conv2d and pooling: direct `linalg.generic` loop nests over padded
+      inputs; their backward ops gather from the cotangent.
+
+    bf16 and f16 values are computed in f32 inside each op and rounded once
+    at its result, the rounding the reference evaluator models. An op or type
+    this pass cannot lower is reported at the op's location.
+
+    ```mlir
+    %r = tg.add %a, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+    // becomes
+    %e = tensor.empty() : tensor<4x3xf32>
+    %r = linalg.generic {indexing_maps = [(d0, d1) -> (d0, d1), (d0, d1) -> (d1),
+                                          (d0, d1) -> (d0, d1)], ...}
+           ins(%a, %b : ...) outs(%e : ...) { arith.addf ... }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def MarkEntryPointsPass : Pass<"tg-mark-entry-points", "::mlir::ModuleOp"> {
+  let summary = "Give the entry points a C interface";
+  let description = [{
+    Sets `llvm.emit_c_interface` on the named functions (every public
+    function when `functions` is empty), so that the LLVM lowering adds
+    `_mlir_ciface_<name>` wrappers taking memref descriptors by pointer: the
+    ABI the JIT and the runtime call (see docs/cpu-backend.md). Also drops
+    the `tg.*` argument and result attributes of every function: they
+    describe the model (names, roles, initialisers) and would otherwise move
+    onto out-parameters when results become arguments.
+  }];
+  let options = [
+    ListOption<"functions", "functions", "std::string",
+               "Functions to mark (default: every public function)">,
+  ];
+}
+
+#endif // TG_CPU_PASSES_TD

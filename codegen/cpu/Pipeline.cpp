@@ -1,0 +1,117 @@
+//===- Pipeline.cpp - the CPU lowering pipeline -----------------*- C++ -*-===//
+//
+// buildCpuPipeline and the registration of the CPU passes. The pass order
+// follows upstream's own lowering of linalg on tensors to LLVM
+// (test-lower-to-llvm, the sparse-compiler pipeline): bufferize once, with
+// function boundaries; turn returned buffers into caller-provided out
+// parameters so that no entry point returns memory the caller must free;
+// free every intermediate; then lower loops, math and memrefs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/cpu/Passes.h"
+#include "passes/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
+                                     const CpuPipelineOptions &options) {
+  pm.addPass(createConvertTGToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  MarkEntryPointsPassOptions mark;
+  mark.functions.assign(options.entryPoints.begin(), options.entryPoints.end());
+  pm.addPass(createMarkEntryPointsPass(mark));
+
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  // The micro-batch loop of train_step yields freshly computed sums; the
+  // deallocation pipeline frees the buffers of earlier iterations.
+  bufferize.allowReturnAllocsFromLoops = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.unknownTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createCanonicalizerPass());
+  if (options.deallocate)
+    bufferization::buildBufferDeallocationPipeline(pm);
+
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::tg::cpu::registerCpuDialects(DialectRegistry &registry) {
+  registry.insert<arith::ArithDialect, bufferization::BufferizationDialect,
+                  linalg::LinalgDialect, LLVM::LLVMDialect, math::MathDialect,
+                  memref::MemRefDialect, scf::SCFDialect,
+                  tensor::TensorDialect>();
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+}
+
+namespace {
+/// Command-line form of CpuPipelineOptions for tg-opt.
+struct CpuPipelineCLOptions
+    : public PassPipelineOptions<CpuPipelineCLOptions> {
+  ListOption<std::string> entryPoints{
+      *this, "entry-points",
+      llvm::cl::desc("Functions with a C interface (default: all public)")};
+  Option<bool> deallocate{*this, "deallocate",
+                          llvm::cl::desc("Free intermediate buffers"),
+                          llvm::cl::init(true)};
+};
+} // namespace
+
+void mlir::tg::cpu::registerCpuPasses() {
+  registerTGCpuPasses();
+  PassPipelineRegistration<CpuPipelineCLOptions>(
+      "tg-cpu-pipeline", "Lower tg to the LLVM dialect for the CPU",
+      [](OpPassManager &pm, const CpuPipelineCLOptions &cl) {
+        CpuPipelineOptions options;
+        options.entryPoints.assign(cl.entryPoints.begin(),
+                                   cl.entryPoints.end());
+        options.deallocate = cl.deallocate;
+        buildCpuPipeline(pm, options);
+      });
+}

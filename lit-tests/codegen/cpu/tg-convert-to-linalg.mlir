@@ -1,0 +1,233 @@
+// RUN: tg-opt %s --split-input-file --tg-convert-to-linalg | FileCheck %s
+
+// Broadcasting is in the indexing maps: a size-1 dim reads index 0, a
+// missing leading dim is not read at all.
+// CHECK-DAG: #[[$ROW:.+]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-DAG: #[[$COL:.+]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-DAG: #[[$ID:.+]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @binary_broadcast
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<4x3xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[$ROW]], #[[$COL]], #[[$ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK-SAME: outs(%[[E]] : tensor<4x3xf32>)
+// CHECK: arith.subf
+func.func @binary_broadcast(%a: tensor<4x1xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
+  %r = tg.sub %a, %b : tensor<4x1xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  return %r : tensor<4x3xf32>
+}
+
+// -----
+
+// bf16 is computed in f32 and rounded once.
+// CHECK-LABEL: func.func @bf16_math
+// CHECK: ^bb0(%[[IN:.+]]: bf16, %{{.+}}: bf16):
+// CHECK: %[[X:.+]] = arith.extf %[[IN]] : bf16 to f32
+// CHECK: %[[T:.+]] = math.tanh %[[X]] : f32
+// CHECK: %[[R:.+]] = arith.truncf %[[T]] : f32 to bf16
+// CHECK: linalg.yield %[[R]] : bf16
+func.func @bf16_math(%a: tensor<8xbf16>) -> tensor<8xbf16> {
+  %r = tg.tanh %a : tensor<8xbf16>
+  return %r : tensor<8xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @integer_ops
+// CHECK: arith.divsi
+// CHECK: arith.cmpi slt
+// CHECK: arith.select
+func.func @integer_ops(%a: tensor<5xi32>, %b: tensor<5xi32>) -> tensor<5xi32> {
+  %d = tg.div %a, %b : tensor<5xi32>, tensor<5xi32> -> tensor<5xi32>
+  %m = tg.cmp lt %d, %b : tensor<5xi32>, tensor<5xi32> -> tensor<5xi1>
+  %r = tg.select %m, %a, %b : tensor<5xi1>, tensor<5xi32>, tensor<5xi32> -> tensor<5xi32>
+  return %r : tensor<5xi32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @cast_and_constant
+// CHECK: arith.constant dense<2.500000e+00> : tensor<3xf32>
+// CHECK: arith.fptosi %{{.+}} : f32 to i64
+func.func @cast_and_constant(%a: tensor<3xf32>) -> tensor<3xi64> {
+  %c = tg.constant dense<2.5> : tensor<3xf32>
+  %m = tg.mul %a, %c : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  %r = tg.cast %m : tensor<3xf32> to tensor<3xi64>
+  return %r : tensor<3xi64>
+}
+
+// -----
+
+// Transposes and batch broadcasting of matmul live in the maps: loops are
+// (batch, m, n, k); the rank-2 rhs has no batch dim and is read as (n, k).
+// CHECK-DAG: #[[$LHS:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-DAG: #[[$RHS:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+// CHECK-DAG: #[[$OUT:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @batched_matmul
+// CHECK: %[[Z:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<2x4x3xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[$LHS]], #[[$RHS]], #[[$OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+// CHECK-SAME: outs(%[[Z]] : tensor<2x4x3xf32>)
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @batched_matmul(%a: tensor<2x4x6xf32>, %b: tensor<3x6xf32>) -> tensor<2x4x3xf32> {
+  %r = tg.matmul %a, %b {transpose_rhs} : tensor<2x4x6xf32>, tensor<3x6xf32> -> tensor<2x4x3xf32>
+  return %r : tensor<2x4x3xf32>
+}
+
+// -----
+
+// CHECK-DAG: #[[$KEEP:.+]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-LABEL: func.func @reductions
+// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #[[$KEEP]]], iterator_types = ["parallel", "reduction"]}
+// CHECK: arith.maximumf
+// CHECK: iterator_types = ["reduction", "reduction"]
+// CHECK: arith.addf
+// CHECK: arith.divf
+func.func @reductions(%a: tensor<4x6xf32>) -> (tensor<4x1xf32>, tensor<f32>) {
+  %m = tg.max %a axes = [1] keepdims : tensor<4x6xf32> -> tensor<4x1xf32>
+  %s = tg.mean %a axes = [0, 1] : tensor<4x6xf32> -> tensor<f32>
+  return %m, %s : tensor<4x1xf32>, tensor<f32>
+}
+
+// -----
+
+// Composites go through tg-decompose first.
+// CHECK-LABEL: func.func @softmax
+// CHECK-NOT: tg.
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: arith.divf
+func.func @softmax(%a: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %r = tg.softmax %a axis = 1 : tensor<2x5xf32>
+  return %r : tensor<2x5xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @movement
+// CHECK: tensor.collapse_shape %{{.+}} {{\[\[}}0, 1, 2]] : tensor<2x3x4xf32> into tensor<24xf32>
+// CHECK: tensor.expand_shape %{{.+}} {{\[\[}}0, 1]] output_shape [6, 4] : tensor<24xf32> into tensor<6x4xf32>
+// CHECK: linalg.transpose ins(%{{.+}} : tensor<6x4xf32>) outs(%{{.+}} : tensor<4x6xf32>) permutation = [1, 0]
+// CHECK: tensor.extract_slice %{{.+}}[1, 0] [2, 3] [2, 2] : tensor<4x6xf32> to tensor<2x3xf32>
+// CHECK: %[[A:.+]] = tensor.insert_slice %{{.+}} into %{{.+}}[0, 0] [2, 3] [1, 1] : tensor<2x3xf32> into tensor<2x5xf32>
+// CHECK: tensor.insert_slice %{{.+}} into %[[A]][0, 3] [2, 2] [1, 1] : tensor<2x2xf32> into tensor<2x5xf32>
+func.func @movement(%a: tensor<2x3x4xf32>, %b: tensor<2x2xf32>) -> tensor<2x5xf32> {
+  %r = tg.reshape %a : tensor<2x3x4xf32> to tensor<6x4xf32>
+  %t = tg.transpose %r perm = [1, 0] : tensor<6x4xf32> -> tensor<4x6xf32>
+  %s = tg.slice %t start [1, 0] limit [4, 6] step [2, 2] : tensor<4x6xf32> -> tensor<2x3xf32>
+  %c = tg.concat %s, %b axis = 1 : tensor<2x3xf32>, tensor<2x2xf32> -> tensor<2x5xf32>
+  return %c : tensor<2x5xf32>
+}
+
+// -----
+
+// Gather and scatter-add: ids are clamped to the table.
+// CHECK-LABEL: func.func @embedding
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: tensor.extract %{{.+}}[%{{.+}}, %{{.+}}] : tensor<10x4xf32>
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: tensor.insert
+func.func @embedding(%t: tensor<10x4xf32>, %i: tensor<2x3xi64>) -> (tensor<2x3x4xf32>, tensor<10x4xf32>) {
+  %e = tg.embedding %t, %i : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+  %g = tg.embedding_grad %e, %i : tensor<2x3x4xf32>, tensor<2x3xi64> -> tensor<10x4xf32>
+  return %e, %g : tensor<2x3x4xf32>, tensor<10x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @masks
+// CHECK: linalg.index 1
+// CHECK: linalg.index 2
+// CHECK: arith.cmpi ugt
+// CHECK: linalg.index 1
+// CHECK: arith.cmpi eq
+func.func @masks(%a: tensor<2x4x4xf32>, %l: tensor<3xi32>) -> (tensor<2x4x4xf32>, tensor<3x5xf32>) {
+  %m = tg.causal_mask %a : tensor<2x4x4xf32>
+  %o = tg.one_hot %l : tensor<3xi32> -> tensor<3x5xf32>
+  return %m, %o : tensor<2x4x4xf32>, tensor<3x5xf32>
+}
+
+// -----
+
+// Philox-4x32-10: ten rounds of two 32x32->64 multiplies.
+// CHECK-LABEL: func.func @dropout
+// CHECK: %[[SEED:.+]] = tensor.extract %{{.+}}[] : tensor<i64>
+// CHECK: linalg.generic
+// CHECK-COUNT-20: arith.mului_extended
+// CHECK: arith.cmpi uge
+// CHECK: arith.select
+func.func @dropout(%a: tensor<16xf32>, %s: tensor<i64>) -> tensor<16xf32> {
+  %r = tg.dropout %a, %s {p = 0.25 : f64, stream = 2 : i64} : tensor<16xf32>, tensor<i64>
+  return %r : tensor<16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @random_normal
+// CHECK: arith.mului_extended
+// CHECK: math.log %{{.+}} : f64
+// CHECK: math.sin
+// CHECK: math.cos
+// CHECK: arith.truncf %{{.+}} : f64 to f32
+func.func @random_normal(%s: tensor<i64>) -> tensor<3x4xf32> {
+  %r = tg.random normal %s {a = 0.0 : f64, b = 1.0 : f64, stream = 1 : i64} : tensor<i64> -> tensor<3x4xf32>
+  return %r : tensor<3x4xf32>
+}
+
+// -----
+
+// Groups become a dimension; the input is padded with zeros; loops are
+// (n, g, og, y, x | ic, i, j) with strided, dilated input reads.
+// CHECK-DAG: #[[$IN:.+]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 * 2 + d6, d4 * 2 + d7)>
+// CHECK-LABEL: func.func @conv2d
+// CHECK: tensor.pad %{{.+}} low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: tensor.expand_shape %{{.+}} {{\[\[}}0], [1, 2], [3], [4]] output_shape [1, 2, 2, 10, 10]
+// CHECK: linalg.generic {indexing_maps = [#[[$IN]], #{{.+}}, #{{.+}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+// CHECK: tensor.collapse_shape %{{.+}} {{\[\[}}0], [1, 2], [3], [4]] : tensor<1x2x3x4x4xf32> into tensor<1x6x4x4xf32>
+func.func @conv2d(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<1x6x4x4xf32> {
+  %r = tg.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, groups = 2 : i64} : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x4x4xf32>
+  return %r : tensor<1x6x4x4xf32>
+}
+
+// -----
+
+// The input gradient gathers from the cotangent at (iy + p - i) / s when
+// that divides exactly.
+// CHECK-LABEL: func.func @conv2d_grad_input
+// CHECK: linalg.generic
+// CHECK: arith.remsi
+// CHECK: tensor.extract %{{.+}} : tensor<1x6x4x4xf32>
+func.func @conv2d_grad_input(%g: tensor<1x6x4x4xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<1x4x8x8xf32> {
+  %r = tg.conv2d_grad_input %g, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, groups = 2 : i64} : tensor<1x6x4x4xf32>, tensor<6x2x3x3xf32> -> tensor<1x4x8x8xf32>
+  return %r : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @pooling
+// CHECK: tensor.pad %{{.+}} low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: tensor.empty() : tensor<3x3xf32>
+// CHECK: arith.maximumf
+// CHECK: arith.addf
+// CHECK: arith.divf
+func.func @pooling(%x: tensor<1x2x5x5xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) {
+  %m = tg.max_pool2d %x kernel = [3, 3] stride = [2, 2] {padding = array<i64: 1, 1>} : tensor<1x2x5x5xf32> -> tensor<1x2x3x3xf32>
+  %a = tg.avg_pool2d %x kernel = [3, 3] stride = [2, 2] {padding = array<i64: 1, 1>} : tensor<1x2x5x5xf32> -> tensor<1x2x3x3xf32>
+  return %m, %a : tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>
+}
+
+// -----
+
+// The max-pool gradient finds each window's first maximum (value and
+// position, two outputs), then gathers.
+// CHECK-LABEL: func.func @max_pool_grad
+// CHECK: linalg.generic {{.+}} outs(%{{.+}}, %{{.+}} : tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>)
+// CHECK: arith.cmpf uno
+// CHECK: linalg.generic
+// CHECK: tensor.extract %{{.+}} : tensor<1x1x2x2xi64>
+func.func @max_pool_grad(%g: tensor<1x1x2x2xf32>, %x: tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32> {
+  %r = tg.max_pool2d_grad %g, %x kernel = [2, 2] stride = [2, 2] : tensor<1x1x2x2xf32>, tensor<1x1x4x4xf32>
+  return %r : tensor<1x1x4x4xf32>
+}
