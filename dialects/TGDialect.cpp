@@ -192,12 +192,18 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
   }
   // The memory plan (tg-plan-memory): offsets and sizes on ops, a summary
   // on the planned function.
+  if (name == "tg.recomputed") {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << name << "' must be a unit attribute";
+    return success();
+  }
   if (name == "tg.offset" || name == "tg.bytes" || name == "tg.alias_arg") {
     if (!isa<IntegerAttr>(attr.getValue()))
       return op->emitOpError() << "'" << name << "' must be an integer";
     return success();
   }
-  if (name == attr::hyper || name == attr::train || name == "tg.memory") {
+  if (name == attr::hyper || name == attr::train || name == "tg.memory" ||
+      name == "tg.remat") {
     if (!isa<DictionaryAttr>(attr.getValue()))
       return op->emitOpError() << "'" << name << "' must be a dictionary";
     return success();

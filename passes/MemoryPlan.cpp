@@ -224,6 +224,70 @@ void scheduleBlock(Block &block) {
   }
 }
 
+/// The mirror of scheduleBlock: builds the order from the end, each time
+/// placing (as late as possible) the op whose placement adds the fewest live
+/// bytes going backwards. Ops that only prepare late work (an optimizer's
+/// first products) then run just before they are needed.
+void scheduleBlockBottomUp(Block &block) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.without_terminator())
+    ops.push_back(&op);
+  DenseMap<Operation *, unsigned> order;
+  for (auto [i, op] : llvm::enumerate(ops))
+    order[op] = i;
+  DenseMap<Operation *, SmallVector<Value>> reads;
+  DenseMap<Operation *, unsigned> usersLeft; // unscheduled users in block
+  DenseMap<Operation *, SmallVector<Operation *>> producers;
+  for (Operation *op : ops) {
+    reads[op] = readsOf(op);
+    for (Value v : reads[op]) {
+      Operation *def = v.getDefiningOp();
+      def = def ? topLevel(def, block) : nullptr;
+      if (def && def != op && order.count(def)) {
+        ++usersLeft[def];
+        producers[op].push_back(def);
+      }
+    }
+  }
+  DenseSet<Value> live; // values read by an already placed op or returned
+  for (Value v : block.getTerminator()->getOperands())
+    live.insert(v);
+  auto cost = [&](Operation *op) {
+    int64_t delta = 0;
+    for (Value r : op->getResults())
+      if (live.contains(r))
+        delta -= bytesOf(r.getType());
+    DenseSet<Value> seen;
+    for (Value v : reads[op])
+      if (v.getDefiningOp() && !live.contains(v) && seen.insert(v).second)
+        delta += bytesOf(v.getType());
+    return delta;
+  };
+  // (cost, -original index): cheapest first, later ops first on ties.
+  std::set<std::pair<int64_t, int64_t>> ready;
+  for (Operation *op : ops)
+    if (!usersLeft.lookup(op))
+      ready.insert({cost(op), -int64_t(order[op])});
+  SmallVector<Operation *> reversed;
+  while (!ready.empty()) {
+    Operation *op = ops[-ready.begin()->second];
+    ready.erase(ready.begin());
+    reversed.push_back(op);
+    for (Value v : reads[op])
+      live.insert(v);
+    for (Operation *p : producers[op])
+      if (--usersLeft[p] == 0)
+        ready.insert({cost(p), -int64_t(order[p])});
+    std::set<std::pair<int64_t, int64_t>> refreshed;
+    for (auto [c, i] : ready)
+      refreshed.insert({cost(ops[-i]), i});
+    ready.swap(refreshed);
+  }
+  Operation *terminator = block.getTerminator();
+  for (Operation *op : llvm::reverse(reversed))
+    op->moveBefore(terminator);
+}
+
 /// True if `op` reads element i of its operands only to write element i of
 /// its result, so the result may overwrite an operand `v` of its own type.
 bool writesInPlaceOver(Operation *op, Value v) {
@@ -325,10 +389,39 @@ void aliasUpdatesToArguments(func::FuncOp fn, Block &block,
   }
 }
 
+BlockPlan planBlockInOrder(Block &block, const Marks &marks,
+                           const PlanOptions &opts, func::FuncOp aliasTo);
+
+/// Plans `block` under the top-down and the bottom-up schedule and keeps
+/// the one with the smaller region (the top-down one on ties).
 BlockPlan planBlock(Block &block, const Marks &marks, const PlanOptions &opts,
                     func::FuncOp aliasTo = {}) {
-  if (opts.reorder)
-    scheduleBlock(block);
+  if (!opts.reorder)
+    return planBlockInOrder(block, marks, opts, aliasTo);
+  auto currentOrder = [&] {
+    SmallVector<Operation *> order;
+    for (Operation &op : block.without_terminator())
+      order.push_back(&op);
+    return order;
+  };
+  auto apply = [&](ArrayRef<Operation *> order) {
+    for (Operation *op : order)
+      op->moveBefore(block.getTerminator());
+  };
+  scheduleBlock(block);
+  SmallVector<Operation *> topDown = currentOrder();
+  BlockPlan first = planBlockInOrder(block, marks, opts, aliasTo);
+  scheduleBlockBottomUp(block);
+  BlockPlan second = planBlockInOrder(block, marks, opts, aliasTo);
+  if (second.size < first.size)
+    return second;
+  // Restore the top-down order; replanning rewrites its attributes.
+  apply(topDown);
+  return planBlockInOrder(block, marks, opts, aliasTo);
+}
+
+BlockPlan planBlockInOrder(Block &block, const Marks &marks,
+                           const PlanOptions &opts, func::FuncOp aliasTo) {
   BlockPlan plan;
   SmallVector<Operation *> ops;
   for (Operation &op : block.without_terminator())

@@ -137,4 +137,34 @@ def PlanMemoryPass : Pass<"tg-plan-memory", "::mlir::ModuleOp"> {
   ];
 }
 
+def RematerializePass : Pass<"tg-rematerialize", "::mlir::ModuleOp"> {
+  let summary = "Recompute cheap activations in the backward pass instead of keeping them";
+  let description = [{
+    In a gradient function (`@<func>_grad`, built by tg-autodiff), an
+    activation is a forward value that backward ops read, so it stays live
+    from the forward pass to its last backward use. This pass lets the
+    backward pass recompute chosen activations right before their first
+    backward use, from values that are kept anyway (arguments, constants
+    and activations that are not recomputed), so the originals die at the
+    end of the forward pass.
+
+    Candidates are chains of at most `max-depth` ops that contain no matmul
+    or convolution; they are taken largest first while each recomputes at
+    most `max-flops-per-byte` floating-point operations per byte it frees.
+    Recomputed dropout uses the same seed and stream, so results are
+    unchanged. Each recomputed op is marked `tg.recomputed`; the function
+    gets `tg.remat = {bytes, flops}`. Run it after CSE, which would merge a
+    recomputation back into its original.
+  }];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"forward_grad\"",
+           "Name of the gradient function">,
+    Option<"maxDepth", "max-depth", "unsigned", "2",
+           "Longest chain of ops recomputed for one activation">,
+    Option<"maxFlopsPerByte", "max-flops-per-byte", "double", "4.0",
+           "Most recomputation FLOPs accepted per byte freed">,
+  ];
+}
+
 #endif // TG_PASSES_TD

@@ -17,6 +17,11 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createBuildTrainStepPass(build));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  if (options.rematerialize) {
+    RematerializePassOptions remat;
+    remat.funcName = options.forward.getValue() + "_grad";
+    pm.addPass(createRematerializePass(remat));
+  }
   if (options.planMemory)
     pm.addPass(createPlanMemoryPass());
 }

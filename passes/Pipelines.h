@@ -19,13 +19,18 @@ struct TrainingPipelineOptions
   Option<std::string> forward{*this, "func",
                               llvm::cl::desc("The model's forward function"),
                               llvm::cl::init("forward")};
+  Option<bool> rematerialize{
+      *this, "rematerialize",
+      llvm::cl::desc("Recompute cheap activations in the backward pass"),
+      llvm::cl::init(false)};
   Option<bool> planMemory{*this, "plan-memory",
                           llvm::cl::desc("Plan the memory of @train_step"),
                           llvm::cl::init(false)};
 };
 
 /// forward -> init/train_step/eval (tg-build-train-step), simplified with
-/// canonicalize and CSE, and optionally planned (tg-plan-memory).
+/// canonicalize and CSE, optionally rematerialized (tg-rematerialize, after
+/// CSE, which would undo it) and planned (tg-plan-memory).
 void buildTrainingPipeline(OpPassManager &pm,
                            const TrainingPipelineOptions &options);
 

@@ -6,6 +6,7 @@
 
 #include "tools/tgc/Training.h"
 #include "dialects/TGDialect.h"
+#include "dialects/TGOps.h"
 #include "passes/Pipelines.h"
 
 #include "mlir/IR/Builders.h"
@@ -60,15 +61,48 @@ std::string tgc::formatBytes(int64_t bytes) {
   return s;
 }
 
-bool tgc::buildTraining(ModuleOp module) {
+bool tgc::buildTraining(ModuleOp module, bool remat) {
   PassManager pm(module.getContext());
-  tg::buildTrainingPipeline(pm, {});
+  tg::TrainingPipelineOptions options;
+  options.rematerialize = remat;
+  tg::buildTrainingPipeline(pm, options);
   return succeeded(pm.run(module));
 }
 
-FailureOr<tg::MemoryPlan> tgc::planTraining(ModuleOp module) {
+/// FLOPs of one op, roughly: 2MNK for products, one per element otherwise.
+static int64_t flopsOf(Operation *op) {
+  if (auto mm = dyn_cast<tg::MatmulOp>(op)) {
+    auto a = cast<RankedTensorType>(mm.getLhs().getType());
+    int64_t k = a.getShape()[a.getRank() - (mm.getTransposeLhs() ? 2 : 1)];
+    return 2 * k * cast<RankedTensorType>(mm.getType()).getNumElements();
+  }
+  if (isa<tg::Conv2dOp, tg::Conv2dGradInputOp, tg::Conv2dGradWeightOp>(op)) {
+    auto w = cast<RankedTensorType>(op->getOperand(1).getType());
+    int64_t window = w.getNumElements() / std::max<int64_t>(1, w.getDimSize(0));
+    int64_t out = 0;
+    for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
+      out = std::max(out, cast<RankedTensorType>(v.getType()).getNumElements());
+    return 2 * window * out;
+  }
+  int64_t n = 0;
+  for (Value r : op->getResults())
+    if (auto t = dyn_cast<RankedTensorType>(r.getType()))
+      n += t.getNumElements();
+  return n;
+}
+
+/// FLOPs of one training step (loop bodies counted once per iteration are
+/// not multiplied: the ratio of recomputation to work is the same).
+static int64_t stepFlops(ModuleOp module) {
+  int64_t total = 0;
+  if (auto grad = module.lookupSymbol<func::FuncOp>("forward_grad"))
+    grad.walk([&](Operation *op) { total += flopsOf(op); });
+  return total;
+}
+
+FailureOr<tg::MemoryPlan> tgc::planTraining(ModuleOp module, bool remat) {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
-  if (!copy->lookupSymbol("train_step") && !buildTraining(*copy))
+  if (!copy->lookupSymbol("train_step") && !buildTraining(*copy, remat))
     return failure();
   auto step = copy->lookupSymbol<func::FuncOp>("train_step");
   return tg::planMemory(step, {});
@@ -107,13 +141,45 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
   if (!budget || plan->peakBytes() <= *budget)
     return BudgetFit{std::move(module), std::move(*plan), ""};
 
-  // Over budget: split the batch into micro-batches. The model's `batch`
-  // hyper-parameter is the micro-batch; accumulate keeps the effective batch.
+  // Over budget: first recompute cheap activations in the backward pass;
+  // then, if needed, also split the batch into micro-batches. The model's
+  // `batch` hyper-parameter is the micro-batch; accumulate keeps the
+  // effective batch.
+  int64_t unconstrained = plan->peakBytes(), least = unconstrained;
+  auto rematCost = [&](ModuleOp m) {
+    OwningOpRef<ModuleOp> copy(cast<ModuleOp>(m->clone()));
+    if (!buildTraining(*copy, true))
+      return 0.0;
+    auto grad = copy->lookupSymbol<func::FuncOp>("forward_grad");
+    auto remat = grad->getAttrOfType<DictionaryAttr>("tg.remat");
+    int64_t extra = remat ? cast<IntegerAttr>(remat.get("flops")).getInt() : 0;
+    return 100.0 * double(extra) / double(std::max<int64_t>(1, stepFlops(*copy) - extra));
+  };
+  auto describe = [&](int64_t peak, double extra, int64_t b, int64_t f,
+                      int64_t acc) {
+    std::string note;
+    llvm::raw_string_ostream os(note);
+    os << "tgc: note: the step needs " << formatBytes(unconstrained)
+       << ", over the budget of " << formatBytes(*budget)
+       << "; recompute activations in the backward pass";
+    if (f > 1)
+      os << " and split each batch of " << b << " into " << f
+         << " micro-batches of " << b / f << " (accumulate " << acc << ")";
+    os << ": peak " << formatBytes(peak) << ", extra FLOPs "
+       << llvm::format("%.1f", extra) << "%";
+    return note;
+  };
+  FailureOr<tg::MemoryPlan> remat = planTraining(*module, true);
+  if (failed(remat))
+    return std::nullopt;
+  least = std::min(least, remat->peakBytes());
+  if (remat->peakBytes() <= *budget) {
+    std::string note = describe(remat->peakBytes(), rematCost(*module), 0, 1, 0);
+    return BudgetFit{std::move(module), std::move(*remat), note, true};
+  }
   auto hyper = (*module)->getAttrOfType<DictionaryAttr>(tg::attr::hyper);
   std::optional<int64_t> batch = intEntry(hyper, "batch");
   int64_t accumulate = intEntry(train, "accumulate").value_or(1);
-  int64_t least = plan->peakBytes();
-  int64_t unconstrained = least;
   if (batch) {
     for (int64_t f = 2; f <= *batch; f *= 2) {
       if (*batch % f)
@@ -123,20 +189,14 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
       if (!smaller)
         return std::nullopt;
       setMicroBatching(*smaller, *batch / f, accumulate * f);
-      FailureOr<tg::MemoryPlan> p = planTraining(*smaller);
+      FailureOr<tg::MemoryPlan> p = planTraining(*smaller, true);
       if (failed(p))
         return std::nullopt;
       least = std::min(least, p->peakBytes());
       if (p->peakBytes() <= *budget) {
-        std::string note;
-        llvm::raw_string_ostream os(note);
-        os << "tgc: note: the step needs " << formatBytes(unconstrained)
-           << ", over the budget of " << formatBytes(*budget)
-           << "; split each batch of " << *batch << " into " << f
-           << " micro-batches of " << *batch / f << " (accumulate "
-           << accumulate * f << "): peak " << formatBytes(p->peakBytes())
-           << ", extra FLOPs 0%";
-        return BudgetFit{std::move(smaller), std::move(*p), note};
+        std::string note = describe(p->peakBytes(), rematCost(*smaller),
+                                    *batch, f, accumulate * f);
+        return BudgetFit{std::move(smaller), std::move(*p), note, true};
       }
     }
   }

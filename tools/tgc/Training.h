@@ -30,22 +30,25 @@ std::string formatBytes(int64_t bytes);
 using CompileFn = std::function<mlir::OwningOpRef<mlir::ModuleOp>(
     const std::vector<std::pair<std::string, std::string>> &extraDefines)>;
 
-/// Runs the training pipeline on `module` (in place); false on error (the
-/// diagnostics have been printed).
-bool buildTraining(mlir::ModuleOp module);
+/// Runs the training pipeline on `module` (in place), rematerializing
+/// activations if `remat`; false on error (diagnostics are printed).
+bool buildTraining(mlir::ModuleOp module, bool remat = false);
 
 /// Plans the memory of @train_step in a copy of `module`.
-mlir::FailureOr<mlir::tg::MemoryPlan> planTraining(mlir::ModuleOp module);
+mlir::FailureOr<mlir::tg::MemoryPlan> planTraining(mlir::ModuleOp module,
+                                                   bool remat = false);
 
 /// The outcome of fitting a budget.
 struct BudgetFit {
   mlir::OwningOpRef<mlir::ModuleOp> module; ///< the chosen model (forward)
   mlir::tg::MemoryPlan plan;                ///< its plan
   std::string note;                         ///< what was chosen and its cost
+  bool remat = false;                       ///< recompute activations
 };
 
-/// Compiles the model and, if its plan exceeds `budget`, splits the batch
-/// into accumulated micro-batches until it fits. On failure prints one
+/// Compiles the model and, if its plan exceeds `budget`, first recomputes
+/// cheap activations in the backward pass, then also splits the batch into
+/// accumulated micro-batches until it fits. On failure prints one
 /// `tgc: error:` line saying the least memory reached and what would help.
 std::optional<BudgetFit> fitBudget(const CompileFn &compile,
                                    std::optional<int64_t> budget);

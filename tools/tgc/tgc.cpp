@@ -262,7 +262,8 @@ int main(int argc, char **argv) {
   }
   if (!module)
     return 1;
-  if (opts.emit == DriverOptions::Emit::Train && !tgc::buildTraining(*module))
+  if (opts.emit == DriverOptions::Emit::Train &&
+      !tgc::buildTraining(*module, fit && fit->remat))
     return 1;
 
   std::error_code ec;
