@@ -1314,7 +1314,8 @@ bool Sema::step(SrcLoc loc) {
 }
 
 void Sema::bindVar(const std::string &name, SrcLoc loc, Value v) {
-  if (hypers.count(name)) {
+  // A def argument may shadow a hyper-parameter and is then assignable.
+  if (hypers.count(name) && !frame->vars.count(name)) {
     diag.error(loc, "cannot assign to hyper-parameter '" + name +
                         "'; hyper-parameters are constants (override them "
                         "with -D " + name + "=...)");
