@@ -219,6 +219,19 @@ private:
     default:
       break;
     }
+    // A non-ASCII character is one error, shown as itself when it is
+    // well-formed UTF-8.
+    if (static_cast<unsigned char>(c) >= 0xC2 && static_cast<unsigned char>(c) <= 0xF4) {
+      size_t n = 0;
+      while (n < 3 && (static_cast<unsigned char>(peek(n)) & 0xC0) == 0x80)
+        ++n;
+      if (n) {
+        for (size_t i = 0; i < n; ++i)
+          advance();
+        diag.error(loc, "unexpected character '" + src.slice(begin, pos) + "'");
+        return make(Tok::Error, loc, begin);
+      }
+    }
     std::string shown = std::isprint(static_cast<unsigned char>(c))
                             ? std::string(1, c)
                             : llvm::formatv("\\x{0:x-2}", (unsigned)(unsigned char)c).str();
