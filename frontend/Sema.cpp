@@ -1392,6 +1392,9 @@ bool Sema::execStmt(const Stmt &s, Value *ret) {
         return false;
     }
     for (int64_t i = lo; i < hi && !aborted; ++i) {
+      // Each iteration counts as a step, so even an empty body is bounded.
+      if (!step(s.loc))
+        return true;
       bindVar(s.name, s.nameLoc, Value::ofInt(i));
       if (execBlock(s.body, ret))
         return true;
