@@ -14,6 +14,8 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/APFloat.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TargetSelect.h"
 
@@ -161,8 +163,18 @@ JitModule::compile(ModuleOp module, const CpuPipelineOptions &options,
   if (failed(pm.run(*lowered)))
     return failure();
 
+  // The host's target machine, so that LLVM's vectorisers know the vector
+  // width (without it the cost model assumes scalar code).
+  auto tmBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!tmBuilder)
+    return emitError(module.getLoc())
+           << "JIT: " << llvm::toString(tmBuilder.takeError());
+  auto tm = tmBuilder->createTargetMachine();
+  if (!tm)
+    return emitError(module.getLoc())
+           << "JIT: " << llvm::toString(tm.takeError());
   std::function<llvm::Error(llvm::Module *)> transformer =
-      makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, nullptr);
+      makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, tm->get());
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   SmallVector<StringRef> libs;

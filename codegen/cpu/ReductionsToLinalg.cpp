@@ -113,9 +113,15 @@ struct MatmulLowering final : OpConversionPattern<MatmulOp> {
         shapeOf(adaptor.getRhs()).size() < 2)
       return rw.notifyMatchFailure(op, "matmul operands must have rank >= 2");
     int64_t batch = rank - 2, loops = rank + 1;
+    // Loop order (linalg-to-loops keeps it): with rhs stored [K, N] the
+    // innermost loop runs over n, contiguous in rhs and in the result (an
+    // axpy LLVM vectorises); with rhs stored [N, K] it runs over k,
+    // contiguous in both operands (a dot product, vectorised thanks to
+    // reassoc).
+    bool kInner = op.getTransposeRhs();
     AffineExpr m = getAffineDimExpr(batch, ctx),
-               n = getAffineDimExpr(batch + 1, ctx),
-               k = getAffineDimExpr(batch + 2, ctx);
+               n = getAffineDimExpr(batch + (kInner ? 1 : 2), ctx),
+               k = getAffineDimExpr(batch + (kInner ? 2 : 1), ctx);
     auto operandMap = [&](Value v, AffineExpr rows, AffineExpr cols,
                           bool transposed) {
       ArrayRef<int64_t> shape = shapeOf(v);
@@ -132,8 +138,11 @@ struct MatmulLowering final : OpConversionPattern<MatmulOp> {
       return AffineMap::get(loops, 0, exprs, ctx);
     };
     SmallVector<AffineExpr> outExprs;
-    for (int64_t d = 0; d < rank; ++d)
+    for (int64_t d = 0; d < batch; ++d)
       outExprs.push_back(getAffineDimExpr(d, ctx));
+    outExprs.append({m, n});
+    SmallVector<utils::IteratorType> its = iterators(batch + 3);
+    its[batch + (kInner ? 2 : 1)] = utils::IteratorType::reduction;
     SmallVector<AffineMap> maps = {
         operandMap(adaptor.getLhs(), m, k, op.getTransposeLhs()),
         operandMap(adaptor.getRhs(), k, n, op.getTransposeRhs()),
@@ -145,12 +154,17 @@ struct MatmulLowering final : OpConversionPattern<MatmulOp> {
         linalg::GenericOp::create(
             rw, loc, TypeRange{RankedTensorType::get(out, acc)},
             ValueRange{adaptor.getLhs(), adaptor.getRhs()}, init, maps,
-            iterators(rank, 1),
+            its,
             [&](OpBuilder &b, Location l, ValueRange a) {
               Value x = convertScalar(b, l, a[0], acc);
               Value y = convertScalar(b, l, a[1], acc);
+              // A contraction may be summed in any order (reassoc) and use
+              // FMA (contract): what lets LLVM vectorise it.
+              auto fm = arith::FastMathFlags::reassoc |
+                        arith::FastMathFlags::contract;
               Value s = isF ? Value(arith::AddFOp::create(
-                                  b, l, a[2], arith::MulFOp::create(b, l, x, y)))
+                                  b, l, a[2],
+                                  arith::MulFOp::create(b, l, x, y, fm), fm))
                             : Value(arith::AddIOp::create(
                                   b, l, a[2], arith::MulIOp::create(b, l, x, y)));
               linalg::YieldOp::create(b, l, s);
