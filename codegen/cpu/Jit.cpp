@@ -180,8 +180,12 @@ JitModule::compile(ModuleOp module, const CpuPipelineOptions &options,
   SmallVector<StringRef> libs;
   static constexpr llvm::StringLiteral runnerUtils =
       "/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so";
+  static constexpr llvm::StringLiteral openblas =
+      "/usr/lib/x86_64-linux-gnu/libopenblas.so.0";
   if (llvm::sys::fs::exists(runnerUtils))
     libs.push_back(runnerUtils);
+  if (options.blas)
+    libs.push_back(openblas);
   engineOptions.sharedLibPaths = libs;
   auto engine = ExecutionEngine::create(*lowered, engineOptions);
   if (!engine) {

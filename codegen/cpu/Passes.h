@@ -47,11 +47,14 @@ struct CpuPipelineOptions {
   /// Free every intermediate buffer (ownership-based deallocation). Off
   /// only to inspect the IR without the deallocation bookkeeping.
   bool deallocate = true;
+  /// f32 matrix products call cblas_sgemm (tg-convert-matmul-to-blas); the
+  /// code then needs OpenBLAS at link or load time.
+  bool blas = true;
 };
 
 /// tg on tensors → LLVM dialect: decompose, convert to linalg, canonicalize,
 /// one-shot bufferize (function boundaries, identity layouts), results to
-/// out-parameters, deallocation, linalg to loops, math expansion, and the
+/// out-parameters, deallocation, f32 matmuls to BLAS, linalg to loops, math expansion, and the
 /// conversions of scf/cf/arith/math/memref/func/index to LLVM. See
 /// docs/cpu-backend.md for the ABI of the entry points.
 void buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options);

@@ -71,4 +71,35 @@ def MarkEntryPointsPass : Pass<"tg-mark-entry-points", "::mlir::ModuleOp"> {
   ];
 }
 
+def ConvertMatmulToBlasPass
+    : Pass<"tg-convert-matmul-to-blas", "::mlir::ModuleOp"> {
+  let summary = "Call cblas_sgemm for f32 matrix products on buffers";
+  let description = [{
+    Runs after bufferization. Every `linalg.generic` on f32 memrefs that is a
+    plain 2-D contraction (`out[m, n] += lhs[m|k, k|m] * rhs[k|n, n|k]`,
+    contiguous rows, any row stride) with at least `min-size` multiply-adds
+    becomes a call to `cblas_sgemm` (row-major, beta = 1, so the preceding
+    zero fill is kept): OpenBLAS runs these several times faster than the
+    loops LLVM vectorises, on every core. The module then needs OpenBLAS
+    (`libopenblas.so.0`) at link or load time; the JIT loads it.
+
+    ```mlir
+    linalg.generic {indexing_maps = [(m, k, n) -> (m, k), (m, k, n) -> (k, n),
+                                     (m, k, n) -> (m, n)], ...}
+        ins(%a, %b : memref<128x784xf32>, memref<784x256xf32>) outs(%c : ...)
+    // becomes
+    func.call @cblas_sgemm(%row_major, %no_trans, %no_trans, %m, %n, %k,
+                           %one, %pa, %lda, %pb, %ldb, %one, %pc, %ldc)
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect"
+  ];
+  let options = [
+    Option<"minSize", "min-size", "int64_t", "32768",
+           "Smallest M * N * K that is worth a library call">,
+  ];
+}
+
 #endif // TG_CPU_PASSES_TD

@@ -59,6 +59,8 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   if (options.deallocate)
     bufferization::buildBufferDeallocationPipeline(pm);
+  if (options.blas)
+    pm.addPass(createConvertMatmulToBlasPass());
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createCanonicalizerPass());
@@ -100,6 +102,9 @@ struct CpuPipelineCLOptions
   Option<bool> deallocate{*this, "deallocate",
                           llvm::cl::desc("Free intermediate buffers"),
                           llvm::cl::init(true)};
+  Option<bool> blas{*this, "blas",
+                    llvm::cl::desc("Call cblas_sgemm for f32 matmuls"),
+                    llvm::cl::init(true)};
 };
 } // namespace
 
@@ -112,6 +117,7 @@ void mlir::tg::cpu::registerCpuPasses() {
         options.entryPoints.assign(cl.entryPoints.begin(),
                                    cl.entryPoints.end());
         options.deallocate = cl.deallocate;
+        options.blas = cl.blas;
         buildCpuPipeline(pm, options);
       });
 }

@@ -156,7 +156,13 @@ TEST_CASE("matmul", "[cpu][contraction]") {
        " {transpose_rhs}"},
       {"tensor<1x4xf32>", "tensor<4x1xf32>", "tensor<1x1xf32>", ""},
       {"tensor<4x8xbf16>", "tensor<8x2xbf16>", "tensor<4x2xbf16>", ""},
-      {"tensor<3x4xi64>", "tensor<4x2xi64>", "tensor<3x2xi64>", ""}};
+      {"tensor<3x4xi64>", "tensor<4x2xi64>", "tensor<3x2xi64>", ""},
+      // Large enough for cblas_sgemm (M * N * K >= 32768).
+      {"tensor<40x50xf32>", "tensor<50x30xf32>", "tensor<40x30xf32>", ""},
+      {"tensor<50x40xf32>", "tensor<30x50xf32>", "tensor<40x30xf32>",
+       " {transpose_lhs, transpose_rhs}"},
+      {"tensor<40x50xf32>", "tensor<30x50xf32>", "tensor<40x30xf32>",
+       " {transpose_rhs}"}};
   for (auto &c : cases) {
     DYNAMIC_SECTION(c.a << " @ " << c.b << c.attrs) {
       Harness h;
@@ -166,6 +172,18 @@ TEST_CASE("matmul", "[cpu][contraction]") {
               {{0, {-5, 5}}, {1, {-5, 5}}}, 10);
     }
   }
+}
+
+TEST_CASE("matmul of a strided slice", "[cpu][contraction]") {
+  // The slice bufferizes to a subview (row stride 64, offset 8): BLAS gets
+  // it through lda and a shifted pointer.
+  Harness h;
+  h.check(fn("%a: tensor<40x64xf32>, %b: tensor<50x30xf32>", "tensor<40x30xf32>",
+             "  %s = tg.slice %a start [0, 8] limit [40, 58] step [1, 1] : "
+             "tensor<40x64xf32> -> tensor<40x50xf32>\n"
+             "  %r = tg.matmul %s, %b : tensor<40x50xf32>, tensor<50x30xf32> -> "
+             "tensor<40x30xf32>"),
+          {}, 20);
 }
 
 TEST_CASE("reductions", "[cpu][reduction]") {
