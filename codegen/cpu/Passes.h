@@ -48,8 +48,10 @@ struct CpuPipelineOptions {
   /// only to inspect the IR without the deallocation bookkeeping.
   bool deallocate = true;
   /// f32 matrix products call cblas_sgemm (tg-convert-matmul-to-blas); the
-  /// code then needs OpenBLAS at link or load time.
-  bool blas = true;
+  /// code then needs OpenBLAS at link or load time. Off by default: on the
+  /// 2-core build machine the vectorised loops were faster than OpenBLAS
+  /// with its own core detection (bench/cpu_jit_mlp.sh, docs/cpu-backend.md).
+  bool blas = false;
 };
 
 /// tg on tensors → LLVM dialect: decompose, convert to linalg, canonicalize,

@@ -79,9 +79,10 @@ def ConvertMatmulToBlasPass
     plain 2-D contraction (`out[m, n] += lhs[m|k, k|m] * rhs[k|n, n|k]`,
     contiguous rows, any row stride) with at least `min-size` multiply-adds
     becomes a call to `cblas_sgemm` (row-major, beta = 1, so the preceding
-    zero fill is kept): OpenBLAS runs these several times faster than the
-    loops LLVM vectorises, on every core. The module then needs OpenBLAS
-    (`libopenblas.so.0`) at link or load time; the JIT loads it.
+    zero fill is kept), which OpenBLAS runs on every core. The module then
+    needs OpenBLAS (`libopenblas.so.0`) at link or load time; the JIT loads
+    it. Whether it pays is measured by bench/cpu_jit_mlp.sh (see
+    docs/cpu-backend.md); tg-cpu-pipeline runs it with `blas=true`.
 
     ```mlir
     linalg.generic {indexing_maps = [(m, k, n) -> (m, k), (m, k, n) -> (k, n),

@@ -104,7 +104,7 @@ struct CpuPipelineCLOptions
                           llvm::cl::init(true)};
   Option<bool> blas{*this, "blas",
                     llvm::cl::desc("Call cblas_sgemm for f32 matmuls"),
-                    llvm::cl::init(true)};
+                    llvm::cl::init(false)};
 };
 } // namespace
 

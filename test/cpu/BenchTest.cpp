@@ -49,32 +49,39 @@ TEST_CASE("MLP train step throughput", "[.bench]") {
   mlir::PassManager pm(&h.ctx);
   pm.addPass(mlir::tg::createBuildTrainStepPass());
   REQUIRE(mlir::succeeded(pm.run(*h.module)));
-  auto t0 = std::chrono::steady_clock::now();
-  auto jit = h.compile();
-  auto t1 = std::chrono::steady_clock::now();
-  std::vector<HostTensor> state =
-      h.jitRun(*jit, {Tensor::fromValues({}, DType::I64, {1})}, "init");
-  auto args = h.randomArgs({{14, {0, 10}}}, 3, "train_step");
-  std::vector<HostTensor> inputs = {toHost(args[args.size() - 2]),
-                                    toHost(args.back())};
-  double loss = 0;
-  std::chrono::steady_clock::time_point start;
-  for (int s = -2; s < steps; ++s) { // two warm-up steps
-    if (s == 0)
-      start = std::chrono::steady_clock::now();
-    std::vector<HostTensor> callArgs = state;
-    callArgs.insert(callArgs.end(), inputs.begin(), inputs.end());
-    auto out = jit->run("train_step", callArgs);
-    REQUIRE(mlir::succeeded(out));
-    loss = (*out)[0].get(0);
-    state.assign(out->begin() + 1, out->end());
+  for (bool blas : {false, true}) {
+    mlir::tg::cpu::CpuPipelineOptions options;
+    options.blas = blas;
+    auto t0 = std::chrono::steady_clock::now();
+    auto compiled = mlir::tg::cpu::JitModule::compile(*h.module, options);
+    REQUIRE(mlir::succeeded(compiled));
+    auto &jit = *compiled;
+    auto t1 = std::chrono::steady_clock::now();
+    std::vector<HostTensor> state =
+        h.jitRun(*jit, {Tensor::fromValues({}, DType::I64, {1})}, "init");
+    auto args = h.randomArgs({{14, {0, 10}}}, 3, "train_step");
+    std::vector<HostTensor> inputs = {toHost(args[args.size() - 2]),
+                                      toHost(args.back())};
+    double loss = 0;
+    std::chrono::steady_clock::time_point start;
+    for (int s = -2; s < steps; ++s) { // two warm-up steps
+      if (s == 0)
+        start = std::chrono::steady_clock::now();
+      std::vector<HostTensor> callArgs = state;
+      callArgs.insert(callArgs.end(), inputs.begin(), inputs.end());
+      auto out = jit->run("train_step", callArgs);
+      REQUIRE(mlir::succeeded(out));
+      loss = (*out)[0].get(0);
+      state.assign(out->begin() + 1, out->end());
+    }
+    double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    std::printf("mlp 784-256-10 adamw batch %d, %s: compile %.2f s, %.2f "
+                "ms/step, %.0f samples/s, loss %.4f\n",
+                batch, blas ? "cblas_sgemm" : "JIT loops  ",
+                std::chrono::duration<double>(t1 - t0).count(),
+                1e3 * secs / steps, batch * steps / secs, loss);
+    CHECK(std::isfinite(loss));
   }
-  double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  std::printf("mlp 784-256-10 adamw batch %d: compile %.2f s, %.2f ms/step, "
-              "%.0f samples/s, loss %.4f\n",
-              batch, std::chrono::duration<double>(t1 - t0).count(),
-              1e3 * secs / steps, batch * steps / secs, loss);
-  CHECK(std::isfinite(loss));
 }

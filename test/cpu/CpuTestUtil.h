@@ -114,8 +114,9 @@ struct Harness {
     return std::vector<Tensor>(results->begin(), results->end());
   }
 
-  std::unique_ptr<mlir::tg::cpu::JitModule> compile() {
-    auto jit = mlir::tg::cpu::JitModule::compile(*module);
+  std::unique_ptr<mlir::tg::cpu::JitModule>
+  compile(const mlir::tg::cpu::CpuPipelineOptions &options = {}) {
+    auto jit = mlir::tg::cpu::JitModule::compile(*module, options);
     INFO(diagnostics);
     REQUIRE(mlir::succeeded(jit));
     return std::move(*jit);
@@ -136,11 +137,12 @@ struct Harness {
 
   /// Parses `ir`, and checks @f on random arguments: JIT == reference.
   void check(llvm::StringRef ir, std::map<unsigned, Range> ranges = {},
-             double tolScale = 1) {
+             double tolScale = 1,
+             const mlir::tg::cpu::CpuPipelineOptions &options = {}) {
     parse(ir);
     std::vector<Tensor> args = randomArgs(ranges);
     std::vector<Tensor> want = reference(args);
-    auto jit = compile();
+    auto jit = compile(options);
     std::vector<HostTensor> got = jitRun(*jit, args);
     compare(got, want, tolScale);
   }

@@ -163,27 +163,32 @@ TEST_CASE("matmul", "[cpu][contraction]") {
        " {transpose_lhs, transpose_rhs}"},
       {"tensor<40x50xf32>", "tensor<30x50xf32>", "tensor<40x30xf32>",
        " {transpose_rhs}"}};
-  for (auto &c : cases) {
-    DYNAMIC_SECTION(c.a << " @ " << c.b << c.attrs) {
-      Harness h;
-      h.check(fn(std::string("%a: ") + c.a + ", %b: " + c.b, c.r,
-                 std::string("  %r = tg.matmul %a, %b") + c.attrs + " : " + c.a +
-                     ", " + c.b + " -> " + c.r),
-              {{0, {-5, 5}}, {1, {-5, 5}}}, 10);
+  for (auto &c : cases)
+    for (bool blas : {false, true}) {
+      DYNAMIC_SECTION(c.a << " @ " << c.b << c.attrs << (blas ? " blas" : "")) {
+        Harness h;
+        mlir::tg::cpu::CpuPipelineOptions options;
+        options.blas = blas;
+        h.check(fn(std::string("%a: ") + c.a + ", %b: " + c.b, c.r,
+                   std::string("  %r = tg.matmul %a, %b") + c.attrs + " : " +
+                       c.a + ", " + c.b + " -> " + c.r),
+                {{0, {-5, 5}}, {1, {-5, 5}}}, 10, options);
+      }
     }
-  }
 }
 
 TEST_CASE("matmul of a strided slice", "[cpu][contraction]") {
   // The slice bufferizes to a subview (row stride 64, offset 8): BLAS gets
   // it through lda and a shifted pointer.
   Harness h;
+  mlir::tg::cpu::CpuPipelineOptions options;
+  options.blas = true;
   h.check(fn("%a: tensor<40x64xf32>, %b: tensor<50x30xf32>", "tensor<40x30xf32>",
              "  %s = tg.slice %a start [0, 8] limit [40, 58] step [1, 1] : "
              "tensor<40x64xf32> -> tensor<40x50xf32>\n"
              "  %r = tg.matmul %s, %b : tensor<40x50xf32>, tensor<50x30xf32> -> "
              "tensor<40x30xf32>"),
-          {}, 20);
+          {}, 20, options);
 }
 
 TEST_CASE("reductions", "[cpu][reduction]") {
