@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
-# run-example.sh BUILD - what `make run` shows: the example model compiled by
-# tgc, its parameter report, its forward graph through tg-opt, and one
-# evaluation of it with the reference evaluator. Later stages (training) are
-# added here as they land.
+# run-example.sh BUILD - what `make run` shows: the example MLP's parameters
+# and memory plan, compiled to a .tgx artifact for the CPU, then trained on
+# Fashion-MNIST for one epoch with tg-run, which prints progress and the
+# test accuracy.
 set -euo pipefail
 build=${1:-build}
 bin=$build/bin
 model=examples/mlp.tg
+artifact=$build/mlp.tgx
 
 step() { printf '\n==> %s\n' "$*"; }
 
 step "tgc $model --report=params"
 "$bin/tgc" "$model" --report=params
 
-step "tgc $model --emit=tg -D batch=4 | tg-opt --tg-decompose (first lines)"
-"$bin/tgc" "$model" --emit=tg -D batch=4 -o "$build/mlp.mlir"
-"$bin/tg-opt" "$build/mlp.mlir" --tg-decompose --canonicalize | head -n 20
+step "tgc $model --report=memory (planned before anything runs)"
+"$bin/tgc" "$model" --report=memory | head -n 10
 
-if [[ -x "$bin/tg-eval" ]]; then
-  step "tg-eval: the forward step of $model on random data (reference evaluator)"
-  "$bin/tg-eval" "$build/mlp.mlir" --seed 1
-fi
+step "tgc $model -o $artifact"
+"$bin/tgc" "$model" -o "$artifact"
+
+step "tg-run $artifact --data fashion-mnist --epochs ${EPOCHS:-1}"
+"$bin/tg-run" "$artifact" --data fashion-mnist --epochs "${EPOCHS:-1}"
 printf '\nmake run: done\n'

@@ -6,6 +6,8 @@
 
 #include "tools/tgc/Training.h"
 #include "dialects/TGDialect.h"
+#include "codegen/artifact/CpuObject.h"
+#include "codegen/artifact/Manifest.h"
 #include "dialects/TGOps.h"
 #include "passes/Pipelines.h"
 
@@ -213,4 +215,26 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
                << "); a larger budget, a smaller model, or bf16 precision "
                   "would help\n";
   return std::nullopt;
+}
+
+bool tgc::writeArtifactFile(ModuleOp module, const tg::MemoryPlan &plan,
+                            const std::string &path) {
+  llvm::json::Object memory{
+      {"params_bytes", plan.bytesOf(tg::BufferKind::Param)},
+      {"grads_bytes", plan.bytesOf(tg::BufferKind::Gradient)},
+      {"optimizer_bytes", plan.bytesOf(tg::BufferKind::Optimizer)},
+      {"activations_bytes", plan.bytesOf(tg::BufferKind::Activation)},
+      {"workspace_bytes", plan.bytesOf(tg::BufferKind::Workspace)},
+      {"peak_bytes", plan.peakBytes()},
+      {"lower_bound_bytes", plan.persistentBytes + plan.lowerBoundBytes}};
+  FailureOr<llvm::json::Object> manifest = tg::buildManifest(module, &memory);
+  if (failed(manifest))
+    return false;
+  std::string error;
+  FailureOr<std::string> so = tg::buildCpuSharedObject(module, error);
+  if (failed(so) || !tg::writeArtifact(*manifest, *so, "", path, error)) {
+    llvm::errs() << "tgc: error: " << error << "\n";
+    return false;
+  }
+  return true;
 }

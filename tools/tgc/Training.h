@@ -53,6 +53,12 @@ struct BudgetFit {
 std::optional<BudgetFit> fitBudget(const CompileFn &compile,
                                    std::optional<int64_t> budget);
 
+/// Compiles the training module for the CPU and writes the `.tgx` artifact
+/// at `path` (manifest with the memory plan, CPU shared object). Prints one
+/// `tgc: error:` line and returns false on failure.
+bool writeArtifactFile(mlir::ModuleOp module, const mlir::tg::MemoryPlan &plan,
+                       const std::string &path);
+
 } // namespace tgc
 
 #endif // TGC_TOOLS_TGC_TRAINING_H

@@ -12,6 +12,8 @@
 #include "frontend/Sema.h"
 #include "passes/InitAll.h"
 #include "tools/tgc/Training.h"
+#include "codegen/artifact/CpuObject.h"
+#include "codegen/artifact/Manifest.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -29,7 +31,7 @@ namespace {
 
 /// Everything the command line can ask for.
 struct DriverOptions {
-  enum class Emit { None, TG, Train };
+  enum class Emit { None, TG, Train, Artifact };
   enum class Report { None, Params, Memory };
   enum class Format { Table, Json, Svg };
 
@@ -53,7 +55,8 @@ const char *kUsage =
     "  --format=table|json|svg  form of --report=memory (default table)\n"
     "  --memory-budget SIZE   fit the step into SIZE (e.g. 16GiB) by splitting\n"
     "                         the batch into accumulated micro-batches\n"
-    "  -o FILE                write output to FILE instead of stdout\n"
+    "  -o FILE                write output to FILE instead of stdout; a FILE\n"
+    "                         ending in .tgx gets the compiled artifact\n"
     "  -D NAME=VALUE          override a hyper-parameter (repeatable)\n"
     "  --mlir-print-debuginfo print source locations in the IR\n"
     "  --help                 show this text\n";
@@ -146,6 +149,18 @@ bool parseArgs(int argc, char **argv, DriverOptions &opts, std::string &error) {
     error = "no input file (see tgc --help)";
     return false;
   }
+  bool artifact = llvm::StringRef(opts.output).ends_with(".tgx");
+  if (artifact && opts.emit != DriverOptions::Emit::None) {
+    error = "-o " + opts.output + " writes a compiled artifact; it cannot "
+            "also hold --emit output";
+    return false;
+  }
+  if (artifact && opts.report != DriverOptions::Report::None) {
+    error = "reports go to stdout; drop -o " + opts.output + " or the --report";
+    return false;
+  }
+  if (artifact)
+    opts.emit = DriverOptions::Emit::Artifact;
   if (opts.emit == DriverOptions::Emit::None &&
       opts.report == DriverOptions::Report::None)
     opts.emit = DriverOptions::Emit::TG;
@@ -246,6 +261,7 @@ int main(int argc, char **argv) {
 
   // Training actions plan the step, and a budget may change the batch.
   bool training = opts.emit == DriverOptions::Emit::Train ||
+                  opts.emit == DriverOptions::Emit::Artifact ||
                   opts.report == DriverOptions::Report::Memory ||
                   opts.memoryBudget;
   mlir::OwningOpRef<mlir::ModuleOp> module;
@@ -262,9 +278,12 @@ int main(int argc, char **argv) {
   }
   if (!module)
     return 1;
-  if (opts.emit == DriverOptions::Emit::Train &&
+  if ((opts.emit == DriverOptions::Emit::Train ||
+       opts.emit == DriverOptions::Emit::Artifact) &&
       !tgc::buildTraining(*module, fit && fit->remat))
     return 1;
+  if (opts.emit == DriverOptions::Emit::Artifact)
+    return tgc::writeArtifactFile(*module, fit->plan, opts.output) ? 0 : 1;
 
   std::error_code ec;
   llvm::ToolOutputFile out(opts.output, ec, llvm::sys::fs::OF_Text);

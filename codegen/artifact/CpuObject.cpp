@@ -1,0 +1,247 @@
+//===- CpuObject.cpp - the CPU code of an artifact --------------*- C++ -*-===//
+//
+// See CpuObject.h. The wrapper of entry E unpacks `void **buffers` into the
+// memref descriptors that `_mlir_ciface_E` takes (arguments, then results as
+// out-parameters), so the runtime needs no knowledge of MLIR's ABI.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/artifact/CpuObject.h"
+#include "codegen/artifact/Manifest.h"
+#include "codegen/cpu/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <mutex>
+
+using namespace mlir;
+
+namespace {
+
+/// Adds `llvm.func @tgx_<name>(ptr)` calling `_mlir_ciface_<name>` with one
+/// stack-allocated memref descriptor per buffer of the given ranks.
+LogicalResult addWrapper(ModuleOp module, StringRef name,
+                         ArrayRef<int64_t> ranks) {
+  MLIRContext *ctx = module.getContext();
+  auto callee =
+      module.lookupSymbol<LLVM::LLVMFuncOp>(("_mlir_ciface_" + name).str());
+  if (!callee)
+    return module.emitError() << "artifact: the CPU pipeline produced no "
+                                 "C interface for '"
+                              << name << "'";
+  if (callee.getNumArguments() != ranks.size())
+    return module.emitError() << "artifact: '_mlir_ciface_" << name
+                              << "' takes " << callee.getNumArguments()
+                              << " descriptors, expected " << ranks.size();
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = module.getLoc();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto i64 = IntegerType::get(ctx, 64);
+  auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr});
+  auto fn = LLVM::LLVMFuncOp::create(b, loc, ("tgx_" + name).str(), fnType);
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  Value buffers = fn.getArgument(0);
+  Value one = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(1));
+  SmallVector<Value> descriptors;
+  // Shapes are static: fillShapes writes sizes and strides afterwards.
+  for (auto [i, rank] : llvm::enumerate(ranks)) {
+    SmallVector<Type> fields{ptr, ptr, i64};
+    if (rank > 0) {
+      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+    }
+    auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+    Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, buffers,
+                                     ArrayRef<LLVM::GEPArg>{int32_t(i)});
+    Value data = LLVM::LoadOp::create(b, loc, ptr, slot);
+    Value desc = LLVM::UndefOp::create(b, loc, descType);
+    desc = LLVM::InsertValueOp::create(b, loc, desc, data, ArrayRef<int64_t>{0});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, data, ArrayRef<int64_t>{1});
+    Value zero = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(0));
+    desc = LLVM::InsertValueOp::create(b, loc, desc, zero, ArrayRef<int64_t>{2});
+    Value alloca = LLVM::AllocaOp::create(b, loc, ptr, descType, one);
+    descriptors.push_back(alloca);
+    // Sizes and strides are filled in by fillShapes below.
+    LLVM::StoreOp::create(b, loc, desc, alloca);
+  }
+  LLVM::CallOp::create(b, loc, callee, descriptors);
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+  return success();
+}
+
+/// Writes sizes and strides of static shapes into the wrapper's descriptors.
+void fillShapes(ModuleOp module, StringRef name,
+                ArrayRef<SmallVector<int64_t>> shapes) {
+  auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(("tgx_" + name).str());
+  MLIRContext *ctx = module.getContext();
+  auto i64 = IntegerType::get(ctx, 64);
+  SmallVector<LLVM::StoreOp> stores;
+  fn.walk([&](LLVM::StoreOp s) { stores.push_back(s); });
+  for (auto [store, shape] : llvm::zip(stores, shapes)) {
+    if (shape.empty())
+      continue;
+    OpBuilder b(store);
+    Location loc = store.getLoc();
+    Value desc = store.getValue();
+    int64_t stride = 1;
+    SmallVector<int64_t> strides(shape.size());
+    for (int64_t d = shape.size() - 1; d >= 0; --d) {
+      strides[d] = stride;
+      stride *= shape[d];
+    }
+    for (auto [d, size] : llvm::enumerate(shape)) {
+      Value s = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(size));
+      desc = LLVM::InsertValueOp::create(b, loc, desc, s,
+                                         ArrayRef<int64_t>{3, int64_t(d)});
+      Value st = LLVM::ConstantOp::create(b, loc, i64,
+                                          b.getI64IntegerAttr(strides[d]));
+      desc = LLVM::InsertValueOp::create(b, loc, desc, st,
+                                         ArrayRef<int64_t>{4, int64_t(d)});
+    }
+    store.getValueMutable().assign(desc);
+  }
+}
+
+/// Finds a program: PATH first, then Debian's versioned names.
+std::string findProgram(ArrayRef<StringRef> names) {
+  for (StringRef n : names)
+    if (auto p = llvm::sys::findProgramByName(n))
+      return *p;
+  return "";
+}
+
+} // namespace
+
+FailureOr<std::string> mlir::tg::buildCpuSharedObject(ModuleOp module,
+                                                      std::string &error) {
+  static std::once_flag initTarget;
+  std::call_once(initTarget, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  MLIRContext *ctx = module.getContext();
+  DialectRegistry registry;
+  cpu::registerCpuDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  ctx->appendDialectRegistry(registry);
+
+  // Shapes of every entry's buffers: arguments, then results.
+  std::vector<std::pair<std::string, SmallVector<SmallVector<int64_t>>>> entries;
+  cpu::CpuPipelineOptions options;
+  for (StringRef name : kEntryPoints) {
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    if (!fn)
+      continue;
+    SmallVector<SmallVector<int64_t>> shapes;
+    for (Type t : llvm::concat<const Type>(fn.getArgumentTypes(),
+                                           fn.getResultTypes()))
+      shapes.emplace_back(cast<RankedTensorType>(t).getShape());
+    entries.push_back({name.str(), shapes});
+    options.entryPoints.push_back(name.str());
+  }
+
+  OwningOpRef<ModuleOp> lowered(cast<ModuleOp>(module->clone()));
+  PassManager pm(ctx);
+  cpu::buildCpuPipeline(pm, options);
+  if (failed(pm.run(*lowered))) {
+    error = "lowering to the CPU failed (see the diagnostics above)";
+    return failure();
+  }
+  for (auto &[name, shapes] : entries) {
+    SmallVector<int64_t> ranks;
+    for (auto &s : shapes)
+      ranks.push_back(s.size());
+    if (failed(addWrapper(*lowered, name, ranks))) {
+      error = "cannot wrap entry point '" + name + "'";
+      return failure();
+    }
+    fillShapes(*lowered, name, shapes);
+  }
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*lowered, llvmContext, "tgx");
+  if (!llvmModule) {
+    error = "translation to LLVM IR failed";
+    return failure();
+  }
+  std::string triple = llvm::sys::getProcessTriple();
+  std::string lookupError;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(llvm::Triple(triple), lookupError);
+  if (!target) {
+    error = "no LLVM target for " + triple + ": " + lookupError;
+    return failure();
+  }
+  llvm::TargetOptions targetOptions;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      llvm::Triple(triple), llvm::sys::getHostCPUName(), "", targetOptions,
+      llvm::Reloc::PIC_));
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(llvm::Triple(triple));
+  if (auto err = makeOptimizingTransformer(3, 0, machine.get())(llvmModule.get())) {
+    error = "LLVM optimisation failed: " + llvm::toString(std::move(err));
+    return failure();
+  }
+
+  // Object file, then a shared object linked by the system's compiler
+  // driver (which knows the C library's startup files).
+  SmallString<128> dir;
+  if (llvm::sys::fs::createUniqueDirectory("tgc-cpu", dir)) {
+    error = "cannot create a temporary folder";
+    return failure();
+  }
+  std::string obj = (dir + "/model.o").str(), so = (dir + "/model.so").str();
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(obj, ec, llvm::sys::fs::OF_None);
+    llvm::legacy::PassManager codegen;
+    if (ec || machine->addPassesToEmitFile(codegen, os, nullptr,
+                                           llvm::CodeGenFileType::ObjectFile)) {
+      error = "cannot emit an object file for " + triple;
+      return failure();
+    }
+    codegen.run(*llvmModule);
+  }
+  std::string driver = findProgram({"clang-22", "clang", "cc"});
+  if (driver.empty()) {
+    error = "no C compiler driver (clang-22, clang or cc) to link the shared "
+            "object";
+    return failure();
+  }
+  std::string errMsg;
+  SmallVector<StringRef> argv{driver, "-shared", "-o", so, obj, "-lm"};
+  if (llvm::sys::ExecuteAndWait(driver, argv, std::nullopt, {}, 120, 0,
+                                &errMsg) != 0) {
+    error = "linking the shared object with " + driver + " failed" +
+            (errMsg.empty() ? "" : ": " + errMsg);
+    return failure();
+  }
+  auto bytes = llvm::MemoryBuffer::getFile(so);
+  llvm::sys::fs::remove(obj);
+  llvm::sys::fs::remove(so);
+  llvm::sys::fs::remove(dir);
+  if (!bytes) {
+    error = "cannot read the linked shared object";
+    return failure();
+  }
+  return (*bytes)->getBuffer().str();
+}

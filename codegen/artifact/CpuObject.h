@@ -1,0 +1,26 @@
+//===- CpuObject.h - the CPU code of an artifact ----------------*- C++ -*-===//
+//
+// Lowers a training module with the CPU pipeline, adds the `tgx_<entry>`
+// wrappers of the artifact ABI (docs/artifact.md), compiles for the host and
+// links a shared object that depends on libc and libm only.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_CODEGEN_ARTIFACT_CPUOBJECT_H
+#define TGC_CODEGEN_ARTIFACT_CPUOBJECT_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace mlir::tg {
+
+/// The bytes of a shared object exporting `tgx_<name>` for every entry
+/// point of kEntryPoints in `module` (a tg module on tensors). `error` gets
+/// one line on failure (lowering diagnostics go to the context).
+FailureOr<std::string> buildCpuSharedObject(ModuleOp module,
+                                            std::string &error);
+
+} // namespace mlir::tg
+
+#endif // TGC_CODEGEN_ARTIFACT_CPUOBJECT_H

@@ -1,0 +1,104 @@
+//===- Manifest.cpp - the interface of a compiled model ---------*- C++ -*-===//
+//
+// See Manifest.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/artifact/Manifest.h"
+#include "dialects/TGDialect.h"
+#include "runtime/Artifact.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+
+/// The manifest's name of an element type, or "" if the runtime has none.
+static StringRef dtypeName(Type t) {
+  if (t.isF32())
+    return "f32";
+  if (t.isF64())
+    return "f64";
+  if (t.isBF16())
+    return "bf16";
+  if (t.isF16())
+    return "f16";
+  if (t.isInteger(32))
+    return "i32";
+  if (t.isInteger(64))
+    return "i64";
+  if (t.isInteger(1))
+    return "i1";
+  return "";
+}
+
+FailureOr<llvm::json::Object>
+mlir::tg::buildManifest(ModuleOp module, const llvm::json::Object *memory) {
+  llvm::json::Object entries;
+  for (StringRef name : kEntryPoints) {
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    if (!fn)
+      continue;
+    auto describe = [&](Type type, DictionaryAttr attrs, unsigned index,
+                        bool isArg) -> FailureOr<llvm::json::Value> {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      StringRef dtype = tensor ? dtypeName(tensor.getElementType()) : "";
+      if (dtype.empty() || !tensor.hasStaticShape())
+        return fn.emitOpError() << (isArg ? "argument #" : "result #") << index
+                                << " has type " << type
+                                << ", which a .tgx artifact cannot hold";
+      auto str = [&](StringRef key, StringRef fallback) {
+        auto a = attrs ? attrs.getAs<StringAttr>(key) : StringAttr();
+        return a ? a.getValue().str() : fallback.str();
+      };
+      llvm::json::Array shape;
+      for (int64_t d : tensor.getShape())
+        shape.push_back(d);
+      std::string fallbackName = (isArg ? "arg" : "result") + std::to_string(index);
+      return llvm::json::Value(llvm::json::Object{
+          {"name", str(attr::name, fallbackName)},
+          {"role", str(attr::role, isArg ? "input" : "output")},
+          {"dtype", dtype},
+          {"shape", std::move(shape)}});
+    };
+    llvm::json::Array args, results;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      auto v = describe(fn.getArgumentTypes()[i], fn.getArgAttrDict(i), i, true);
+      if (failed(v))
+        return failure();
+      args.push_back(std::move(*v));
+    }
+    for (unsigned i = 0; i < fn.getNumResults(); ++i) {
+      auto v = describe(fn.getResultTypes()[i], fn.getResultAttrDict(i), i, false);
+      if (failed(v))
+        return failure();
+      results.push_back(std::move(*v));
+    }
+    entries[name] = llvm::json::Object{{"args", std::move(args)},
+                                       {"results", std::move(results)}};
+  }
+  llvm::json::Object manifest{{"format", 1}, {"entries", std::move(entries)}};
+  if (auto model = module->getAttrOfType<StringAttr>(attr::model))
+    manifest["model"] = model.getValue().str();
+  if (memory)
+    manifest["memory"] = llvm::json::Object(*memory);
+  return manifest;
+}
+
+bool mlir::tg::writeArtifact(const llvm::json::Object &manifest,
+                             StringRef cpuSo, StringRef gpuFatbin,
+                             const std::string &path, std::string &error) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object(manifest)));
+  tgrt::ArtifactWriter writer;
+  if (!writer.addSection("manifest", text, error) ||
+      !writer.addSection("cpu.so", std::string_view(cpuSo.data(), cpuSo.size()),
+                         error))
+    return false;
+  if (!gpuFatbin.empty() &&
+      !writer.addSection("gpu.fatbin",
+                         std::string_view(gpuFatbin.data(), gpuFatbin.size()),
+                         error))
+    return false;
+  return writer.write(path, error);
+}

@@ -1,0 +1,38 @@
+//===- Manifest.h - the interface of a compiled model -----------*- C++ -*-===//
+//
+// Builds the `.tgx` manifest (docs/artifact.md) from a training module's
+// entry points and writes the artifact. The CPU code arrives as bytes of a
+// shared object from the CPU backend.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_CODEGEN_ARTIFACT_MANIFEST_H
+#define TGC_CODEGEN_ARTIFACT_MANIFEST_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+#include <string>
+
+namespace mlir::tg {
+
+/// The entry points a manifest lists, when the module has them.
+inline constexpr llvm::StringLiteral kEntryPoints[] = {"init", "train_step",
+                                                       "eval", "forward_grad"};
+
+/// The manifest of `module`: every entry point of kEntryPoints present, with
+/// its arguments and results (name, role, dtype, shape), the model name and,
+/// when `memory` is given, the planner's summary. Fails with a diagnostic on
+/// a type the runtime cannot hold.
+FailureOr<llvm::json::Object> buildManifest(ModuleOp module,
+                                            const llvm::json::Object *memory);
+
+/// Writes a `.tgx` file with the manifest, the CPU shared object and, if
+/// non-empty, a GPU fat binary. `error` gets one line on failure.
+bool writeArtifact(const llvm::json::Object &manifest, llvm::StringRef cpuSo,
+                   llvm::StringRef gpuFatbin, const std::string &path,
+                   std::string &error);
+
+} // namespace mlir::tg
+
+#endif // TGC_CODEGEN_ARTIFACT_MANIFEST_H
