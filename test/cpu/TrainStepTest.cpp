@@ -1,9 +1,10 @@
 //===- TrainStepTest.cpp - a whole training step on the CPU -----*- C++ -*-===//
 //
-// A tiny MLP through tg-build-train-step (AdamW, clipping, cosine schedule,
-// two accumulated micro-batches: func.call, scf.for and extract_slice in
-// @train_step), then @init and three @train_step calls on the JIT and on
-// the reference evaluator, each feeding its own results back.
+// A tiny MLP (AdamW, clipping, cosine schedule, two accumulated
+// micro-batches: func.call, scf.for and extract_slice in @train_step) and a
+// tiny CNN (conv, pooling and their gradients) through tg-build-train-step,
+// then @init and three @train_step calls on the JIT and on the reference
+// evaluator, each feeding its own results back.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,12 +35,36 @@ func.func @forward(%x: tensor<4x12xf32> {tg.name = "images", tg.role = "input"},
 }
 }
 )";
-} // namespace
 
-TEST_CASE("MLP init and three train steps match the reference",
-          "[cpu][train]") {
+/// conv (padding, groups of 1) → relu → max-pool → avg-pool → dense →
+/// cross-entropy, trained with SGD + momentum: the backward pass uses
+/// conv2d_grad_input/weight and both pooling gradients.
+const char *kCnn = R"(
+module attributes {tg.train = {optimizer = {kind = "momentum", lr = 5.0e-2 : f64, momentum = 0.9 : f64, nesterov = 0 : i64, weight_decay = 0.0 : f64}}} {
+func.func @forward(%x: tensor<2x2x8x8xf32> {tg.name = "images", tg.role = "input"},
+                   %y: tensor<2xi32> {tg.name = "labels", tg.role = "input"},
+                   %w: tensor<4x2x3x3xf32> {tg.name = "conv.weight", tg.role = "param", tg.init = #tg.init<kaiming_uniform>},
+                   %v: tensor<16x3xf32> {tg.name = "fc.weight", tg.role = "param", tg.init = #tg.init<glorot_normal>})
+    -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+  %0 = tg.conv2d %x, %w {padding = array<i64: 1, 1>} : tensor<2x2x8x8xf32>, tensor<4x2x3x3xf32> -> tensor<2x4x8x8xf32>
+  %1 = tg.relu %0 : tensor<2x4x8x8xf32>
+  %2 = tg.max_pool2d %1 kernel = [2, 2] stride = [2, 2] : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
+  %3 = tg.avg_pool2d %2 kernel = [2, 2] stride = [2, 2] : tensor<2x4x4x4xf32> -> tensor<2x4x2x2xf32>
+  %4 = tg.reshape %3 : tensor<2x4x2x2xf32> to tensor<2x16xf32>
+  %5 = tg.matmul %4, %v : tensor<2x16xf32>, tensor<16x3xf32> -> tensor<2x3xf32>
+  %6 = tg.cross_entropy %5, %y : tensor<2x3xf32>, tensor<2xi32> -> tensor<f32>
+  return %6 : tensor<f32>
+}
+}
+)";
+
+/// Builds the training module of `model`, then runs @init and `steps`
+/// @train_step calls on the JIT and on the reference, each side feeding its
+/// own results back (both start from the reference's initial state).
+void checkTraining(const char *model, unsigned labelArg, double classes,
+                   int steps) {
   Harness h;
-  h.parse(kMlp);
+  h.parse(model);
   mlir::PassManager pm(&h.ctx);
   pm.addPass(mlir::tg::createBuildTrainStepPass());
   {
@@ -53,21 +78,17 @@ TEST_CASE("MLP init and three train steps match the reference",
   std::vector<HostTensor> jitState = h.jitRun(*jit, {seed}, "init");
   Harness::compare(jitState, refState, 5);
 
-  auto fnArgs = h.randomArgs({{14, {0, 3}}}, 7, "train_step");
-  // The inputs: the last two arguments (8 images, 8 labels).
+  auto fnArgs = h.randomArgs({{labelArg, {0, classes}}}, 7, "train_step");
   std::vector<Tensor> inputs(fnArgs.end() - 2, fnArgs.end());
-  // Both sides start from the reference's initial state so that the steps
-  // are compared on their own.
   std::vector<HostTensor> jitCarry;
   for (const Tensor &t : refState)
     jitCarry.push_back(toHost(t));
   std::vector<Tensor> refCarry = refState;
-  for (int step = 0; step < 3; ++step) {
+  for (int step = 0; step < steps; ++step) {
     INFO("step " << step);
     std::vector<Tensor> refArgs = refCarry;
     refArgs.insert(refArgs.end(), inputs.begin(), inputs.end());
     std::vector<Tensor> want = h.reference(refArgs, "train_step");
-
     std::vector<HostTensor> hostArgs = jitCarry;
     for (const Tensor &t : inputs)
       hostArgs.push_back(toHost(t));
@@ -76,8 +97,21 @@ TEST_CASE("MLP init and three train steps match the reference",
     INFO(error);
     REQUIRE(mlir::succeeded(got));
     Harness::compare(*got, want, 50);
-    INFO("loss jit " << (*got)[0].get(0) << " reference " << want[0].data[0]);
     refCarry.assign(want.begin() + 1, want.end());
     jitCarry.assign(got->begin() + 1, got->end());
   }
+}
+} // namespace
+
+TEST_CASE("CNN init and three train steps match the reference",
+          "[cpu][train]") {
+  // Arguments: w, v, their momenta, step, images, labels.
+  checkTraining(kCnn, 6, 3, 3);
+}
+
+TEST_CASE("MLP init and three train steps match the reference",
+          "[cpu][train]") {
+  // Arguments: 4 params, 8 AdamW moments, step, images (8 rows = 2
+  // micro-batches), labels.
+  checkTraining(kMlp, 14, 3, 3);
 }
