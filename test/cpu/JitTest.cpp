@@ -1,0 +1,54 @@
+//===- JitTest.cpp - the JIT's checks and error messages --------*- C++ -*-===//
+//
+// Calls that do not match the function, unknown functions and modules the
+// JIT cannot describe give a message, never a crash; HostTensor converts
+// half-precision values both ways.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuTestUtil.h"
+
+using namespace cputest;
+
+TEST_CASE("JIT rejects bad calls with a message", "[cpu][jit]") {
+  Harness h;
+  h.parse(fn("%a: tensor<2x3xf32>", "tensor<2x3xf32>",
+             "  %r = tg.exp %a : tensor<2x3xf32>"));
+  auto jit = h.compile();
+  std::string error;
+  HostTensor good = HostTensor::zeros({2, 3}, HostType::F32);
+
+  CHECK(mlir::failed(jit->run("g", {good}, &error)));
+  CHECK(error == "no public function named 'g'");
+  CHECK(mlir::failed(jit->run("f", {}, &error)));
+  CHECK(error == "'f' takes 1 arguments, got 0");
+  CHECK(mlir::failed(
+      jit->run("f", {HostTensor::zeros({3, 2}, HostType::F32)}, &error)));
+  CHECK(error == "argument 0 of 'f' does not match its type");
+  CHECK(mlir::failed(
+      jit->run("f", {HostTensor::zeros({2, 3}, HostType::F64)}, &error)));
+
+  auto out = jit->run("f", {good}, &error);
+  REQUIRE(mlir::succeeded(out));
+  CHECK((*out)[0].get(5) == 1.0f);
+}
+
+TEST_CASE("JIT reports functions it cannot call", "[cpu][jit]") {
+  Harness h;
+  h.parse("func.func @f(%a: index) -> index { return %a : index }");
+  auto jit = mlir::tg::cpu::JitModule::compile(*h.module);
+  CHECK(mlir::failed(jit));
+  CHECK(h.diagnostics.find("JIT: unsupported argument or result type 'index'") !=
+        std::string::npos);
+}
+
+TEST_CASE("HostTensor rounds to bf16 and f16", "[cpu][jit]") {
+  HostTensor b = HostTensor::zeros({2}, HostType::BF16);
+  b.set(0, 1.0 + 1.0 / 256); // halfway between bf16 neighbours: to even
+  b.set(1, -3.5);
+  CHECK(b.get(0) == 1.0);
+  CHECK(b.get(1) == -3.5);
+  HostTensor f = HostTensor::zeros({1}, HostType::F16);
+  f.set(0, 65504.0);
+  CHECK(f.get(0) == 65504.0);
+}
