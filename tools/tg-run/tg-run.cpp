@@ -17,10 +17,14 @@
 #include "runtime/Executor.h"
 #include "runtime/Safetensors.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -132,7 +136,28 @@ struct Source {
   int64_t trainRows = 0, testRows = 0;
   BatchFn train, test;  ///< (inputs of the entry, first row, out, err)
   Tensor testLabels;    ///< i64 [testRows], for accuracy
+  /// Reorders the training rows for an epoch (absent: fixed order).
+  std::function<void(uint64_t seed)> shuffle;
 };
+
+/// Permutes the rows of every tensor in `tensors` (all [N, ...]) alike.
+void shuffleRows(std::vector<Tensor *> tensors, uint64_t seed) {
+  if (tensors.empty() || tensors[0]->shape.empty())
+    return;
+  int64_t n = tensors[0]->shape[0];
+  std::vector<int64_t> perm(n);
+  for (int64_t i = 0; i < n; ++i)
+    perm[i] = i;
+  std::mt19937_64 rng(seed);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  for (Tensor *t : tensors) {
+    size_t row = t->bytes.size() / size_t(n);
+    std::vector<uint8_t> copy(t->bytes.begin(), t->bytes.end());
+    auto *dst = static_cast<uint8_t *>(t->data());
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(dst + i * row, copy.data() + perm[i] * row, row);
+  }
+}
 
 int64_t batchSizeOf(const std::vector<TensorSpec> &inputs) {
   for (const TensorSpec &s : inputs)
@@ -180,6 +205,9 @@ Source fashionMnist(const Options &o) {
   s.testLabels = test->labels;
   s.train = labelledBatches(train);
   s.test = labelledBatches(test);
+  s.shuffle = [train](uint64_t seed) {
+    shuffleRows({&train->inputs, &train->labels}, seed);
+  };
   return s;
 }
 
@@ -353,6 +381,9 @@ int train(const Options &o) {
   std::fflush(stdout);
 
   for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
+    // A new order of the training set each epoch, reproducible from --seed.
+    if (src.shuffle)
+      src.shuffle(uint64_t(o.seed) * 1000003u + uint64_t(epoch));
     double start = now(), lastPrint = 0, sum = 0;
     for (int64_t i = 0; i < steps; ++i) {
       TensorMap batch;
