@@ -1,12 +1,14 @@
 //===- MarkEntryPoints.cpp - C interface on entry points --------*- C++ -*-===//
 //
 // The tg-mark-entry-points pass: sets llvm.emit_c_interface on the functions
-// that callers outside the module (JIT, runtime) invoke.
+// that callers outside the module (JIT, runtime) invoke, and fixes the
+// calling contract that bufferization must respect (read-only arguments).
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
@@ -45,6 +47,13 @@ struct MarkEntryPointsPass final
   void runOnOperation() override {
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       stripTGAttributes(fn);
+      // Arguments are read-only: bufferization copies rather than write
+      // into a caller's buffer, so a runtime can reuse an input batch.
+      if (!fn.isDeclaration())
+        for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+          if (isa<TensorType>(fn.getArgument(i).getType()))
+            fn.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+                          BoolAttr::get(&getContext(), false));
       bool wanted = functions.empty()
                         ? fn.isPublic() && !fn.isDeclaration()
                         : llvm::is_contained(functions, fn.getName().str());

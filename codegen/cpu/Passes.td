@@ -55,12 +55,16 @@ def ConvertTGToLinalgPass : Pass<"tg-convert-to-linalg"> {
 }
 
 def MarkEntryPointsPass : Pass<"tg-mark-entry-points", "::mlir::ModuleOp"> {
-  let summary = "Give the entry points a C interface";
+  let summary = "Give the entry points a C interface and read-only arguments";
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
   let description = [{
     Sets `llvm.emit_c_interface` on the named functions (every public
     function when `functions` is empty), so that the LLVM lowering adds
     `_mlir_ciface_<name>` wrappers taking memref descriptors by pointer: the
-    ABI the JIT and the runtime call (see docs/cpu-backend.md). Also drops
+    ABI the JIT and the runtime call (see docs/cpu-backend.md). Marks every
+    tensor argument `bufferization.writable = false`, so that the code never
+    writes a caller's buffer (a runtime may feed one batch to many steps).
+    Also drops
     the `tg.*` argument and result attributes of every function: they
     describe the model (names, roles, initialisers) and would otherwise move
     onto out-parameters when results become arguments.
