@@ -42,7 +42,24 @@ Value scalar(MulOp, OpBuilder &b, Location l, ValueRange a) {
   return arith2<arith::MulFOp, arith::MulIOp>(b, l, a);
 }
 Value scalar(DivOp, OpBuilder &b, Location l, ValueRange a) {
-  return arith2<arith::DivFOp, arith::DivSIOp>(b, l, a);
+  if (isFloat(a[0]))
+    return arith::DivFOp::create(b, l, a[0], a[1]);
+  // x86 traps on x / 0 and INT_MIN / -1; both give 0 here instead of
+  // killing the process (the reference has no integer answer for them).
+  Type t = a[0].getType();
+  Value zero = scalarConstant(b, l, t, 0), minusOne = scalarConstant(b, l, t, -1);
+  Value min = arith::ConstantOp::create(
+      b, l, b.getIntegerAttr(t, APInt::getSignedMinValue(t.getIntOrFloatBitWidth())));
+  Value byZero =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, a[1], zero);
+  Value overflow = arith::AndIOp::create(
+      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, a[0], min),
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, a[1], minusOne));
+  Value bad = arith::OrIOp::create(b, l, byZero, overflow);
+  Value safe = arith::SelectOp::create(b, l, bad,
+                                       scalarConstant(b, l, t, 1), a[1]);
+  return arith::SelectOp::create(b, l, bad, zero,
+                                 arith::DivSIOp::create(b, l, a[0], safe));
 }
 Value scalar(MaximumOp, OpBuilder &b, Location l, ValueRange a) {
   return arith2<arith::MaximumFOp, arith::MaxSIOp>(b, l, a);

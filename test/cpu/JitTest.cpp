@@ -52,3 +52,24 @@ TEST_CASE("HostTensor rounds to bf16 and f16", "[cpu][jit]") {
   f.set(0, 65504.0);
   CHECK(f.get(0) == 65504.0);
 }
+
+TEST_CASE("integer division by zero gives 0, not a trap", "[cpu][jit]") {
+  Harness h;
+  h.parse(fn("%a: tensor<3xi32>, %b: tensor<3xi32>", "tensor<3xi32>",
+             "  %r = tg.div %a, %b : tensor<3xi32>, tensor<3xi32> -> "
+             "tensor<3xi32>"));
+  auto jit = h.compile();
+  HostTensor a = HostTensor::zeros({3}, HostType::I32);
+  HostTensor b = HostTensor::zeros({3}, HostType::I32);
+  a.data<int32_t>()[0] = 7;
+  b.data<int32_t>()[0] = 0;
+  a.data<int32_t>()[1] = INT32_MIN;
+  b.data<int32_t>()[1] = -1;
+  a.data<int32_t>()[2] = -7;
+  b.data<int32_t>()[2] = 2;
+  auto out = jit->run("f", {a, b});
+  REQUIRE(mlir::succeeded(out));
+  CHECK((*out)[0].get(0) == 0);
+  CHECK((*out)[0].get(1) == 0);
+  CHECK((*out)[0].get(2) == -3);
+}
