@@ -925,11 +925,15 @@ bool Sema::evalInit(const Expr *e, const TensorType &type, Init &out) {
                                   e->text + (kind == "constant" ? "(0.5)" : "(-0.1, 0.1)"));
   out.kind = kind;
   out.args.clear();
-  if (e->kind == Expr::Name)
-    formals.clear();
   Args args;
-  if (e->kind == Expr::Call && !bindArgs(*e, formals, args))
-    return false;
+  if (e->kind == Expr::Call) {
+    if (!bindArgs(*e, formals, args))
+      return false;
+  } else {
+    // A bare name (`= normal`) takes every default.
+    args.values.assign(formals.size(), Value());
+    args.locs.assign(formals.size(), e->loc);
+  }
   std::vector<double> vals;
   for (size_t i = 0; i < formals.size(); ++i) {
     double v = 0;
