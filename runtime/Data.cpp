@@ -150,8 +150,8 @@ bool loadFashionMnist(const std::string &dir, bool train, Dataset &out,
 
 bool readTokenFile(const std::string &path, int width,
                    std::vector<uint32_t> &tokens, std::string &err) {
-  if (width != 2 && width != 4) {
-    err = "token width must be 2 or 4 bytes";
+  if (width != 1 && width != 2 && width != 4) {
+    err = "token width must be 1, 2 or 4 bytes";
     return false;
   }
   std::string bytes;
@@ -166,9 +166,10 @@ bool readTokenFile(const std::string &path, int width,
   tokens.resize(bytes.size() / width);
   const auto *p = reinterpret_cast<const unsigned char *>(bytes.data());
   for (size_t i = 0; i < tokens.size(); ++i, p += width)
-    tokens[i] = width == 2 ? uint32_t(p[0]) | uint32_t(p[1]) << 8
-                           : uint32_t(p[0]) | uint32_t(p[1]) << 8 |
-                                 uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+    tokens[i] = width == 1   ? uint32_t(p[0])
+                : width == 2 ? uint32_t(p[0]) | uint32_t(p[1]) << 8
+                             : uint32_t(p[0]) | uint32_t(p[1]) << 8 |
+                                   uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
   return true;
 }
 

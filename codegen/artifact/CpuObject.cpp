@@ -119,6 +119,50 @@ void fillShapes(ModuleOp module, StringRef name,
   }
 }
 
+/// C support code linked into every shared object: the runtime functions
+/// that lowered code may call, so the artifact needs no MLIR library.
+/// memrefCopy is MLIR's strided copy (CRunnerUtils' signature).
+constexpr const char *kSupportC = R"C(
+#include <stdint.h>
+#include <string.h>
+typedef struct { int64_t rank; void *descriptor; } tgx_unranked_memref;
+void memrefCopy(int64_t elemSize, tgx_unranked_memref *src,
+                tgx_unranked_memref *dst) {
+  int64_t rank = src->rank;
+  char **s = (char **)src->descriptor, **d = (char **)dst->descriptor;
+  char *sp = s[1], *dp = d[1];
+  int64_t *sm = (int64_t *)(s + 2), *dm = (int64_t *)(d + 2);
+  int64_t so = sm[0], dof = dm[0];
+  if (rank == 0) {
+    memcpy(dp + dof * elemSize, sp + so * elemSize, elemSize);
+    return;
+  }
+  int64_t *sizes = sm + 1, *sstr = sm + 1 + rank, *dstr = dm + 1 + rank;
+  for (int64_t i = 0; i < rank; ++i)
+    if (sizes[i] == 0)
+      return;
+  int64_t idx[64] = {0};
+  if (rank > 64)
+    return;
+  for (;;) {
+    memcpy(dp + dof * elemSize, sp + so * elemSize, elemSize);
+    int64_t k = rank - 1;
+    for (; k >= 0; --k) {
+      ++idx[k];
+      so += sstr[k];
+      dof += dstr[k];
+      if (idx[k] < sizes[k])
+        break;
+      so -= sstr[k] * sizes[k];
+      dof -= dstr[k] * sizes[k];
+      idx[k] = 0;
+    }
+    if (k < 0)
+      return;
+  }
+}
+)C";
+
 /// Finds a program: PATH first, then Debian's versioned names.
 std::string findProgram(ArrayRef<StringRef> names) {
   for (StringRef n : names)
@@ -210,6 +254,16 @@ FailureOr<std::string> mlir::tg::buildCpuSharedObject(ModuleOp module,
     return failure();
   }
   std::string obj = (dir + "/model.o").str(), so = (dir + "/model.so").str();
+  std::string support = (dir + "/support.c").str();
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(support, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      error = "cannot write " + support;
+      return failure();
+    }
+    os << kSupportC;
+  }
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(obj, ec, llvm::sys::fs::OF_None);
@@ -228,7 +282,8 @@ FailureOr<std::string> mlir::tg::buildCpuSharedObject(ModuleOp module,
     return failure();
   }
   std::string errMsg;
-  SmallVector<StringRef> argv{driver, "-shared", "-o", so, obj, "-lm"};
+  SmallVector<StringRef> argv{driver, "-shared", "-fPIC", "-O2", "-o", so,
+                              obj,    support,   "-lm"};
   if (llvm::sys::ExecuteAndWait(driver, argv, std::nullopt, {}, 120, 0,
                                 &errMsg) != 0) {
     error = "linking the shared object with " + driver + " failed" +
@@ -237,6 +292,7 @@ FailureOr<std::string> mlir::tg::buildCpuSharedObject(ModuleOp module,
   }
   auto bytes = llvm::MemoryBuffer::getFile(so);
   llvm::sys::fs::remove(obj);
+  llvm::sys::fs::remove(support);
   llvm::sys::fs::remove(so);
   llvm::sys::fs::remove(dir);
   if (!bytes) {

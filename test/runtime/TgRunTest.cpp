@@ -153,7 +153,7 @@ TEST_CASE("tg-run errors are one line", "[runtime][tg-run]") {
   CHECK(r.out.rfind("tg-run: error: " + d + "/cut.tgx: truncated: section 'cpu.so' ends at byte ", 0) == 0);
   CHECK(r.out.find("but the file has 4000 bytes\n") != std::string::npos);
   expectError(f.model + " --data mnist",
-              "unknown --data 'mnist' (expected fashion-mnist, safetensors:PATH, u16:PATH or u32:PATH)");
+              "unknown --data 'mnist' (expected fashion-mnist, safetensors:PATH, u8:PATH, u16:PATH or u32:PATH)");
   expectError(f.model + " --data fashion-mnist --data-dir " + d,
               "cannot open '" + d + "/train-images-idx3-ubyte.gz': No such file or directory"
               " (install Debian's dataset-fashion-mnist, or --data-dir)");

@@ -42,7 +42,7 @@ namespace {
 
 const char *kUsage =
     "usage: tg-run MODEL.tgx --describe\n"
-    "       tg-run MODEL.tgx --data fashion-mnist|safetensors:P|u16:P|u32:P\n"
+    "       tg-run MODEL.tgx --data fashion-mnist|safetensors:P|u8:P|u16:P|u32:P\n"
     "              [--epochs N] [--batch-limit N] [--save P] [--resume P]\n"
     "              [--metrics m.csv] [--seed S] [--data-dir D]\n"
     "       tg-run MODEL.tgx --load P.safetensors --batch B.safetensors\n"
@@ -284,12 +284,14 @@ Source openData(const Options &o) {
     return safetensorsData(after("safetensors:"));
   if (d.size() > 12 && d.compare(d.size() - 12, 12, ".safetensors") == 0)
     return safetensorsData(d);
+  if (d.rfind("u8:", 0) == 0) // bytes of any file: a text file, byte-level
+    return tokenData(after("u8:"), 1);
   if (d.rfind("u16:", 0) == 0)
     return tokenData(after("u16:"), 2);
   if (d.rfind("u32:", 0) == 0)
     return tokenData(after("u32:"), 4);
   die("unknown --data '" + d +
-      "' (expected fashion-mnist, safetensors:PATH, u16:PATH or u32:PATH)");
+      "' (expected fashion-mnist, safetensors:PATH, u8:PATH, u16:PATH or u32:PATH)");
 }
 
 //===----------------------------------------------------------------------===//
@@ -354,7 +356,8 @@ int train(const Options &o) {
   if (B <= 0)
     die(o.model + ": train_step has no batched input");
   int64_t steps = src.trainRows / B;
-  if (o.data.rfind("u16:", 0) == 0 || o.data.rfind("u32:", 0) == 0) {
+  if (o.data.rfind("u8:", 0) == 0 || o.data.rfind("u16:", 0) == 0 ||
+      o.data.rfind("u32:", 0) == 0) {
     const TensorSpec &t = inputs.front();
     steps = t.shape.size() == 2 ? tokenBatches(src.trainRows, B, t.shape[1]) : 0;
   }
