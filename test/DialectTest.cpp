@@ -120,8 +120,8 @@ TEST_CASE("bad argument roles are rejected", "[dialect]") {
   fn.setArgAttr(0, tg::attr::role, StringAttr::get(&c.ctx, "weights"));
   CHECK(failed(verify(*module)));
   CHECK_THAT(c.diagnostics,
-             Catch::Contains("argument #0: 'tg.role' must be \"param\" or "
-                             "\"input\""));
+             Catch::Contains("argument #0: 'tg.role' must be one of param, "
+                             "input, state, step"));
 }
 
 TEST_CASE("tg-decompose leaves only primitive ops", "[passes]") {

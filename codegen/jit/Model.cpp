@@ -1,0 +1,170 @@
+//===- Model.cpp - compile and train a model in-process ---------*- C++ -*-===//
+//
+// See include/tgc/Jit.h: frontend -> training pipeline -> CPU JIT, with the
+// persistent tensors (roles param, state, step) kept by name between calls.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Jit.h"
+#include "frontend/MLIRGen.h"
+#include "frontend/Sema.h"
+#include "passes/InitAll.h"
+#include "passes/Pipelines.h"
+#include "tgc/Builder.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace tgc {
+
+Model::Model() = default;
+Model::~Model() = default;
+
+namespace {
+/// A context with TGC's dialects whose diagnostics are collected.
+std::unique_ptr<MLIRContext> makeContext(std::string &diagnostics) {
+  DialectRegistry registry;
+  tg::registerAllDialects(registry);
+  auto ctx = std::make_unique<MLIRContext>(registry);
+  ctx->getDiagEngine().registerHandler([&diagnostics](Diagnostic &d) {
+    diagnostics += d.str() + "\n";
+  });
+  return ctx;
+}
+
+bool isPersistent(const std::string &role) {
+  return role == "param" || role == "state" || role == "step";
+}
+} // namespace
+
+std::unique_ptr<Model> Model::compileGraph(Builder &builder,
+                                           std::string &error) {
+  std::string diagnostics;
+  auto ctx = makeContext(diagnostics);
+  OwningOpRef<ModuleOp> module = builder.build(*ctx);
+  if (!module) {
+    error = "the graph does not verify: " + diagnostics;
+    return nullptr;
+  }
+  PassManager pm(ctx.get());
+  tg::buildTrainingPipeline(pm, {});
+  if (failed(pm.run(*module))) {
+    error = "building the training step failed: " + diagnostics;
+    return nullptr;
+  }
+  auto compiled = tg::cpu::JitModule::compile(*module);
+  if (failed(compiled)) {
+    error = "JIT compilation failed: " + diagnostics;
+    return nullptr;
+  }
+  std::unique_ptr<Model> model(new Model());
+  for (auto fn : module->getOps<func::FuncOp>()) {
+    auto &[args, results] = model->signatures[fn.getName().str()];
+    auto tag = [](DictionaryAttr attrs) {
+      auto get = [&](StringRef k) {
+        auto a = attrs ? attrs.getAs<StringAttr>(k) : StringAttr();
+        return a ? a.getValue().str() : std::string();
+      };
+      return std::make_pair(get("tg.role"), get("tg.name"));
+    };
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      args.push_back(tag(fn.getArgAttrDict(i)));
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      results.push_back(tag(fn.getResultAttrDict(i)));
+    if (fn.getName() == "train_step")
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+        if (args[i].first == "input") {
+          auto t = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+          auto ht = tg::cpu::hostTypeOf(t.getElementType());
+          model->inputs[args[i].second] =
+              HostTensor::zeros(t.getShape(), succeeded(ht) ? *ht : HostType::F32);
+        }
+  }
+  model->jit = std::move(*compiled);
+  model->context = std::move(ctx);
+  return model;
+}
+
+std::unique_ptr<Model> Model::compileFile(
+    const std::string &path,
+    const std::vector<std::pair<std::string, std::string>> &defines,
+    std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer) {
+    error = "cannot read '" + path + "': " + buffer.getError().message();
+    return nullptr;
+  }
+  SourceFile file(path, (*buffer)->getBuffer().str());
+  DiagEngine diag(file);
+  FrontendOptions opts;
+  opts.defines = defines;
+  std::unique_ptr<Builder> builder = parseAndElaborate(file, diag, opts);
+  if (!builder) {
+    llvm::raw_string_ostream os(error);
+    diag.print(os);
+    return nullptr;
+  }
+  return compileGraph(*builder, error);
+}
+
+bool Model::call(const std::string &entry, const TensorMap &given,
+                 TensorMap &results, std::string &error) {
+  auto it = signatures.find(entry);
+  if (it == signatures.end()) {
+    error = "the model has no entry point '" + entry + "'";
+    return false;
+  }
+  std::vector<HostTensor> args;
+  for (const auto &[role, name] : it->second.first) {
+    const TensorMap &from = isPersistent(role) ? persistent : given;
+    auto found = from.find(name);
+    if (found == from.end()) {
+      error = entry + ": missing " + (isPersistent(role) ? "state '" : "input '") +
+              name + "'" + (isPersistent(role) ? " (call init first)" : "");
+      return false;
+    }
+    args.push_back(found->second);
+  }
+  auto out = jit->run(entry, args, &error);
+  if (failed(out))
+    return false;
+  results.clear();
+  for (auto [i, tag] : llvm::enumerate(it->second.second))
+    results[tag.second] = std::move((*out)[i]);
+  // Persistent results are the next values of the persistent arguments.
+  for (const auto &[role, name] : it->second.second)
+    if (isPersistent(role))
+      persistent[name] = results[name];
+  return true;
+}
+
+bool Model::init(int64_t seed, std::string &error) {
+  HostTensor s = HostTensor::zeros({}, HostType::I64);
+  s.set(0, double(seed));
+  TensorMap results;
+  return call("init", {{"seed", s}}, results, error);
+}
+
+bool Model::trainStep(const TensorMap &given, double &loss,
+                      std::string &error) {
+  TensorMap results;
+  if (!call("train_step", given, results, error))
+    return false;
+  loss = results["loss"].get(0);
+  return true;
+}
+
+bool Model::eval(const TensorMap &given, TensorMap &outputs,
+                 std::string &error) {
+  // eval's parameters are arguments with role "param": the current state.
+  return call("eval", given, outputs, error);
+}
+
+} // namespace tgc

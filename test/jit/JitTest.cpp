@@ -1,0 +1,76 @@
+//===- JitTest.cpp - the in-process API -------------------------*- C++ -*-===//
+//
+// tgc::Model compiles examples/mlp.tg in-process, trains it on a fixed batch
+// until the loss falls, evaluates it, and reports mistakes as messages.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Jit.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+namespace {
+std::string example(const char *name) {
+  const char *src = std::getenv("TGC_SOURCE_DIR");
+  return std::string(src ? src : ".") + "/examples/" + name;
+}
+
+/// A fixed batch: images in [0, 1), labels in [0, 10).
+tgc::TensorMap batch(const tgc::TensorMap &specs) {
+  tgc::TensorMap inputs;
+  unsigned state = 12345;
+  auto next = [&] {
+    state = state * 1103515245u + 12345u;
+    return double((state >> 8) & 0xffff) / 65536.0;
+  };
+  for (const auto &[name, spec] : specs) {
+    tgc::HostTensor t = tgc::HostTensor::zeros(spec.shape, spec.type);
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      t.set(i, spec.type == tgc::HostType::I64 ? double(int(next() * 10))
+                                               : next());
+    inputs[name] = t;
+  }
+  return inputs;
+}
+} // namespace
+
+TEST_CASE("a .tg model compiles, trains and evaluates in-process", "[jit]") {
+  std::string error;
+  auto model = tgc::Model::compileFile(
+      example("mlp.tg"), {{"batch", "16"}, {"hidden", "32"}}, error);
+  INFO(error);
+  REQUIRE(model);
+  REQUIRE(model->init(7, error));
+  CHECK(model->state().count("fc1.weight"));
+  CHECK(model->state().count("fc1.weight.exp_avg"));
+  tgc::TensorMap inputs = batch(model->inputSpecs());
+  double first = 0, last = 0;
+  for (int i = 0; i < 30; ++i) {
+    REQUIRE(model->trainStep(inputs, last, error));
+    if (i == 0)
+      first = last;
+  }
+  CHECK(last < first); // memorising one batch
+  CHECK(model->state().at("step").get(0) == 30);
+  tgc::TensorMap outputs;
+  REQUIRE(model->eval(inputs, outputs, error));
+  REQUIRE(outputs.count("logits"));
+  CHECK(outputs.at("logits").shape == llvm::SmallVector<int64_t, 4>{16, 10});
+}
+
+TEST_CASE("mistakes are messages", "[jit]") {
+  std::string error;
+  CHECK_FALSE(tgc::Model::compileFile(example("missing.tg"), {}, error));
+  CHECK_THAT(error, Catch::Contains("cannot read"));
+  error.clear();
+  CHECK_FALSE(tgc::Model::compileFile(example("mlp.tg"), {{"nope", "1"}}, error));
+  CHECK_FALSE(error.empty());
+  auto model = tgc::Model::compileFile(example("mlp.tg"),
+                                       {{"batch", "4"}, {"hidden", "8"}}, error);
+  REQUIRE(model);
+  double loss;
+  CHECK_FALSE(model->trainStep(batch(model->inputSpecs()), loss, error));
+  CHECK_THAT(error, Catch::Contains("call init first"));
+}
