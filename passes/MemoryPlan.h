@@ -76,6 +76,9 @@ FailureOr<MemoryPlan> planMemory(func::FuncOp fn, const PlanOptions &opts);
 /// greedy by size, best fit, `alignment`-aligned. Returns the region size.
 int64_t assignOffsets(std::vector<Buffer> &buffers, int64_t alignment);
 
+/// "1.50 GiB", "12.00 MiB", "512 B": sizes as the reports print them.
+std::string formatBytes(int64_t bytes);
+
 /// The report printers of tgc --report=memory.
 void printMemoryTable(const MemoryPlan &plan, llvm::raw_ostream &os);
 void printMemoryJson(const MemoryPlan &plan, llvm::raw_ostream &os);

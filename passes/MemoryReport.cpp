@@ -15,8 +15,7 @@
 using namespace mlir;
 using namespace mlir::tg;
 
-/// "1.50 GiB", "12.0 MiB", "512 B".
-static std::string human(int64_t bytes) {
+std::string mlir::tg::formatBytes(int64_t bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = double(bytes);
   int u = 0;
@@ -49,7 +48,7 @@ static std::vector<size_t> largest(const MemoryPlan &plan, size_t count) {
 
 void mlir::tg::printMemoryTable(const MemoryPlan &plan, llvm::raw_ostream &os) {
   auto row = [&](StringRef what, int64_t bytes) {
-    os << llvm::left_justify(what, 22) << llvm::right_justify(human(bytes), 12)
+    os << llvm::left_justify(what, 22) << llvm::right_justify(formatBytes(bytes), 12)
        << llvm::right_justify(std::to_string(bytes), 16) << "\n";
   };
   os << llvm::left_justify("memory", 22) << llvm::right_justify("size", 12)
@@ -66,7 +65,7 @@ void mlir::tg::printMemoryTable(const MemoryPlan &plan, llvm::raw_ostream &os) {
   os << "\nlargest buffers:\n";
   for (size_t i : largest(plan, 10)) {
     const Buffer &b = plan.buffers[i];
-    os << "  " << llvm::right_justify(human(b.bytes), 11) << "  "
+    os << "  " << llvm::right_justify(formatBytes(b.bytes), 11) << "  "
        << llvm::left_justify(kindName(b.kind), 12) << "  " << b.name;
     if (!b.loc.empty())
       os << "  (" << b.loc << ")";
@@ -124,8 +123,8 @@ void mlir::tg::printMemorySvg(const MemoryPlan &plan, llvm::raw_ostream &os) {
      << "\" height=\"" << height << "\" font-family=\"sans-serif\" "
         "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
      << "<text x=\"" << left << "\" y=\"24\" font-size=\"15\">Arena over the "
-        "schedule: peak " << human(plan.peakBytes()) << ", lower bound "
-     << human(plan.persistentBytes + plan.lowerBoundBytes) << "</text>\n";
+        "schedule: peak " << formatBytes(plan.peakBytes()) << ", lower bound "
+     << formatBytes(plan.persistentBytes + plan.lowerBoundBytes) << "</text>\n";
   for (const Buffer &b : plan.buffers) {
     if (b.nested || b.bytes == 0)
       continue;
@@ -136,7 +135,7 @@ void mlir::tg::printMemorySvg(const MemoryPlan &plan, llvm::raw_ostream &os) {
        << std::max(0.5, x(s1) - x(s0)) << "\" height=\""
        << std::max(0.5, y1 - y0) << "\" fill=\"" << colour(b.kind)
        << "\" fill-opacity=\"0.8\" stroke=\"white\" stroke-width=\"0.3\"><title>"
-       << b.name << " (" << kindName(b.kind) << ", " << human(b.bytes)
+       << b.name << " (" << kindName(b.kind) << ", " << formatBytes(b.bytes)
        << ")</title></rect>\n";
   }
   // Axes and legend.
@@ -146,8 +145,8 @@ void mlir::tg::printMemorySvg(const MemoryPlan &plan, llvm::raw_ostream &os) {
      << "\" stroke=\"black\"/>\n<text x=\"" << left << "\" y=\""
      << height - 20 << "\">schedule step (0 to " << plan.steps
      << ")</text>\n<text x=\"10\" y=\"" << y(total) - 6 << "\">"
-     << human(int64_t(total)) << "</text>\n<text x=\"10\" y=\"" << y(persistent)
-     << "\">" << human(plan.persistentBytes) << "</text>\n";
+     << formatBytes(int64_t(total)) << "</text>\n<text x=\"10\" y=\"" << y(persistent)
+     << "\">" << formatBytes(plan.persistentBytes) << "</text>\n";
   double ly = top + 10;
   for (BufferKind k : {BufferKind::Param, BufferKind::Optimizer, BufferKind::Input,
                        BufferKind::Gradient, BufferKind::Activation,
@@ -155,7 +154,7 @@ void mlir::tg::printMemorySvg(const MemoryPlan &plan, llvm::raw_ostream &os) {
     os << "<rect x=\"" << width - 160 << "\" y=\"" << ly << "\" width=\"14\" "
        << "height=\"14\" fill=\"" << colour(k) << "\"/><text x=\""
        << width - 140 << "\" y=\"" << ly + 12 << "\">" << kindName(k) << " ("
-       << human(plan.bytesOf(k)) << ")</text>\n";
+       << formatBytes(plan.bytesOf(k)) << ")</text>\n";
     ly += 22;
   }
   os << "</svg>\n";

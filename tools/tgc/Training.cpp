@@ -19,6 +19,7 @@
 #include <cmath>
 
 using namespace mlir;
+using mlir::tg::formatBytes;
 
 std::optional<int64_t> tgc::parseByteSize(llvm::StringRef text) {
   text = text.trim();
@@ -44,23 +45,6 @@ std::optional<int64_t> tgc::parseByteSize(llvm::StringRef text) {
   if (scale < 0 || !(bytes >= 1) || bytes > 9.0e18)
     return std::nullopt;
   return static_cast<int64_t>(bytes);
-}
-
-std::string tgc::formatBytes(int64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  if (u == 0)
-    os << bytes << " B";
-  else
-    os << llvm::format("%.2f", v) << " " << units[u];
-  return s;
 }
 
 bool tgc::buildTraining(ModuleOp module, bool remat) {

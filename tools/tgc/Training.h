@@ -23,9 +23,6 @@ namespace tgc {
 /// "16GiB", "512MiB", "1.5GB", "4096" (bytes) -> bytes; nullopt if malformed.
 std::optional<int64_t> parseByteSize(llvm::StringRef text);
 
-/// "1.50 GiB".
-std::string formatBytes(int64_t bytes);
-
 /// Compiles the model with extra `-D` overrides (empty: as given).
 using CompileFn = std::function<mlir::OwningOpRef<mlir::ModuleOp>(
     const std::vector<std::pair<std::string, std::string>> &extraDefines)>;
