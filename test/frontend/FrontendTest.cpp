@@ -91,7 +91,7 @@ TEST_CASE("the checker reports several independent errors") {
         std::string::npos);
 }
 
-TEST_CASE("-D overrides hyper-parameters and unknown keys are errors") {
+TEST_CASE("hyper-parameter overrides (-D) work and unknown keys are errors") {
   std::string src = readExample("gpt.tg");
   FrontendOptions opts;
   opts.defines = {{"layers", "2"}, {"d_model", "64"}, {"heads", "4"}, {"seq", "8"}};
