@@ -202,6 +202,11 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError() << "'" << name << "' must be an integer";
     return success();
   }
+  if (name == "tg.offsets") { // per result of a multi-result op (-1: none)
+    if (!isa<DenseI64ArrayAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << name << "' must be an i64 array";
+    return success();
+  }
   if (name == attr::hyper || name == attr::train || name == "tg.memory" ||
       name == "tg.remat") {
     if (!isa<DictionaryAttr>(attr.getValue()))

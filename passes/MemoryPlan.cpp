@@ -424,8 +424,14 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
                            const PlanOptions &opts, func::FuncOp aliasTo) {
   BlockPlan plan;
   SmallVector<Operation *> ops;
-  for (Operation &op : block.without_terminator())
+  for (Operation &op : block.without_terminator()) {
     ops.push_back(&op);
+    // Attributes of an earlier plan of this block (planBlock tries two
+    // schedules) must not survive into this one.
+    for (StringRef stale : {"tg.offset", "tg.offsets", "tg.alias_arg",
+                            "tg.bytes"})
+      op.removeAttr(stale);
+  }
   DenseMap<Operation *, int64_t> step;
   for (auto [i, op] : llvm::enumerate(ops))
     step[op] = i;
@@ -511,6 +517,17 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
                    b.getI64IntegerAttr(buf.aliasOf >= 0 ? buf.aliasOf
                                                         : buf.offset));
       def->setAttr("tg.bytes", b.getI64IntegerAttr(buf.bytes));
+      // A multi-result op (the accumulation loop) needs one offset per
+      // result: tg.offset alone would name only one of them.
+      if (def->getNumResults() > 1) {
+        SmallVector<int64_t> offs(def->getNumResults(), -1);
+        if (auto old = def->getAttrOfType<DenseI64ArrayAttr>("tg.offsets"))
+          if (old.size() == static_cast<int64_t>(offs.size()))
+            offs.assign(old.asArrayRef().begin(), old.asArrayRef().end());
+        offs[cast<OpResult>(v).getResultNumber()] =
+            buf.aliasOf >= 0 ? -1 : buf.offset;
+        def->setAttr("tg.offsets", b.getDenseI64ArrayAttr(offs));
+      }
     }
   // The moment with the most live bytes: the lower bound, and what is live
   // then, by kind (a loop contributes its body's own worst moment).
@@ -544,6 +561,23 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
   for (auto &[id, inner] : nestedPlans) {
     int64_t base = plan.buffers[id].offset;
     plan.naive += inner.naive - plan.buffers[id].bytes;
+    // The body's attributes were relative to its own region: make them
+    // absolute, so that a backend reads every tg.offset as an arena offset.
+    for (Operation *op : ops)
+      if (op->getNumRegions() == 1 && op->getRegion(0).hasOneBlock() &&
+          plan.buffers[id].start == step[op])
+        op->getRegion(0).walk([&](Operation *inner) {
+          if (auto off = inner->getAttrOfType<IntegerAttr>("tg.offset"))
+            inner->setAttr("tg.offset",
+                           b.getI64IntegerAttr(off.getInt() + base));
+          if (auto offs = inner->getAttrOfType<DenseI64ArrayAttr>("tg.offsets")) {
+            SmallVector<int64_t> shifted(offs.asArrayRef());
+            for (int64_t &o : shifted)
+              if (o >= 0)
+                o += base;
+            inner->setAttr("tg.offsets", b.getDenseI64ArrayAttr(shifted));
+          }
+        });
     for (Buffer buf : inner.buffers) {
       buf.offset += base;
       buf.start = buf.end = plan.buffers[id].start;
@@ -636,7 +670,6 @@ FailureOr<MemoryPlan> mlir::tg::planMemory(func::FuncOp fn,
   plan.steps = top.steps;
   plan.transientBytes = top.size;
   plan.naiveBytes = top.naive;
-  int64_t n = top.steps;
   for (Buffer &buf : top.buffers) {
     if (buf.aliasOf >= 0)
       buf.offset = plan.buffers[buf.aliasOf].offset;

@@ -22,6 +22,10 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     remat.funcName = options.forward.getValue() + "_grad";
     pm.addPass(createRematerializePass(remat));
   }
+  if (options.decompose) {
+    pm.addPass(createDecomposeCompositesPass());
+    pm.addPass(createCSEPass());
+  }
   if (options.planMemory)
     pm.addPass(createPlanMemoryPass());
 }

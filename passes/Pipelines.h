@@ -23,6 +23,11 @@ struct TrainingPipelineOptions
       *this, "rematerialize",
       llvm::cl::desc("Recompute cheap activations in the backward pass"),
       llvm::cl::init(false)};
+  Option<bool> decompose{
+      *this, "decompose",
+      llvm::cl::desc("Decompose composite ops (softmax, cross_entropy, ...) "
+                     "so that the plan sees every buffer the code will have"),
+      llvm::cl::init(false)};
   Option<bool> planMemory{*this, "plan-memory",
                           llvm::cl::desc("Plan the memory of @train_step"),
                           llvm::cl::init(false)};

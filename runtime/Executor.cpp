@@ -10,6 +10,7 @@
 #include "runtime/Executor.h"
 #include "runtime/Safetensors.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -143,6 +144,20 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
                   e.name + "'");
     ex->fns_.emplace_back(e.name, reinterpret_cast<EntryFn>(p));
   }
+  // One arena for every planned entry (they never run at once).
+  int64_t arena = 0;
+  for (const EntrySpec &e : ex->manifest_.entries)
+    arena = std::max(arena, e.arenaBytes);
+  try {
+    ex->arena_.resize(static_cast<size_t>(arena));
+  } catch (const std::bad_alloc &) {
+    return fail("cannot allocate the " + std::to_string(arena) +
+                "-byte arena the plan asks for");
+  }
+  ex->heapStats_ = reinterpret_cast<void (*)(int64_t *)>(
+      dlsym(ex->handle_, "tgx_heap_stats"));
+  ex->heapReset_ =
+      reinterpret_cast<void (*)()>(dlsym(ex->handle_, "tgx_heap_reset"));
   return ex;
 }
 
@@ -188,6 +203,8 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
     // The ABI passes void*; the compiled code does not write its arguments.
     buffers.push_back(const_cast<Tensor &>(t).data());
   }
+  if (e->arenaBytes > 0)
+    buffers.push_back(arena_.data());
   for (const auto &in : inputs) {
     bool known = false;
     for (const TensorSpec &s : e->args)
@@ -220,7 +237,8 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
       outputs[s.name] = std::move(results[i]);
       continue;
     }
-    if (buffers[e->args.size() + i] == results[i].data())
+    size_t slot = e->args.size() + (e->arenaBytes > 0 ? 1 : 0) + i;
+    if (buffers[slot] == results[i].data())
       std::swap(state_.at(s.name).bytes, results[i].bytes);
   }
   return true;
@@ -289,6 +307,26 @@ bool Executor::setState(const std::string &name, const Tensor &value,
 std::string Executor::roleOf(const std::string &name) const {
   auto it = roles_.find(name);
   return it == roles_.end() ? std::string() : it->second;
+}
+
+Executor::MemoryUse Executor::memoryUse() const {
+  MemoryUse use;
+  use.arenaBytes = static_cast<int64_t>(arena_.size());
+  for (const auto &[name, t] : state_)
+    use.persistentBytes += static_cast<int64_t>(t.bytes.size());
+  if (heapStats_) {
+    int64_t stats[3] = {0, 0, 0};
+    heapStats_(stats);
+    use.heapPeakBytes = stats[1];
+    use.heapAllocations = stats[2];
+    use.heapCounted = true;
+  }
+  return use;
+}
+
+void Executor::resetHeapPeak() {
+  if (heapReset_)
+    heapReset_();
 }
 
 int64_t Executor::step() const {

@@ -7,7 +7,8 @@
 //   extern "C" void tgx_<entry>(void **buffers);
 //
 // buffers[i] points to a dense row-major buffer: first every argument, then
-// every result, in manifest order. The executor owns the persistent state
+// the arena of an entry with "arena_bytes" (one block that holds every
+// planned intermediate value), then every result, in manifest order. The executor owns the persistent state
 // (roles "param", "state", "step") by name across calls: arguments with those
 // roles are fed from it, and results with those roles and a matching name
 // replace it. Results are written to fresh buffers which are then swapped
@@ -65,6 +66,21 @@ public:
   /// The step counter (0 if the model has none).
   int64_t step() const;
 
+  /// Memory the model's code uses, measured: the arena (one allocation,
+  /// sized by the largest planned entry), the persistent tensors, and what
+  /// the compiled code allocated on its own (through the artifact's counted
+  /// allocator; 0 when everything lives in the arena).
+  struct MemoryUse {
+    int64_t arenaBytes = 0;      ///< bytes of the one arena allocation
+    int64_t persistentBytes = 0; ///< params, optimizer state, step
+    int64_t heapPeakBytes = 0;   ///< most bytes the code held at once
+    int64_t heapAllocations = 0; ///< allocations since the last reset
+    bool heapCounted = false;    ///< the code reports its allocations
+  };
+  MemoryUse memoryUse() const;
+  /// Starts a new measurement of the code's own allocations.
+  void resetHeapPeak();
+
   /// The non-persistent arguments of `entry` (its inputs), in order.
   std::vector<TensorSpec> inputsOf(std::string_view entry) const;
 
@@ -85,6 +101,9 @@ private:
   int fd_ = -1;
   std::vector<std::pair<std::string, EntryFn>> fns_;
   TensorMap state_;
+  Bytes arena_; ///< one allocation shared by every planned entry
+  void (*heapStats_)(int64_t *) = nullptr;
+  void (*heapReset_)() = nullptr;
   std::map<std::string, std::vector<Tensor>> scratch_; ///< results, by entry
   std::map<std::string, std::string> roles_;
   std::string label_;

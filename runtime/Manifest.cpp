@@ -146,6 +146,16 @@ bool Manifest::parse(std::string_view text, Manifest &out, std::string &err) {
       }
       spec.inplace = inplace->asBool();
     }
+    if (const Json *arena = e.get("arena_bytes")) {
+      // At most 1 TiB: a larger number is a corrupt manifest, not a plan.
+      if (!arena->isInt() || arena->asInt() < 0 ||
+          arena->asInt() > (int64_t(1) << 40)) {
+        err = "manifest: " + where +
+              ".arena_bytes: expected a byte count (0 to 1 TiB)";
+        return false;
+      }
+      spec.arenaBytes = arena->asInt();
+    }
     m.entries.push_back(std::move(spec));
   }
   if (const Json *memory = doc.get("memory"))
@@ -198,6 +208,8 @@ Json Manifest::describe() const {
     }
     ej.set("args", std::move(args));
     ej.set("results", std::move(results));
+    if (e.arenaBytes > 0)
+      ej.set("arena_bytes", Json::integer(e.arenaBytes));
     entryJson.set(e.name, std::move(ej));
   }
   out.set("entries", std::move(entryJson));

@@ -40,6 +40,9 @@ struct EntrySpec {
   /// The compiled code tolerates a result aliasing the argument of the same
   /// (role, name); the runtime then passes one buffer for both.
   bool inplace = false;
+  /// Bytes of the arena the entry's planned values live in (0: none). The
+  /// wrapper then takes one more buffer, right after the arguments.
+  int64_t arenaBytes = 0;
 };
 
 /// The parsed, validated manifest.

@@ -124,7 +124,53 @@ void fillShapes(ModuleOp module, StringRef name,
 /// memrefCopy is MLIR's strided copy (CRunnerUtils' signature).
 constexpr const char *kSupportC = R"C(
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* Every allocation the code still makes outside the arena goes through
+   these (the CPU pipeline's generic allocation functions), so the runtime
+   can measure it: bytes live now, the most live at once since the last
+   reset, and the number of allocations. Not thread-safe: entry points run
+   one at a time. */
+static int64_t tgx_heap_live, tgx_heap_peak, tgx_heap_count;
+static void *tgx_heap_take(uint64_t align, uint64_t size) {
+  if (align < 16)
+    align = 16;
+  uint64_t header = align; /* holds the block's start and size */
+  void *block = 0;
+  if (posix_memalign(&block, align, header + size) != 0)
+    return 0;
+  char *p = (char *)block + header;
+  ((uint64_t *)p)[-1] = size;
+  ((void **)p)[-2] = block;
+  tgx_heap_live += (int64_t)size;
+  tgx_heap_count += 1;
+  if (tgx_heap_live > tgx_heap_peak)
+    tgx_heap_peak = tgx_heap_live;
+  return p;
+}
+void *_mlir_memref_to_llvm_alloc(uint64_t size) {
+  return tgx_heap_take(16, size);
+}
+void *_mlir_memref_to_llvm_aligned_alloc(uint64_t align, uint64_t size) {
+  return tgx_heap_take(align, size);
+}
+void _mlir_memref_to_llvm_free(void *p) {
+  if (!p)
+    return;
+  tgx_heap_live -= (int64_t)((uint64_t *)p)[-1];
+  free(((void **)p)[-2]);
+}
+/* out[0] = live bytes, out[1] = peak since the last reset, out[2] = count. */
+void tgx_heap_stats(int64_t *out) {
+  out[0] = tgx_heap_live;
+  out[1] = tgx_heap_peak;
+  out[2] = tgx_heap_count;
+}
+void tgx_heap_reset(void) {
+  tgx_heap_peak = tgx_heap_live;
+  tgx_heap_count = 0;
+}
 typedef struct { int64_t rank; void *descriptor; } tgx_unranked_memref;
 void memrefCopy(int64_t elemSize, tgx_unranked_memref *src,
                 tgx_unranked_memref *dst) {
@@ -173,8 +219,9 @@ std::string findProgram(ArrayRef<StringRef> names) {
 
 } // namespace
 
-FailureOr<std::string> mlir::tg::buildCpuSharedObject(ModuleOp module,
-                                                      std::string &error) {
+FailureOr<std::string>
+mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
+                               const CpuObjectOptions &opts) {
   static std::once_flag initTarget;
   std::call_once(initTarget, [] {
     llvm::InitializeNativeTarget();
@@ -194,14 +241,24 @@ FailureOr<std::string> mlir::tg::buildCpuSharedObject(ModuleOp module,
     auto fn = module.lookupSymbol<func::FuncOp>(name);
     if (!fn)
       continue;
+    // Descriptors in the order of _mlir_ciface_<name>: arguments, the
+    // arena of a planned entry (tg-bind-arena appends it), results.
     SmallVector<SmallVector<int64_t>> shapes;
-    for (Type t : llvm::concat<const Type>(fn.getArgumentTypes(),
-                                           fn.getResultTypes()))
+    for (Type t : fn.getArgumentTypes())
+      shapes.emplace_back(cast<RankedTensorType>(t).getShape());
+    if (auto memory = opts.arena ? fn->getAttrOfType<DictionaryAttr>("tg.memory")
+                                 : DictionaryAttr())
+      if (auto bytes = memory.getAs<IntegerAttr>("transient_bytes"))
+        if (bytes.getInt() > 0)
+          shapes.push_back({bytes.getInt()});
+    for (Type t : fn.getResultTypes())
       shapes.emplace_back(cast<RankedTensorType>(t).getShape());
     entries.push_back({name.str(), shapes});
     options.entryPoints.push_back(name.str());
   }
 
+  options.arena = opts.arena;
+  options.genericAllocations = true;
   OwningOpRef<ModuleOp> lowered(cast<ModuleOp>(module->clone()));
   PassManager pm(ctx);
   cpu::buildCpuPipeline(pm, options);
@@ -241,7 +298,7 @@ FailureOr<std::string> mlir::tg::buildCpuSharedObject(ModuleOp module,
       llvm::Reloc::PIC_));
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(llvm::Triple(triple));
-  if (auto err = makeOptimizingTransformer(3, 0, machine.get())(llvmModule.get())) {
+  if (auto err = makeOptimizingTransformer(std::min(opts.optLevel, 3u), 0, machine.get())(llvmModule.get())) {
     error = "LLVM optimisation failed: " + llvm::toString(std::move(err));
     return failure();
   }

@@ -18,8 +18,15 @@ namespace mlir::tg {
 /// The bytes of a shared object exporting `tgx_<name>` for every entry
 /// point of kEntryPoints in `module` (a tg module on tensors). `error` gets
 /// one line on failure (lowering diagnostics go to the context).
+struct CpuObjectOptions {
+  /// Planned entries (tg.memory) keep their values in one arena argument.
+  bool arena = true;
+  /// LLVM optimisation level of the generated code (0-3).
+  unsigned optLevel = 3;
+};
 FailureOr<std::string> buildCpuSharedObject(ModuleOp module,
-                                            std::string &error);
+                                            std::string &error,
+                                            const CpuObjectOptions &opts = {});
 
 } // namespace mlir::tg
 

@@ -73,8 +73,16 @@ mlir::tg::buildManifest(ModuleOp module, const llvm::json::Object *memory) {
         return failure();
       results.push_back(std::move(*v));
     }
-    entries[name] = llvm::json::Object{{"args", std::move(args)},
-                                       {"results", std::move(results)}};
+    llvm::json::Object entry{{"args", std::move(args)},
+                             {"results", std::move(results)}};
+    // A planned entry takes its arena after its arguments, and updates
+    // parameters and state in their own storage (docs/artifact.md).
+    if (auto memory = fn->getAttrOfType<DictionaryAttr>("tg.memory")) {
+      auto bytes = memory.getAs<IntegerAttr>("transient_bytes");
+      entry["arena_bytes"] = bytes ? bytes.getInt() : 0;
+      entry["inplace"] = true;
+    }
+    entries[name] = std::move(entry);
   }
   llvm::json::Object manifest{{"format", 1}, {"entries", std::move(entries)}};
   if (auto model = module->getAttrOfType<StringAttr>(attr::model))

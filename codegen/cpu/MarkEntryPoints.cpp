@@ -51,7 +51,9 @@ struct MarkEntryPointsPass final
       // into a caller's buffer, so a runtime can reuse an input batch.
       if (!fn.isDeclaration())
         for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
-          if (isa<TensorType>(fn.getArgument(i).getType()))
+          if (isa<TensorType>(fn.getArgument(i).getType()) &&
+              !fn.getArgAttr(i, bufferization::BufferizationDialect::
+                                    kWritableAttrName))
             fn.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
                           BoolAttr::get(&getContext(), false));
       bool wanted = functions.empty()

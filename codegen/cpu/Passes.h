@@ -52,6 +52,13 @@ struct CpuPipelineOptions {
   /// 2-core build machine the vectorised loops were faster than OpenBLAS
   /// with its own core detection (bench/cpu_jit_mlp.sh, docs/cpu-backend.md).
   bool blas = false;
+  /// Planned functions (tg.memory, from tg-plan-memory) take one arena
+  /// argument after their own and keep every planned value in it
+  /// (tg-bind-arena); the rest of the code still allocates.
+  bool arena = false;
+  /// Allocations call _mlir_memref_to_llvm_alloc/_aligned_alloc/_free (the
+  /// artifact's support code counts them) instead of malloc and free.
+  bool genericAllocations = false;
 };
 
 /// tg on tensors → LLVM dialect: decompose, convert to linalg, canonicalize,

@@ -54,6 +54,34 @@ def ConvertTGToLinalgPass : Pass<"tg-convert-to-linalg"> {
   ];
 }
 
+def BindArenaPass : Pass<"tg-bind-arena", "::mlir::ModuleOp"> {
+  let summary = "Place every planned value in one arena argument";
+  let description = [{
+    For every function that tg-plan-memory planned (it carries `tg.memory`),
+    appends an argument `memref<N x i8>`, N = the plan's `transient_bytes`,
+    and materialises each value with a `tg.offset` in its slice of it
+    (`memref.view` + `bufferization.to_tensor restrict writable` +
+    `bufferization.materialize_in_destination`). Values with
+    `tg.alias_arg = k` are materialised in argument k, which becomes
+    writable; the accumulation loop's carried values live in their results'
+    slots. Run before tg-convert-to-linalg; empty-tensor elimination then
+    makes producers write in place. See docs/memory.md.
+
+    ```mlir
+    %x = tg.exp %a {tg.offset = 256 : i64} : ...
+    // becomes
+    %v = memref.view %arena[%c256][] : memref<1024xi8> to memref<4xf32>
+    %d = bufferization.to_tensor %v restrict writable : ...
+    %x = tg.exp %a {tg.offset = 256 : i64} : ...
+    %r = bufferization.materialize_in_destination %x in %d : ...
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
 def MarkEntryPointsPass : Pass<"tg-mark-entry-points", "::mlir::ModuleOp"> {
   let summary = "Give the entry points a C interface and read-only arguments";
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];

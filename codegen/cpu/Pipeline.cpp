@@ -35,14 +35,23 @@ using namespace mlir;
 
 void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
                                      const CpuPipelineOptions &options) {
+  if (options.arena)
+    pm.addPass(createBindArenaPass());
   pm.addPass(createConvertTGToLinalgPass());
   pm.addPass(createCanonicalizerPass());
+  // Producers of planned values write into their arena slots directly.
+  if (options.arena)
+    pm.addPass(bufferization::createEmptyTensorEliminationPass());
   // Before CSE: merged tensor.empty ops would give one alias set shared by
   // every op's destination, which makes the bufferization analysis
   // quadratic (GPT-2: 100 s of 132 s of the pipeline). alloc_tensor has an
   // allocation effect and is never merged.
   pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
-  pm.addPass(createCSEPass());
+  // Not with an arena: two slots at one offset (used at different times)
+  // would merge into one tensor written twice, which bufferization then
+  // resolves with copies into fresh allocations.
+  if (!options.arena)
+    pm.addPass(createCSEPass());
   MarkEntryPointsPassOptions mark;
   mark.functions.assign(options.entryPoints.begin(), options.entryPoints.end());
   pm.addPass(createMarkEntryPointsPass(mark));
@@ -76,7 +85,9 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = options.genericAllocations;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
@@ -110,6 +121,10 @@ struct CpuPipelineCLOptions
   Option<bool> blas{*this, "blas",
                     llvm::cl::desc("Call cblas_sgemm for f32 matmuls"),
                     llvm::cl::init(false)};
+  Option<bool> arena{*this, "arena",
+                     llvm::cl::desc("Planned functions use one arena "
+                                    "argument (tg-bind-arena)"),
+                     llvm::cl::init(false)};
 };
 } // namespace
 
@@ -123,6 +138,7 @@ void mlir::tg::cpu::registerCpuPasses() {
                                    cl.entryPoints.end());
         options.deallocate = cl.deallocate;
         options.blas = cl.blas;
+        options.arena = cl.arena;
         buildCpuPipeline(pm, options);
       });
 }

@@ -71,6 +71,23 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
                   linalg::YieldOp::create(nb, l, y);
                 })
                 .getResult(0);
+  if (kind == Reduce::Mean && isF && acc == resultType.getElementType()) {
+    // Divide the sums where they are (an outs-only generic), so that the
+    // mean needs no buffer besides its result: a planned arena slot holds
+    // both the sums and the means.
+    double n = static_cast<double>(count);
+    unsigned outRank = resultType.getRank();
+    auto scale = linalg::GenericOp::create(
+        b, loc, TypeRange{resultType}, ValueRange{}, ValueRange{r},
+        ArrayRef<AffineMap>{b.getMultiDimIdentityMap(outRank)},
+        iterators(outRank), [&](OpBuilder &nb, Location l, ValueRange a) {
+          linalg::YieldOp::create(
+              nb, l,
+              Value(arith::DivFOp::create(
+                  nb, l, a[0], scalarConstant(nb, l, a[0].getType(), n))));
+        });
+    return scale.getResult(0);
+  }
   if (kind == Reduce::Mean) {
     double n = static_cast<double>(count);
     return buildElementwise(b, loc, resultType, r,

@@ -140,7 +140,7 @@ TEST_CASE("tg-run errors are one line", "[runtime][tg-run]") {
   expectError(f.model + " --data fashion-mnist --epochs x",
               "--epochs expects an integer >= 1, got 'x'");
   expectError(f.model + " --load " + d + "/p.safetensors",
-              "the cross-check mode needs both --load and --batch");
+              "--load needs --batch B.safetensors (the batch to train on)");
   expectError(d + "/none.tgx --describe",
               "cannot open '" + d + "/none.tgx': No such file or directory");
   spit(d + "/bad.tgx", "hello, world");

@@ -47,13 +47,15 @@ const char *kUsage =
     "              [--metrics m.csv] [--seed S] [--data-dir D]\n"
     "       tg-run MODEL.tgx --load P.safetensors --batch B.safetensors\n"
     "              [--steps N] [--save-params OUT.safetensors]\n"
-    "              [--save-grads G.safetensors] [--print-loss] [--seed S]\n";
+    "              [--save-grads G.safetensors] [--print-loss] [--seed S]\n"
+    "              [--memory]\n"
+    "  (--load may be left out: the parameters then come from init(--seed))\n";
 
 struct Options {
   std::string model, data, dataDir = kFashionMnistDir, save, resume, metrics;
   std::string load, batch, saveParams, saveGrads;
   int64_t epochs = 1, batchLimit = -1, steps = 1, seed = 0;
-  bool describe = false, printLoss = false;
+  bool describe = false, printLoss = false, memory = false;
 };
 
 int64_t parseInt(const std::string &flag, const char *s, int64_t min) {
@@ -80,6 +82,7 @@ Options parseArgs(int argc, char **argv) {
       std::exit(0);
     } else if (a == "--describe") o.describe = true;
     else if (a == "--print-loss") o.printLoss = true;
+    else if (a == "--memory") o.memory = true;
     else if (a == "--data") o.data = value();
     else if (a == "--data-dir") o.dataDir = value();
     else if (a == "--epochs") o.epochs = parseInt(a, value(), 1);
@@ -105,8 +108,8 @@ Options parseArgs(int argc, char **argv) {
   if (modes != 1)
     die(modes ? "choose one of --describe, --data, or --load/--batch"
               : "nothing to do: give --describe, --data, or --load and --batch");
-  if ((!o.load.empty() || !o.batch.empty()) && (o.load.empty() || o.batch.empty()))
-    die("the cross-check mode needs both --load and --batch");
+  if (!o.load.empty() && o.batch.empty())
+    die("--load needs --batch B.safetensors (the batch to train on)");
   return o;
 }
 
@@ -339,6 +342,34 @@ const TensorSpec *logitsSpec(const EntrySpec &eval) {
   return found;
 }
 
+/// One line: the plan's memory of train_step (from the manifest) next to
+/// what this process measured around the steps it ran. Persistent tensors
+/// and inputs are counted as the plan lays them out (256-byte aligned).
+void printMemory(const Executor &ex, const TensorMap &inputs) {
+  auto align = [](int64_t n) { return (std::max<int64_t>(n, 1) + 255) / 256 * 256; };
+  const Json &plan = ex.manifest().memory;
+  auto planned = [&](const char *key) -> int64_t {
+    const Json *v = plan.isObject() ? plan.get(key) : nullptr;
+    return v && v->isInt() ? v->asInt() : -1;
+  };
+  Executor::MemoryUse use = ex.memoryUse();
+  int64_t persistent = 0;
+  for (const auto &[name, t] : ex.state())
+    persistent += align(static_cast<int64_t>(t.bytes.size()));
+  for (const auto &[name, t] : inputs)
+    persistent += align(static_cast<int64_t>(t.bytes.size()));
+  int64_t measured = persistent + use.arenaBytes + use.heapPeakBytes;
+  std::printf("memory: planned peak %" PRId64 " (persistent %" PRId64
+              ", arena %" PRId64 "); measured %" PRId64 " (persistent %" PRId64
+              ", arena %" PRId64 ", code heap peak %" PRId64 " in %" PRId64
+              " allocations%s)\n",
+              planned("peak_bytes"), planned("persistent_bytes"),
+              planned("transient_bytes"), measured, persistent, use.arenaBytes,
+              use.heapPeakBytes, use.heapAllocations,
+              use.heapCounted ? "" : ", not counted by this artifact");
+  std::fflush(stdout);
+}
+
 int train(const Options &o) {
   std::unique_ptr<Artifact> artifact;
   auto ex = loadModel(o.model, artifact);
@@ -391,8 +422,13 @@ int train(const Options &o) {
     for (int64_t i = 0; i < steps; ++i) {
       TensorMap batch;
       double loss = 0;
+      bool first = epoch == 1 && i == 0;
+      if (first)
+        ex->resetHeapPeak();
       if (!src.train(inputs, i * B, batch, err) || !ex->trainStep(batch, loss, err))
         die(err);
+      if (first)
+        printMemory(*ex, batch);
       if (!std::isfinite(loss))
         die("the loss is " + std::to_string(loss) + " at step " +
             std::to_string(ex->step()) + " (diverged)");
@@ -471,7 +507,7 @@ int crossCheck(const Options &o) {
   std::string err;
   if (ex->hasEntry("init") && !ex->init(o.seed, err))
     die(err);
-  if (!ex->loadCheckpoint(o.load, false, err))
+  if (!o.load.empty() && !ex->loadCheckpoint(o.load, false, err))
     die(err);
   TensorMap file;
   if (!readSafetensors(o.batch, file, err))
@@ -511,6 +547,7 @@ int crossCheck(const Options &o) {
     if (!ex->hasEntry("train_step"))
       die(o.model + ": the model has no entry point 'train_step'");
     TensorMap in = inputsFor("train_step");
+    ex->resetHeapPeak();
     for (int64_t i = 0; i < o.steps; ++i) {
       double loss = 0;
       if (!ex->trainStep(in, loss, err))
@@ -518,6 +555,8 @@ int crossCheck(const Options &o) {
       if (o.printLoss)
         std::printf("step %" PRId64 " loss %.9g\n", i, loss);
     }
+    if (o.memory)
+      printMemory(*ex, in);
   }
   if (!o.saveParams.empty()) {
     TensorMap params;

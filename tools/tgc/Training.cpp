@@ -51,6 +51,9 @@ bool tgc::buildTraining(ModuleOp module, bool remat) {
   PassManager pm(module.getContext());
   tg::TrainingPipelineOptions options;
   options.rematerialize = remat;
+  // What is planned and reported is what the backend runs: the composite
+  // ops' intermediates are buffers of the plan, not hidden scratch.
+  options.decompose = true;
   tg::buildTrainingPipeline(pm, options);
   return succeeded(pm.run(module));
 }
@@ -201,8 +204,23 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
   return std::nullopt;
 }
 
-bool tgc::writeArtifactFile(ModuleOp module, const tg::MemoryPlan &plan,
-                            const std::string &path) {
+bool tgc::writeArtifactFile(ModuleOp module, const tg::MemoryPlan &reported,
+                            const std::string &path,
+                            const tg::CpuObjectOptions &cpu) {
+  // The code follows the plan: train_step and eval are planned in place
+  // (the same deterministic plan as the report's), and the CPU backend puts
+  // every planned value at its offset in one arena per call.
+  FailureOr<tg::MemoryPlan> stepPlan = failure();
+  for (StringRef entry : {"train_step", "eval"})
+    if (auto fn = cpu.arena ? module.lookupSymbol<func::FuncOp>(entry)
+                            : func::FuncOp()) {
+      FailureOr<tg::MemoryPlan> p = tg::planMemory(fn, {});
+      if (failed(p))
+        return false;
+      if (entry == "train_step")
+        stepPlan = std::move(p);
+    }
+  const tg::MemoryPlan &plan = succeeded(stepPlan) ? *stepPlan : reported;
   llvm::json::Object memory{
       {"params_bytes", plan.bytesOf(tg::BufferKind::Param)},
       {"grads_bytes", plan.bytesOf(tg::BufferKind::Gradient)},
@@ -210,12 +228,14 @@ bool tgc::writeArtifactFile(ModuleOp module, const tg::MemoryPlan &plan,
       {"activations_bytes", plan.bytesOf(tg::BufferKind::Activation)},
       {"workspace_bytes", plan.bytesOf(tg::BufferKind::Workspace)},
       {"peak_bytes", plan.peakBytes()},
-      {"lower_bound_bytes", plan.persistentBytes + plan.lowerBoundBytes}};
+      {"lower_bound_bytes", plan.persistentBytes + plan.lowerBoundBytes},
+      {"persistent_bytes", plan.persistentBytes},
+      {"transient_bytes", plan.transientBytes}};
   FailureOr<llvm::json::Object> manifest = tg::buildManifest(module, &memory);
   if (failed(manifest))
     return false;
   std::string error;
-  FailureOr<std::string> so = tg::buildCpuSharedObject(module, error);
+  FailureOr<std::string> so = tg::buildCpuSharedObject(module, error, cpu);
   if (failed(so) || !tg::writeArtifact(*manifest, *so, "", path, error)) {
     llvm::errs() << "tgc: error: " << error << "\n";
     return false;

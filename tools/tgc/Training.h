@@ -9,6 +9,7 @@
 #ifndef TGC_TOOLS_TGC_TRAINING_H
 #define TGC_TOOLS_TGC_TRAINING_H
 
+#include "codegen/artifact/CpuObject.h"
 #include "passes/MemoryPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -54,7 +55,8 @@ std::optional<BudgetFit> fitBudget(const CompileFn &compile,
 /// at `path` (manifest with the memory plan, CPU shared object). Prints one
 /// `tgc: error:` line and returns false on failure.
 bool writeArtifactFile(mlir::ModuleOp module, const mlir::tg::MemoryPlan &plan,
-                       const std::string &path);
+                       const std::string &path,
+                       const mlir::tg::CpuObjectOptions &cpu = {});
 
 } // namespace tgc
 

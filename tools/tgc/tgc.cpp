@@ -43,6 +43,7 @@ struct DriverOptions {
   std::optional<int64_t> memoryBudget;
   bool debugInfo = false;
   bool help = false;
+  mlir::tg::CpuObjectOptions cpu;
   std::vector<std::pair<std::string, std::string>> defines;
 };
 
@@ -58,6 +59,9 @@ const char *kUsage =
     "  -o FILE                write output to FILE instead of stdout; a FILE\n"
     "                         ending in .tgx gets the compiled artifact\n"
     "  -D NAME=VALUE          override a hyper-parameter (repeatable)\n"
+    "  -O0 .. -O3             LLVM optimisation of the artifact's code (default -O3)\n"
+    "  --no-arena             artifact without the planned arena: every buffer\n"
+    "                         its own allocation (to check the planner)\n"
     "  --mlir-print-debuginfo print source locations in the IR\n"
     "  --help                 show this text\n";
 
@@ -121,6 +125,11 @@ bool parseArgs(int argc, char **argv, DriverOptions &opts, std::string &error) {
                 "got '" + v + "'";
         return false;
       }
+    } else if (a == "--no-arena") {
+      opts.cpu.arena = false;
+    } else if (a.size() == 3 && a[0] == '-' && a[1] == 'O' && a[2] >= '0' &&
+               a[2] <= '3') {
+      opts.cpu.optLevel = a[2] - '0';
     } else if (a == "--mlir-print-debuginfo") {
       opts.debugInfo = true;
     } else if (a.rfind("-o", 0) == 0 && a.rfind("--", 0) != 0) {
@@ -283,7 +292,9 @@ int main(int argc, char **argv) {
       !tgc::buildTraining(*module, fit && fit->remat))
     return 1;
   if (opts.emit == DriverOptions::Emit::Artifact)
-    return tgc::writeArtifactFile(*module, fit->plan, opts.output) ? 0 : 1;
+    return tgc::writeArtifactFile(*module, fit->plan, opts.output, opts.cpu)
+               ? 0
+               : 1;
 
   std::error_code ec;
   llvm::ToolOutputFile out(opts.output, ec, llvm::sys::fs::OF_Text);

@@ -1,0 +1,203 @@
+//===- BindArena.cpp - planned values into one arena ------------*- C++ -*-===//
+//
+// The tg-bind-arena pass: makes the code of a planned function (one that
+// tg-plan-memory annotated) use the plan. The function gets one more
+// argument, `memref<N x i8>` with N the plan's transient bytes, and every
+// planned value is materialised in its slice of it:
+//
+//   %v = memref.view %arena[%offset][] : memref<Nxi8> to memref<4x3xf32>
+//   %d = bufferization.to_tensor %v restrict writable : ... to tensor<4x3xf32>
+//   %x = tg.add ...                                  {tg.offset = ...}
+//   %r = bufferization.materialize_in_destination %x in %d : ...
+//
+// with every other use of %x replaced by %r. The view is placed before the
+// producer, so that empty-tensor elimination can make the producer write
+// into the arena directly (no copy); where it cannot (a reshape, a slice),
+// bufferization copies into the planned place. A value that the plan keeps
+// in an argument's storage (tg.alias_arg, an updated parameter) is
+// materialised in that argument, which becomes writable. The loop of
+// gradient accumulation keeps each carried value in its result's planned
+// place: the initial value is copied there, and each iteration's next value
+// is materialised over the current one.
+//
+// The plan, not bufferization, guarantees that simultaneously live values
+// never share bytes; `restrict` states exactly that to the analysis.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/cpu/Passes.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+namespace mlir::tg::cpu {
+#define GEN_PASS_DEF_BINDARENAPASS
+#include "codegen/cpu/Passes.h.inc"
+} // namespace mlir::tg::cpu
+
+using namespace mlir;
+
+namespace {
+
+/// The transient bytes of a planned function, or nullopt if it has no plan.
+std::optional<int64_t> arenaBytes(func::FuncOp fn) {
+  auto memory = fn->getAttrOfType<DictionaryAttr>("tg.memory");
+  if (!memory)
+    return std::nullopt;
+  auto bytes = dyn_cast_if_present<IntegerAttr>(memory.get("transient_bytes"));
+  if (!bytes)
+    return std::nullopt;
+  return bytes.getInt();
+}
+
+class Binder {
+public:
+  Binder(func::FuncOp fn, Value arena) : fn(fn), arena(arena) {}
+
+  /// A fresh tensor over the arena's bytes [offset, offset + size of type).
+  FailureOr<Value> slot(OpBuilder &b, Location loc, Type type, int64_t offset) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape())
+      return failure();
+    auto arenaType = cast<MemRefType>(arena.getType());
+    int64_t bytes = tensor.getNumElements() *
+                    std::max<int64_t>(1, tensor.getElementTypeBitWidth() / 8);
+    if (offset < 0 || offset + bytes > arenaType.getDimSize(0))
+      return failure();
+    auto memrefType =
+        MemRefType::get(tensor.getShape(), tensor.getElementType());
+    Value shift = arith::ConstantIndexOp::create(b, loc, offset);
+    Value view =
+        memref::ViewOp::create(b, loc, memrefType, arena, shift, ValueRange{});
+    return bufferization::ToTensorOp::create(b, loc, tensor, view,
+                                             /*restrict=*/true,
+                                             /*writable=*/true)
+        .getResult();
+  }
+
+  /// Materialises `value` in `dest` right after its producer; every other
+  /// use reads the materialised value.
+  void materialize(Value value, Value dest) {
+    OpBuilder b(fn.getContext());
+    b.setInsertionPointAfterValue(value);
+    auto m = bufferization::MaterializeInDestinationOp::create(
+        b, value.getLoc(), value, dest);
+    value.replaceAllUsesExcept(m.getResult(), m);
+  }
+
+  LogicalResult bindValue(Operation *op, int64_t offset) {
+    OpBuilder b(op);
+    Value result = op->getResult(0);
+    FailureOr<Value> dest = slot(b, op->getLoc(), result.getType(), offset);
+    if (failed(dest))
+      return op->emitError() << "tg-bind-arena: planned offset " << offset
+                             << " does not fit the arena";
+    materialize(result, *dest);
+    return success();
+  }
+
+  /// scf.for carrying accumulators: each carried value lives in its
+  /// result's planned slot for the whole loop.
+  LogicalResult bindLoop(scf::ForOp loop, ArrayRef<int64_t> offsets) {
+    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+    for (auto [i, result] : llvm::enumerate(loop.getResults())) {
+      int64_t offset = i < offsets.size() ? offsets[i] : -1;
+      if (offset < 0 || !isa<RankedTensorType>(result.getType()))
+        continue;
+      OpBuilder b(loop);
+      FailureOr<Value> init = slot(b, loop.getLoc(), result.getType(), offset);
+      if (failed(init))
+        return loop.emitError() << "tg-bind-arena: planned offset " << offset
+                                << " does not fit the arena";
+      OpOperand &initOperand = loop.getInitArgsMutable()[i];
+      initOperand.set(bufferization::MaterializeInDestinationOp::create(
+                          b, loop.getLoc(), initOperand.get(), *init)
+                          .getResult());
+      // The next value goes where the current one is (its last read comes
+      // before the yield), so the carried buffer is the same in every
+      // iteration and bufferization needs no ownership bookkeeping.
+      b.setInsertionPoint(yield);
+      OpOperand &yielded = yield->getOpOperand(i);
+      yielded.set(bufferization::MaterializeInDestinationOp::create(
+                      b, loop.getLoc(), yielded.get(),
+                      loop.getRegionIterArgs()[i])
+                      .getResult());
+    }
+    return success();
+  }
+
+  LogicalResult bindAlias(Operation *op, int64_t argIndex) {
+    if (argIndex < 0 || argIndex >= fn.getNumArguments() ||
+        fn.getArgument(argIndex).getType() != op->getResult(0).getType())
+      return op->emitError() << "tg-bind-arena: tg.alias_arg " << argIndex
+                             << " names no argument of this type";
+    fn.setArgAttr(argIndex,
+                  bufferization::BufferizationDialect::kWritableAttrName,
+                  BoolAttr::get(fn.getContext(), true));
+    materialize(op->getResult(0), fn.getArgument(argIndex));
+    return success();
+  }
+
+  LogicalResult run() {
+    SmallVector<Operation *> planned;
+    fn.walk([&](Operation *op) {
+      if (op->hasAttr("tg.offset") || op->hasAttr("tg.offsets") ||
+          op->hasAttr("tg.alias_arg"))
+        planned.push_back(op);
+    });
+    for (Operation *op : planned) {
+      if (auto loop = dyn_cast<scf::ForOp>(op)) {
+        SmallVector<int64_t> offsets;
+        if (auto offs = op->getAttrOfType<DenseI64ArrayAttr>("tg.offsets"))
+          offsets.assign(offs.asArrayRef().begin(), offs.asArrayRef().end());
+        else if (auto off = op->getAttrOfType<IntegerAttr>("tg.offset"))
+          offsets.push_back(off.getInt());
+        if (failed(bindLoop(loop, offsets)))
+          return failure();
+        continue;
+      }
+      if (op->getNumResults() != 1 ||
+          !isa<RankedTensorType>(op->getResult(0).getType()))
+        continue;
+      if (auto alias = op->getAttrOfType<IntegerAttr>("tg.alias_arg")) {
+        if (failed(bindAlias(op, alias.getInt())))
+          return failure();
+        continue;
+      }
+      auto offset = op->getAttrOfType<IntegerAttr>("tg.offset");
+      if (offset && arena && failed(bindValue(op, offset.getInt())))
+        return failure();
+    }
+    return success();
+  }
+
+private:
+  func::FuncOp fn;
+  Value arena;
+};
+
+struct BindArenaPass final
+    : tg::cpu::impl::BindArenaPassBase<BindArenaPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      std::optional<int64_t> bytes = arenaBytes(fn);
+      if (!bytes || fn.isDeclaration())
+        continue;
+      Value arena;
+      if (*bytes > 0) {
+        auto type = MemRefType::get({*bytes}, IntegerType::get(&getContext(), 8));
+        unsigned index = fn.getNumArguments();
+        if (failed(fn.insertArgument(index, type, DictionaryAttr(),
+                                     fn.getLoc())))
+          return signalPassFailure();
+        arena = fn.getArgument(index);
+      }
+      if (failed(Binder(fn, arena).run()))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
