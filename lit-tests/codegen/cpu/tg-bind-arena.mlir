@@ -1,0 +1,44 @@
+// RUN: tg-opt %s --tg-bind-arena | FileCheck %s
+// RUN: tg-opt %s --tg-bind-arena '--tg-cpu-pipeline=arena=1' | FileCheck %s --check-prefix=LLVM
+
+// A planned function gets one arena argument; each value with a tg.offset
+// is materialised in its slice, in-place updates (tg.alias_arg) in their
+// argument (now writable), and the loop's carried value in its result's
+// slot, with the next value written over the current one.
+
+// CHECK-LABEL: func.func @step(
+// CHECK-SAME: %[[W:[a-z0-9_]+]]: tensor<4xf32> {bufferization.writable = true, tg.name = "w", tg.role = "param"}
+// CHECK-SAME: %[[ARENA:[a-z0-9_]+]]: memref<1024xi8>)
+// CHECK: %[[C256:[a-z0-9_]+]] = arith.constant 256 : index
+// CHECK: %[[V:[a-z0-9_]+]] = memref.view %[[ARENA]][%[[C256]]][] : memref<1024xi8> to memref<4xf32>
+// CHECK: %[[D:[a-z0-9_]+]] = bufferization.to_tensor %[[V]] restrict writable
+// CHECK: %[[E:[a-z0-9_]+]] = tg.exp %[[W]]
+// CHECK: %[[M:[a-z0-9_]+]] = bufferization.materialize_in_destination %[[E]] in %[[D]]
+// CHECK: %[[INIT:[a-z0-9_]+]] = bufferization.materialize_in_destination %{{.*}} in %{{.*}}
+// CHECK: scf.for {{.*}} iter_args(%[[ACC:[a-z0-9_]+]] = %[[INIT]])
+// CHECK:   %[[SUM:[a-z0-9_]+]] = tg.add %[[ACC]], %[[M]]
+// CHECK:   %[[NEXT:[a-z0-9_]+]] = bufferization.materialize_in_destination %{{.*}} in %[[ACC]]
+// CHECK:   scf.yield %[[NEXT]]
+// CHECK: %[[U:[a-z0-9_]+]] = tg.sub %[[W]], %{{.*}} {tg.alias_arg = 0 : i64
+// CHECK: %[[UW:[a-z0-9_]+]] = bufferization.materialize_in_destination %[[U]] in %[[W]]
+// CHECK: return %{{.*}}, %[[UW]]
+
+// After lowering, nothing but the arena holds the step's values.
+// LLVM-LABEL: llvm.func @step(
+// LLVM-NOT: @malloc
+// LLVM-NOT: @aligned_alloc
+// LLVM: llvm.return
+
+func.func @step(%w: tensor<4xf32> {tg.name = "w", tg.role = "param"}) -> (tensor<4xf32> {tg.name = "loss", tg.role = "loss"}, tensor<4xf32> {tg.name = "w", tg.role = "param"}) attributes {tg.memory = {transient_bytes = 1024 : i64}} {
+  %e = tg.exp %w {tg.offset = 256 : i64} : tensor<4xf32>
+  %z = tg.constant dense<0.0> : tensor<4xf32>
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
+  %c1 = arith.constant 1 : index
+  %s = scf.for %i = %c0 to %c3 step %c1 iter_args(%acc = %z) -> (tensor<4xf32>) {
+    %n = tg.add %acc, %e {tg.offset = 768 : i64} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    scf.yield %n : tensor<4xf32>
+  } {tg.offset = 512 : i64}
+  %u = tg.sub %w, %s {tg.alias_arg = 0 : i64} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %s, %u : tensor<4xf32>, tensor<4xf32>
+}
