@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <set>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -116,9 +117,9 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
       for (const TensorSpec &s : *list) {
         if (!isPersistentRole(s.role))
           continue;
-        auto it = ex->state_.find(s.name);
-        if (it == ex->state_.end()) {
-          ex->state_.emplace(s.name, Tensor::zeros(s.dtype, s.shape));
+        auto it = ex->slots_.find(s.name);
+        if (it == ex->slots_.end()) {
+          ex->slots_[s.name] = Slot{s.dtype, s.shape, 0, s.byteSize()};
           ex->roles_[s.name] = s.role;
         } else if (it->second.dtype != s.dtype || it->second.shape != s.shape ||
                    ex->roles_[s.name] != s.role) {
@@ -128,6 +129,36 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
                       shapeString(it->second.shape) + " elsewhere");
         }
       }
+  // One block, laid out as the plan's persistent region: train_step's
+  // arguments in order (inputs included), each 256-byte aligned; then any
+  // persistent tensor train_step does not take.
+  {
+    size_t top = 0;
+    auto place = [&](Slot &slot) {
+      slot.offset = top;
+      top += (std::max<size_t>(slot.bytes, 1) + 255) / 256 * 256;
+    };
+    std::set<std::string> placed;
+    if (const EntrySpec *step = ex->manifest_.entry("train_step"))
+      for (const TensorSpec &s : step->args) {
+        if (!isPersistentRole(s.role)) {
+          Slot &in = ex->inputSlots_[s.name];
+          in = Slot{s.dtype, s.shape, 0, s.byteSize()};
+          place(in);
+        } else if (placed.insert(s.name).second) {
+          place(ex->slots_.at(s.name));
+        }
+      }
+    for (auto &[name, slot] : ex->slots_)
+      if (placed.insert(name).second)
+        place(slot);
+    try {
+      ex->persistent_.resize(top);
+    } catch (const std::bad_alloc &) {
+      return fail("cannot allocate " + std::to_string(top) +
+                  " bytes for the parameters and optimizer state");
+    }
+  }
   if (ex->manifest_.entries.empty())
     return ex;
   if (!artifact.has("cpu.so"))
@@ -183,7 +214,7 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
   buffers.reserve(e->args.size() + e->results.size());
   for (const TensorSpec &s : e->args) {
     if (isPersistentRole(s.role)) {
-      buffers.push_back(state_.at(s.name).data());
+      buffers.push_back(data(slots_.at(s.name)));
       continue;
     }
     auto it = inputs.find(s.name);
@@ -200,7 +231,14 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
             dtypeName(s.dtype) + shapeString(s.shape);
       return false;
     }
-    // The ABI passes void*; the compiled code does not write its arguments.
+    // train_step's inputs are staged in their planned place; elsewhere the
+    // ABI passes the caller's buffer (the code does not write inputs).
+    auto staged = inputSlots_.find(s.name);
+    if (e->name == "train_step" && staged != inputSlots_.end()) {
+      std::memcpy(data(staged->second), t.bytes.data(), t.bytes.size());
+      buffers.push_back(data(staged->second));
+      continue;
+    }
     buffers.push_back(const_cast<Tensor &>(t).data());
   }
   if (e->arenaBytes > 0)
@@ -227,7 +265,7 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
     if (e->inplace && isPersistentRole(s.role))
       for (const TensorSpec &a : e->args)
         alias |= a.role == s.role && a.name == s.name;
-    buffers.push_back(alias ? state_.at(s.name).data() : results[i].data());
+    buffers.push_back(alias ? data(slots_.at(s.name)) : results[i].data());
   }
   fn(buffers.data());
   outputs.clear();
@@ -239,7 +277,8 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
     }
     size_t slot = e->args.size() + (e->arenaBytes > 0 ? 1 : 0) + i;
     if (buffers[slot] == results[i].data())
-      std::swap(state_.at(s.name).bytes, results[i].bytes);
+      std::memcpy(data(slots_.at(s.name)), results[i].data(),
+                  results[i].bytes.size());
   }
   return true;
 }
@@ -288,20 +327,38 @@ bool Executor::eval(const TensorMap &inputs, TensorMap &outputs,
 
 bool Executor::setState(const std::string &name, const Tensor &value,
                         std::string &err) {
-  auto it = state_.find(name);
-  if (it == state_.end()) {
+  auto it = slots_.find(name);
+  if (it == slots_.end()) {
     err = "the model has no parameter or state named '" + name + "'";
     return false;
   }
-  if (it->second.dtype != value.dtype || it->second.shape != value.shape ||
-      it->second.bytes.size() != value.bytes.size()) {
+  const Slot &slot = it->second;
+  if (slot.dtype != value.dtype || slot.shape != value.shape ||
+      slot.bytes != value.bytes.size()) {
     err = "'" + name + "' is " + dtypeName(value.dtype) +
           shapeString(value.shape) + " but the model has " +
-          dtypeName(it->second.dtype) + shapeString(it->second.shape);
+          dtypeName(slot.dtype) + shapeString(slot.shape);
     return false;
   }
-  it->second.bytes = value.bytes;
+  std::memcpy(data(slot), value.bytes.data(), slot.bytes);
   return true;
+}
+
+const TensorMap &Executor::state() const {
+  snapshot_.clear();
+  for (const auto &[name, slot] : slots_) {
+    Tensor t;
+    t.dtype = slot.dtype;
+    t.shape = slot.shape;
+    t.bytes.assign(data(slot), data(slot) + slot.bytes);
+    snapshot_.emplace(name, std::move(t));
+  }
+  return snapshot_;
+}
+
+const void *Executor::stateData(const std::string &name) const {
+  auto it = slots_.find(name);
+  return it == slots_.end() ? nullptr : data(it->second);
 }
 
 std::string Executor::roleOf(const std::string &name) const {
@@ -312,8 +369,7 @@ std::string Executor::roleOf(const std::string &name) const {
 Executor::MemoryUse Executor::memoryUse() const {
   MemoryUse use;
   use.arenaBytes = static_cast<int64_t>(arena_.size());
-  for (const auto &[name, t] : state_)
-    use.persistentBytes += static_cast<int64_t>(t.bytes.size());
+  use.persistentBytes = static_cast<int64_t>(persistent_.size());
   if (heapStats_) {
     int64_t stats[3] = {0, 0, 0};
     heapStats_(stats);
@@ -330,10 +386,13 @@ void Executor::resetHeapPeak() {
 }
 
 int64_t Executor::step() const {
-  auto it = state_.find("step");
-  if (it == state_.end() || it->second.numel() != 1)
+  auto it = slots_.find("step");
+  if (it == slots_.end() || it->second.bytes != dtypeSize(it->second.dtype))
     return 0;
-  return static_cast<int64_t>(it->second.at(0));
+  Tensor t;
+  t.dtype = it->second.dtype;
+  t.bytes.assign(data(it->second), data(it->second) + it->second.bytes);
+  return static_cast<int64_t>(t.at(0));
 }
 
 std::vector<TensorSpec> Executor::inputsOf(std::string_view entry) const {
@@ -350,7 +409,7 @@ bool Executor::saveCheckpoint(const std::string &path,
   std::map<std::string, std::string> meta{{"format", "tgc-checkpoint-1"}};
   if (!manifest_.model.empty())
     meta["model"] = manifest_.model;
-  return writeSafetensors(path, state_, err, meta);
+  return writeSafetensors(path, state(), err, meta);
 }
 
 bool Executor::loadCheckpoint(const std::string &path, bool paramsOnly,
@@ -359,7 +418,7 @@ bool Executor::loadCheckpoint(const std::string &path, bool paramsOnly,
   if (!readSafetensors(path, file, err))
     return false;
   for (const auto &[name, t] : file)
-    if (!state_.count(name)) {
+    if (!slots_.count(name)) {
       err = path + ": tensor '" + name +
             "' is not a parameter or state of the model";
       return false;
@@ -377,10 +436,10 @@ bool Executor::loadCheckpoint(const std::string &path, bool paramsOnly,
       continue;
     Tensor value = it->second;
     // Accept a step counter saved as another integer type (e.g. I32).
-    if (role == "step" && value.dtype != state_.at(name).dtype &&
+    const Slot &slot = slots_.at(name);
+    if (role == "step" && value.dtype != slot.dtype &&
         !isFloat(value.dtype) && value.numel() == 1)
-      convertTensor(it->second, state_.at(name).dtype, state_.at(name).shape,
-                    value, err);
+      convertTensor(it->second, slot.dtype, slot.shape, value, err);
     if (!setState(name, value, err)) {
       err = path + ": " + err;
       return false;

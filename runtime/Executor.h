@@ -56,8 +56,12 @@ public:
   /// `eval(inputs)` with the current parameters.
   bool eval(const TensorMap &inputs, TensorMap &outputs, std::string &err);
 
-  /// Parameters, optimizer state and step by name.
-  const TensorMap &state() const { return state_; }
+  /// Parameters, optimizer state and step by name: a copy of the
+  /// persistent block, made by this call (valid until the next one).
+  const TensorMap &state() const;
+  /// Where a persistent tensor lives in the persistent block (stable for
+  /// the executor's lifetime), or nullptr.
+  const void *stateData(const std::string &name) const;
   /// Replaces one persistent tensor; dtype and shape must match.
   bool setState(const std::string &name, const Tensor &value,
                 std::string &err);
@@ -100,7 +104,22 @@ private:
   void *handle_ = nullptr;
   int fd_ = -1;
   std::vector<std::pair<std::string, EntryFn>> fns_;
-  TensorMap state_;
+  /// A tensor's place in the persistent block.
+  struct Slot {
+    DType dtype = DType::F32;
+    std::vector<int64_t> shape;
+    size_t offset = 0, bytes = 0;
+  };
+  uint8_t *data(const Slot &s) { return persistent_.data() + s.offset; }
+  const uint8_t *data(const Slot &s) const {
+    return persistent_.data() + s.offset;
+  }
+  /// Persistent tensors (params, state, step) and train_step's inputs live
+  /// in one allocation, laid out like the plan's persistent region: in
+  /// train_step's argument order, each 256-byte aligned.
+  std::map<std::string, Slot> slots_, inputSlots_;
+  Bytes persistent_;
+  mutable TensorMap snapshot_;
   Bytes arena_; ///< one allocation shared by every planned entry
   void (*heapStats_)(int64_t *) = nullptr;
   void (*heapReset_)() = nullptr;

@@ -185,7 +185,7 @@ TEST_CASE("executor: in-place entries share the state buffer", "[runtime][execut
   std::string err;
   REQUIRE(plain->init(4, err));
   REQUIRE(inplace->init(4, err));
-  const void *before = inplace->state().at("w").data();
+  const void *before = inplace->stateData("w");
   TensorMap in = batch(9);
   double l1, l2;
   for (int i = 0; i < 3; ++i) {
@@ -193,7 +193,7 @@ TEST_CASE("executor: in-place entries share the state buffer", "[runtime][execut
     REQUIRE(inplace->trainStep(in, l2, err));
     CHECK(l1 == l2);
   }
-  CHECK(inplace->state().at("w").data() == before);
+  CHECK(inplace->stateData("w") == before);
   CHECK(plain->state().at("w").bytes == inplace->state().at("w").bytes);
 }
 
@@ -232,7 +232,7 @@ TEST_CASE("executor: load errors", "[runtime][executor]") {
   CHECK(err.rfind("t.tgx: cannot load cpu.so: ", 0) == 0);
 }
 
-TEST_CASE("executor: buffers are aligned and reused between steps", "[runtime][executor]") {
+TEST_CASE("executor: the state lives in one aligned block", "[runtime][executor]") {
   std::unique_ptr<Artifact> a;
   auto ex = loadTiny(a);
   std::string err;
@@ -242,11 +242,14 @@ TEST_CASE("executor: buffers are aligned and reused between steps", "[runtime][e
   std::vector<const void *> seen;
   for (int i = 0; i < 4; ++i) {
     REQUIRE(ex->trainStep(in, loss, err));
-    seen.push_back(ex->state().at("w").data());
+    seen.push_back(ex->stateData("w"));
     CHECK(reinterpret_cast<uintptr_t>(seen.back()) % 64 == 0);
   }
-  // Double buffering: the state alternates between two buffers.
-  CHECK(seen[0] != seen[1]);
-  CHECK(seen[0] == seen[2]);
-  CHECK(seen[1] == seen[3]);
+  // One persistent block: the state stays where it is; results of an entry
+  // that is not in-place are copied back into it.
+  CHECK(seen[0] == seen[1]);
+  CHECK(seen[0] == seen[3]);
+  Executor::MemoryUse use = ex->memoryUse();
+  CHECK(use.persistentBytes % 256 == 0);
+  CHECK(use.persistentBytes >= 256);
 }

@@ -343,21 +343,17 @@ const TensorSpec *logitsSpec(const EntrySpec &eval) {
 }
 
 /// One line: the plan's memory of train_step (from the manifest) next to
-/// what this process measured around the steps it ran. Persistent tensors
-/// and inputs are counted as the plan lays them out (256-byte aligned).
-void printMemory(const Executor &ex, const TensorMap &inputs) {
-  auto align = [](int64_t n) { return (std::max<int64_t>(n, 1) + 255) / 256 * 256; };
+/// what this process measured around the steps it ran: the runtime's two
+/// allocations (the persistent block with parameters, optimizer state and
+/// the staged batch; the arena) and the code's own allocations.
+void printMemory(const Executor &ex) {
   const Json &plan = ex.manifest().memory;
   auto planned = [&](const char *key) -> int64_t {
     const Json *v = plan.isObject() ? plan.get(key) : nullptr;
     return v && v->isInt() ? v->asInt() : -1;
   };
   Executor::MemoryUse use = ex.memoryUse();
-  int64_t persistent = 0;
-  for (const auto &[name, t] : ex.state())
-    persistent += align(static_cast<int64_t>(t.bytes.size()));
-  for (const auto &[name, t] : inputs)
-    persistent += align(static_cast<int64_t>(t.bytes.size()));
+  int64_t persistent = use.persistentBytes;
   int64_t measured = persistent + use.arenaBytes + use.heapPeakBytes;
   std::printf("memory: planned peak %" PRId64 " (persistent %" PRId64
               ", arena %" PRId64 "); measured %" PRId64 " (persistent %" PRId64
@@ -428,7 +424,7 @@ int train(const Options &o) {
       if (!src.train(inputs, i * B, batch, err) || !ex->trainStep(batch, loss, err))
         die(err);
       if (first)
-        printMemory(*ex, batch);
+        printMemory(*ex);
       if (!std::isfinite(loss))
         die("the loss is " + std::to_string(loss) + " at step " +
             std::to_string(ex->step()) + " (diverged)");
@@ -556,7 +552,7 @@ int crossCheck(const Options &o) {
         std::printf("step %" PRId64 " loss %.9g\n", i, loss);
     }
     if (o.memory)
-      printMemory(*ex, in);
+      printMemory(*ex);
   }
   if (!o.saveParams.empty()) {
     TensorMap params;
