@@ -17,7 +17,10 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Transforms/Utils/CodeExtractor.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
@@ -209,6 +212,44 @@ void memrefCopy(int64_t elemSize, tgx_unranked_memref *src,
 }
 )C";
 
+/// Moves each top-level loop nest of a long function into a function of its
+/// own (never inlined back). A training step lowers to one function of
+/// thousands of sequential loop nests, and LLVM's ScalarEvolution walks the
+/// chain of blocks above each loop when it asks whether a loop is guarded:
+/// quadratic in the function's length (a 2-layer GPT: ~2 minutes at -O1
+/// or -O3). Outlined, every query stays within one op's loops. Returns the
+/// number of loops outlined.
+unsigned outlineLoopNests(llvm::Module &module, unsigned minLoops) {
+  unsigned outlined = 0;
+  SmallVector<llvm::Function *> functions;
+  for (llvm::Function &f : module)
+    if (!f.isDeclaration())
+      functions.push_back(&f);
+  for (llvm::Function *f : functions) {
+    llvm::DominatorTree dt(*f);
+    llvm::LoopInfo loops(dt);
+    SmallVector<SmallVector<llvm::BasicBlock *>> nests;
+    for (llvm::Loop *loop : loops)
+      nests.emplace_back(loop->blocks().begin(), loop->blocks().end());
+    if (nests.size() < minLoops)
+      continue;
+    for (auto &blocks : nests) {
+      llvm::CodeExtractor extractor(blocks, &dt, /*AggregateArgs=*/false,
+                                    nullptr, nullptr, nullptr,
+                                    /*AllowVarArgs=*/false,
+                                    /*AllowAlloca=*/false, nullptr, "nest");
+      if (!extractor.isEligible())
+        continue;
+      llvm::CodeExtractorAnalysisCache cache(*f);
+      if (llvm::Function *nest = extractor.extractCodeRegion(cache)) {
+        nest->addFnAttr(llvm::Attribute::NoInline);
+        ++outlined;
+      }
+    }
+  }
+  return outlined;
+}
+
 /// Finds a program: PATH first, then Debian's versioned names.
 std::string findProgram(ArrayRef<StringRef> names) {
   for (StringRef n : names)
@@ -298,6 +339,8 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
       llvm::Reloc::PIC_));
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(llvm::Triple(triple));
+  if (opts.optLevel > 0)
+    outlineLoopNests(*llvmModule, /*minLoops=*/64);
   if (auto err = makeOptimizingTransformer(std::min(opts.optLevel, 3u), 0, machine.get())(llvmModule.get())) {
     error = "LLVM optimisation failed: " + llvm::toString(std::move(err));
     return failure();
