@@ -262,7 +262,8 @@ std::string findProgram(ArrayRef<StringRef> names) {
 
 FailureOr<std::string>
 mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
-                               const CpuObjectOptions &opts) {
+                               const CpuObjectOptions &opts,
+                               std::map<std::string, int64_t> *arenaBytes) {
   static std::once_flag initTarget;
   std::call_once(initTarget, [] {
     llvm::InitializeNativeTarget();
@@ -306,6 +307,18 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
   if (failed(pm.run(*lowered))) {
     error = "lowering to the CPU failed (see the diagnostics above)";
     return failure();
+  }
+  // The arena grew by the ops' scratch (tg-plan-scratch): its descriptor
+  // takes the final size.
+  auto sizes = (*lowered)->getAttrOfType<DictionaryAttr>("tgc.arena_bytes");
+  for (auto &[name, shapes] : entries) {
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    auto size = sizes ? sizes.getAs<IntegerAttr>(name) : IntegerAttr();
+    if (!size)
+      continue;
+    shapes[fn.getNumArguments()] = {size.getInt()};
+    if (arenaBytes)
+      (*arenaBytes)[name] = size.getInt();
   }
   for (auto &[name, shapes] : entries) {
     SmallVector<int64_t> ranks;

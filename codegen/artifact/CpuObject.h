@@ -9,6 +9,7 @@
 #ifndef TGC_CODEGEN_ARTIFACT_CPUOBJECT_H
 #define TGC_CODEGEN_ARTIFACT_CPUOBJECT_H
 
+#include <map>
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
@@ -24,9 +25,13 @@ struct CpuObjectOptions {
   /// LLVM optimisation level of the generated code (0-3).
   unsigned optLevel = 3;
 };
-FailureOr<std::string> buildCpuSharedObject(ModuleOp module,
-                                            std::string &error,
-                                            const CpuObjectOptions &opts = {});
+/// `arenaBytes`, if given, receives each planned entry's arena size: the
+/// plan's transient bytes plus the scratch the backend placed after them
+/// (tg-plan-scratch).
+FailureOr<std::string>
+buildCpuSharedObject(ModuleOp module, std::string &error,
+                     const CpuObjectOptions &opts = {},
+                     std::map<std::string, int64_t> *arenaBytes = nullptr);
 
 } // namespace mlir::tg
 

@@ -189,8 +189,12 @@ struct BindArenaPass final
       if (*bytes > 0) {
         auto type = MemRefType::get({*bytes}, IntegerType::get(&getContext(), 8));
         unsigned index = fn.getNumArguments();
-        if (failed(fn.insertArgument(index, type, DictionaryAttr(),
-                                     fn.getLoc())))
+        auto marker = NamedAttribute(
+            StringAttr::get(&getContext(), tg::cpu::kArenaArgAttr),
+            UnitAttr::get(&getContext()));
+        if (failed(fn.insertArgument(
+                index, type, DictionaryAttr::get(&getContext(), {marker}),
+                fn.getLoc())))
           return signalPassFailure();
         arena = fn.getArgument(index);
       }

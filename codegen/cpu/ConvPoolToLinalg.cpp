@@ -81,10 +81,11 @@ Value mergeGroups(OpBuilder &b, Location loc, Value v, int64_t dim) {
   return tensor::CollapseShapeOp::create(b, loc, v, re);
 }
 
-/// Sum-of-products contraction `out += a * b` over `maps` (a, b, out).
-Value contract(OpBuilder &b, Location loc, Value lhs, Value rhs,
-               ArrayRef<int64_t> outShape, ArrayRef<AffineMap> maps,
-               unsigned parallel, unsigned reduction) {
+/// Sum-of-products contraction `out += a * b` over `maps` (a, b, out) into
+/// a zero-filled tensor of `outShape`.
+Value contractInto(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                   ArrayRef<int64_t> outShape, ArrayRef<AffineMap> maps,
+                   unsigned parallel, unsigned reduction) {
   Type acc = elementType(lhs);
   Value init = filledTensor(b, loc, outShape, acc, 0);
   return linalg::GenericOp::create(
@@ -121,12 +122,24 @@ struct Conv2dLowering final : OpConversionPattern<Conv2dOp> {
     int64_t g = op.getGroups();
     ArrayRef<int64_t> s = op.getStride(), dl = op.getDilation();
     ArrayRef<int64_t> out = type.getShape();
-    Value x = splitGroups(rw, loc, padded(rw, loc, adaptor.getInput(),
-                                          op.getPadding(), 0), 1, g);
-    Value w = splitGroups(rw, loc,
-                          convertTensor(rw, loc, adaptor.getWeight(),
-                                        computeType(type.getElementType())),
-                          0, g);
+    Value xp = padded(rw, loc, adaptor.getInput(), op.getPadding(), 0);
+    Value wc = convertTensor(rw, loc, adaptor.getWeight(),
+                             computeType(type.getElementType()));
+    if (g == 1) {
+      // Ungrouped: 4-D maps, so the result is the contraction's own
+      // buffer. Loops: n oc y x | ic i j.
+      Loops L{rw.getContext(), 7};
+      SmallVector<AffineMap> maps = {
+          L.map({L.d(0), L.d(4), L.d(2) * s[0] + L.d(5) * dl[0],
+                 L.d(3) * s[1] + L.d(6) * dl[1]}),
+          L.map({L.d(1), L.d(4), L.d(5), L.d(6)}),
+          L.map({L.d(0), L.d(1), L.d(2), L.d(3)})};
+      Value r = contractInto(rw, loc, xp, wc, out, maps, 4, 3);
+      rw.replaceOp(op, convertTensor(rw, loc, r, type.getElementType()));
+      return success();
+    }
+    Value x = splitGroups(rw, loc, xp, 1, g);
+    Value w = splitGroups(rw, loc, wc, 0, g);
     // Loops: n g og y x | ic i j.
     Loops L{rw.getContext(), 8};
     SmallVector<AffineMap> maps = {
@@ -134,8 +147,8 @@ struct Conv2dLowering final : OpConversionPattern<Conv2dOp> {
                L.d(4) * s[1] + L.d(7) * dl[1]}),
         L.map({L.d(1), L.d(2), L.d(5), L.d(6), L.d(7)}),
         L.map({L.d(0), L.d(1), L.d(2), L.d(3), L.d(4)})};
-    Value r = contract(rw, loc, x, w, {out[0], g, out[1] / g, out[2], out[3]},
-                       maps, 5, 3);
+    Value r = contractInto(rw, loc, x, w,
+                           {out[0], g, out[1] / g, out[2], out[3]}, maps, 5, 3);
     rw.replaceOp(op, convertTensor(rw, loc, mergeGroups(rw, loc, r, 1),
                                    type.getElementType()));
     return success();
@@ -155,12 +168,23 @@ struct Conv2dGradWeightLowering final
     int64_t g = op.getGroups();
     ArrayRef<int64_t> s = op.getStride(), dl = op.getDilation();
     ArrayRef<int64_t> wt = type.getShape();
-    Value x = splitGroups(rw, loc, padded(rw, loc, adaptor.getInput(),
-                                          op.getPadding(), 0), 1, g);
-    Value gr = splitGroups(rw, loc,
-                           convertTensor(rw, loc, adaptor.getGrad(),
-                                         computeType(type.getElementType())),
-                           1, g);
+    Value xp = padded(rw, loc, adaptor.getInput(), op.getPadding(), 0);
+    Value gc = convertTensor(rw, loc, adaptor.getGrad(),
+                             computeType(type.getElementType()));
+    if (g == 1) {
+      // Loops: oc ic i j | n y x.
+      Loops L{rw.getContext(), 7};
+      SmallVector<AffineMap> maps = {
+          L.map({L.d(4), L.d(1), L.d(5) * s[0] + L.d(2) * dl[0],
+                 L.d(6) * s[1] + L.d(3) * dl[1]}),
+          L.map({L.d(4), L.d(0), L.d(5), L.d(6)}),
+          L.map({L.d(0), L.d(1), L.d(2), L.d(3)})};
+      Value r = contractInto(rw, loc, xp, gc, wt, maps, 4, 3);
+      rw.replaceOp(op, convertTensor(rw, loc, r, type.getElementType()));
+      return success();
+    }
+    Value x = splitGroups(rw, loc, xp, 1, g);
+    Value gr = splitGroups(rw, loc, gc, 1, g);
     // Loops: g og ic i j | n y x.
     Loops L{rw.getContext(), 8};
     SmallVector<AffineMap> maps = {
@@ -168,8 +192,8 @@ struct Conv2dGradWeightLowering final
                L.d(7) * s[1] + L.d(4) * dl[1]}),
         L.map({L.d(5), L.d(0), L.d(1), L.d(6), L.d(7)}),
         L.map({L.d(0), L.d(1), L.d(2), L.d(3), L.d(4)})};
-    Value r = contract(rw, loc, x, gr, {g, wt[0] / g, wt[1], wt[2], wt[3]},
-                       maps, 5, 3);
+    Value r = contractInto(rw, loc, x, gr,
+                           {g, wt[0] / g, wt[1], wt[2], wt[3]}, maps, 5, 3);
     rw.replaceOp(op, convertTensor(rw, loc, mergeGroups(rw, loc, r, 0),
                                    type.getElementType()));
     return success();
@@ -276,7 +300,11 @@ struct Conv2dGradInputLowering final
 /// A [KH, KW] tensor whose only use is to give the window loops their
 /// extent.
 Value windowShape(OpBuilder &b, Location loc, ArrayRef<int64_t> kernel) {
-  return emptyTensor(b, loc, {kernel[0], kernel[1]}, b.getF32Type());
+  // A constant, not an empty tensor: it becomes a read-only global instead
+  // of an allocation per call.
+  auto type = RankedTensorType::get({kernel[0], kernel[1]}, b.getF32Type());
+  return arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(0.0f)));
 }
 
 /// Pooling forward: loops (n, c, y, x | i, j) over the padded input.

@@ -28,6 +28,9 @@ namespace mlir::tg::cpu {
 #define GEN_PASS_DECL
 #include "codegen/cpu/Passes.h.inc"
 
+/// The argument attribute tg-bind-arena puts on the arena it appends.
+inline constexpr llvm::StringLiteral kArenaArgAttr = "tgc.arena";
+
 /// Conversion patterns of tg-convert-to-linalg, one populator per op family
 /// (each in the .cpp named after it). Composite ops are not covered: run
 /// tg::populateDecomposeCompositesPatterns first.

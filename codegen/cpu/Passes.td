@@ -82,6 +82,23 @@ def BindArenaPass : Pass<"tg-bind-arena", "::mlir::ModuleOp"> {
   ];
 }
 
+def PlanScratchPass : Pass<"tg-plan-scratch", "::mlir::ModuleOp"> {
+  let summary = "Place the buffers ops still allocate in the arena";
+  let description = [{
+    Runs after bufferization on functions with an arena argument (from
+    tg-bind-arena). Each remaining static `memref.alloc` is scratch of one
+    op's lowering (a padded input, argmax indices); their lifetimes over the
+    function's ops are planned with best fit into a region appended to the
+    arena, and each becomes a `memref.view` of it. The arena argument grows
+    accordingly and the module attribute `tgc.arena_bytes` records every
+    function's arena size. Buffers that escape (returned, yielded, passed to
+    a call) stay allocations.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"
+  ];
+}
+
 def MarkEntryPointsPass : Pass<"tg-mark-entry-points", "::mlir::ModuleOp"> {
   let summary = "Give the entry points a C interface and read-only arguments";
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];

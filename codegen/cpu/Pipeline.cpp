@@ -71,6 +71,8 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createCanonicalizerPass());
+  if (options.arena)
+    pm.addPass(createPlanScratchPass());
   if (options.deallocate)
     bufferization::buildBufferDeallocationPipeline(pm);
   if (options.blas)

@@ -221,22 +221,37 @@ bool tgc::writeArtifactFile(ModuleOp module, const tg::MemoryPlan &reported,
         stepPlan = std::move(p);
     }
   const tg::MemoryPlan &plan = succeeded(stepPlan) ? *stepPlan : reported;
+  // Code first: the backend adds the ops' scratch to each arena.
+  std::string error;
+  std::map<std::string, int64_t> arenas;
+  FailureOr<std::string> so =
+      tg::buildCpuSharedObject(module, error, cpu, &arenas);
+  if (failed(so)) {
+    llvm::errs() << "tgc: error: " << error << "\n";
+    return false;
+  }
+  int64_t scratch = 0;
+  if (arenas.count("train_step"))
+    scratch = arenas["train_step"] - plan.transientBytes;
   llvm::json::Object memory{
       {"params_bytes", plan.bytesOf(tg::BufferKind::Param)},
       {"grads_bytes", plan.bytesOf(tg::BufferKind::Gradient)},
       {"optimizer_bytes", plan.bytesOf(tg::BufferKind::Optimizer)},
       {"activations_bytes", plan.bytesOf(tg::BufferKind::Activation)},
-      {"workspace_bytes", plan.bytesOf(tg::BufferKind::Workspace)},
-      {"peak_bytes", plan.peakBytes()},
+      {"workspace_bytes", plan.bytesOf(tg::BufferKind::Workspace) + scratch},
+      {"scratch_bytes", scratch},
+      {"peak_bytes", plan.peakBytes() + scratch},
       {"lower_bound_bytes", plan.persistentBytes + plan.lowerBoundBytes},
       {"persistent_bytes", plan.persistentBytes},
-      {"transient_bytes", plan.transientBytes}};
+      {"transient_bytes", plan.transientBytes + scratch}};
   FailureOr<llvm::json::Object> manifest = tg::buildManifest(module, &memory);
   if (failed(manifest))
     return false;
-  std::string error;
-  FailureOr<std::string> so = tg::buildCpuSharedObject(module, error, cpu);
-  if (failed(so) || !tg::writeArtifact(*manifest, *so, "", path, error)) {
+  if (auto *entries = manifest->getObject("entries"))
+    for (auto &[name, size] : arenas)
+      if (auto *entry = entries->getObject(name))
+        (*entry)["arena_bytes"] = size;
+  if (!tg::writeArtifact(*manifest, *so, "", path, error)) {
     llvm::errs() << "tgc: error: " << error << "\n";
     return false;
   }

@@ -8,7 +8,7 @@
 
 // CHECK-LABEL: func.func @step(
 // CHECK-SAME: %[[W:[a-z0-9_]+]]: tensor<4xf32> {bufferization.writable = true, tg.name = "w", tg.role = "param"}
-// CHECK-SAME: %[[ARENA:[a-z0-9_]+]]: memref<1024xi8>)
+// CHECK-SAME: %[[ARENA:[a-z0-9_]+]]: memref<1024xi8> {tgc.arena})
 // CHECK: %[[C256:[a-z0-9_]+]] = arith.constant 256 : index
 // CHECK: %[[V:[a-z0-9_]+]] = memref.view %[[ARENA]][%[[C256]]][] : memref<1024xi8> to memref<4xf32>
 // CHECK: %[[D:[a-z0-9_]+]] = bufferization.to_tensor %[[V]] restrict writable
