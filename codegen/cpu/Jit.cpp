@@ -162,6 +162,12 @@ JitModule::compile(ModuleOp module, const CpuPipelineOptions &options,
   buildCpuPipeline(pm, opts);
   if (failed(pm.run(*lowered)))
     return failure();
+  if (auto sizes =
+          (*lowered)->getAttrOfType<DictionaryAttr>("tgc.arena_bytes"))
+    for (NamedAttribute size : sizes)
+      if (jit->signatures.count(size.getName().strref()))
+        jit->signatures[size.getName().strref()].arenaBytes =
+            cast<IntegerAttr>(size.getValue()).getInt();
 
   // The host's target machine, so that LLVM's vectorisers know the vector
   // width (without it the cost model assumes scalar code).
@@ -210,9 +216,14 @@ std::vector<int64_t> descriptor(HostTensor &t) {
 }
 } // namespace
 
+int64_t JitModule::arenaBytes(StringRef function) const {
+  auto it = signatures.find(function);
+  return it == signatures.end() ? 0 : it->second.arenaBytes;
+}
+
 FailureOr<std::vector<HostTensor>>
 JitModule::run(StringRef function, ArrayRef<HostTensor> args,
-               std::string *error) {
+               std::string *error, uint8_t poison) {
   auto fail = [&](const Twine &message) -> FailureOr<std::vector<HostTensor>> {
     if (error)
       *error = message.str();
@@ -234,12 +245,26 @@ JitModule::run(StringRef function, ArrayRef<HostTensor> args,
                   "' does not match its type");
     buffers.push_back(arg);
   }
+  // The arena: an i8 buffer, 256-byte aligned like the runtime's.
+  size_t first = buffers.size();
+  if (sig.arenaBytes > 0) {
+    HostTensor arena;
+    arena.shape = {sig.arenaBytes + 256};
+    arena.type = HostType::I1; // one byte per element
+    arena.bytes.assign(sig.arenaBytes + 256, poison);
+    buffers.push_back(std::move(arena));
+  }
   for (const HostTensor &r : sig.results)
     buffers.push_back(HostTensor::zeros(r.shape, r.type));
 
   std::vector<std::vector<int64_t>> descs;
   for (HostTensor &b : buffers)
     descs.push_back(descriptor(b));
+  if (sig.arenaBytes > 0) {
+    auto base = reinterpret_cast<int64_t>(buffers[first].bytes.data());
+    int64_t aligned = (base + 255) / 256 * 256;
+    descs[first] = {aligned, aligned, 0, sig.arenaBytes, 1};
+  }
   std::vector<void *> pointers, slots;
   for (auto &d : descs)
     pointers.push_back(d.data());
@@ -248,5 +273,6 @@ JitModule::run(StringRef function, ArrayRef<HostTensor> args,
   if (llvm::Error err =
           engine->invokePacked(("_mlir_ciface_" + function).str(), slots))
     return fail(llvm::toString(std::move(err)));
-  return std::vector<HostTensor>(buffers.begin() + args.size(), buffers.end());
+  size_t results = args.size() + (sig.arenaBytes > 0 ? 1 : 0);
+  return std::vector<HostTensor>(buffers.begin() + results, buffers.end());
 }

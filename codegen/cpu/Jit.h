@@ -66,14 +66,20 @@ public:
 
   /// Calls `function` on `args` (checked against its signature) and returns
   /// its results. Arguments are copied, so the callee may update its
-  /// buffers in place without touching the caller's.
+  /// buffers in place without touching the caller's. A planned function
+  /// (compiled with options.arena) gets a fresh arena, filled with `poison`
+  /// bytes so that a value read before it is written shows.
   FailureOr<std::vector<HostTensor>> run(StringRef function,
                                          ArrayRef<HostTensor> args,
-                                         std::string *error = nullptr);
+                                         std::string *error = nullptr,
+                                         uint8_t poison = 0xff);
+  /// Bytes of `function`'s arena (0: it has none).
+  int64_t arenaBytes(StringRef function) const;
 
 private:
   struct Signature {
     std::vector<HostTensor> args, results; // shapes and types, no storage
+    int64_t arenaBytes = 0; ///< planned functions (options.arena) take one
   };
   JitModule() = default;
   std::unique_ptr<ExecutionEngine> engine;

@@ -62,16 +62,28 @@ func.func @forward(%x: tensor<2x2x8x8xf32> {tg.name = "images", tg.role = "input
 /// Builds the training module of `model`, then runs @init and `steps`
 /// @train_step calls on the JIT and on the reference, each side feeding its
 /// own results back (both start from the reference's initial state).
-void checkTraining(llvm::StringRef model, double classes, int steps) {
+/// With `arena`, the composites are decomposed and @train_step is planned
+/// first, and the JIT runs it in the planned arena (poisoned between
+/// calls): the code artifacts run, checked against the same reference.
+void checkTraining(llvm::StringRef model, double classes, int steps,
+                   bool arena = false) {
   Harness h;
   h.parse(model);
   mlir::PassManager pm(&h.ctx);
   pm.addPass(mlir::tg::createBuildTrainStepPass());
+  if (arena) {
+    pm.addPass(mlir::tg::createDecomposeCompositesPass());
+    pm.addPass(mlir::tg::createPlanMemoryPass());
+  }
   {
     INFO(h.diagnostics);
     REQUIRE(mlir::succeeded(pm.run(*h.module)));
   }
-  auto jit = h.compile();
+  mlir::tg::cpu::CpuPipelineOptions options;
+  options.arena = arena;
+  auto jit = h.compile(options);
+  if (arena)
+    CHECK(jit->arenaBytes("train_step") > 0);
 
   Tensor seed = Tensor::fromValues({}, DType::I64, {1234});
   std::vector<Tensor> refState = h.reference({seed}, "init");
@@ -125,4 +137,19 @@ TEST_CASE("one-layer GPT: two train steps match the reference",
   auto buffer = llvm::MemoryBuffer::getFile(TGC_CPU_TEST_INPUTS "/gpt-tiny.mlir");
   REQUIRE(buffer);
   checkTraining((*buffer)->getBuffer(), 32, 2);
+}
+
+TEST_CASE("the planned arena: CNN, MLP (accumulated) and GPT train steps match "
+          "the reference",
+          "[cpu][train][arena]") {
+  SECTION("CNN") { checkTraining(kCnn, 3, 3, true); }
+  SECTION("MLP, two accumulated micro-batches") {
+    checkTraining(kMlp, 3, 3, true);
+  }
+  SECTION("one-layer GPT, bf16") {
+    auto buffer =
+        llvm::MemoryBuffer::getFile(TGC_CPU_TEST_INPUTS "/gpt-tiny.mlir");
+    REQUIRE(buffer);
+    checkTraining((*buffer)->getBuffer(), 32, 2, true);
+  }
 }
