@@ -53,13 +53,20 @@ std::unique_ptr<Model> Model::compileGraph(Builder &builder,
     error = "the graph does not verify: " + diagnostics;
     return nullptr;
   }
+  // As for artifacts: composites decomposed, @train_step planned, and its
+  // code keeps every intermediate in the planned arena.
   PassManager pm(ctx.get());
-  tg::buildTrainingPipeline(pm, {});
+  tg::TrainingPipelineOptions training;
+  training.decompose = true;
+  training.planMemory = true;
+  tg::buildTrainingPipeline(pm, training);
   if (failed(pm.run(*module))) {
     error = "building the training step failed: " + diagnostics;
     return nullptr;
   }
-  auto compiled = tg::cpu::JitModule::compile(*module);
+  tg::cpu::CpuPipelineOptions cpu;
+  cpu.arena = true;
+  auto compiled = tg::cpu::JitModule::compile(*module, cpu);
   if (failed(compiled)) {
     error = "JIT compilation failed: " + diagnostics;
     return nullptr;
