@@ -5,6 +5,7 @@ set -euo pipefail
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 bash "$here/memory.sh" "$build"
+bash "$here/memory_measured.sh" "$build"
 if [[ -x "$here/cpu_train_step.sh" ]]; then
   bash "$here/cpu_train_step.sh" "$build"
 fi
