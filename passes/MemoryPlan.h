@@ -51,7 +51,14 @@ struct MemoryPlan {
   /// Transient bytes live at the worst moment of the schedule, by kind.
   std::map<BufferKind, int64_t> peakByKind;
 
-  int64_t peakBytes() const { return persistentBytes + transientBytes; }
+  /// Scratch that a backend's lowering of single ops needs (padded conv
+  /// inputs, argmax indices), placed after the transient region; 0 until a
+  /// backend reports it (tgc fills it in for the CPU).
+  int64_t scratchBytes = 0;
+
+  int64_t peakBytes() const {
+    return persistentBytes + transientBytes + scratchBytes;
+  }
   /// Bytes of `kind` in the report: persistent kinds in full, transient
   /// kinds (gradients, activations, workspace) as live at the worst moment,
   /// so that the rows add up to the lower bound.

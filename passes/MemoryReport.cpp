@@ -59,6 +59,8 @@ void mlir::tg::printMemoryTable(const MemoryPlan &plan, llvm::raw_ostream &os) {
   row("inputs", plan.bytesOf(BufferKind::Input));
   row("activations", plan.bytesOf(BufferKind::Activation));
   row("workspace", plan.bytesOf(BufferKind::Workspace));
+  if (plan.scratchBytes)
+    row("op scratch (cpu)", plan.scratchBytes);
   row("peak (planned arena)", plan.peakBytes());
   row("lower bound", plan.persistentBytes + plan.lowerBoundBytes);
   row("naive (no reuse)", plan.persistentBytes + plan.naiveBytes);
@@ -90,6 +92,7 @@ void mlir::tg::printMemoryJson(const MemoryPlan &plan, llvm::raw_ostream &os) {
       {"workspace_bytes", plan.bytesOf(BufferKind::Workspace)},
       {"persistent_bytes", plan.persistentBytes},
       {"transient_bytes", plan.transientBytes},
+      {"scratch_bytes", plan.scratchBytes},
       {"peak_bytes", plan.peakBytes()},
       {"lower_bound_bytes", plan.persistentBytes + plan.lowerBoundBytes},
       {"naive_bytes", plan.persistentBytes + plan.naiveBytes},

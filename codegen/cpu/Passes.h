@@ -62,6 +62,10 @@ struct CpuPipelineOptions {
   /// Allocations call _mlir_memref_to_llvm_alloc/_aligned_alloc/_free (the
   /// artifact's support code counts them) instead of malloc and free.
   bool genericAllocations = false;
+  /// Stop after tg-plan-scratch (with `arena`): enough to learn each
+  /// planned function's final arena size (module attribute
+  /// tgc.arena_bytes) without lowering to LLVM.
+  bool stopAfterScratch = false;
 };
 
 /// tg on tensors → LLVM dialect: decompose, convert to linalg, canonicalize,

@@ -73,6 +73,8 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   if (options.arena)
     pm.addPass(createPlanScratchPass());
+  if (options.arena && options.stopAfterScratch)
+    return;
   if (options.deallocate)
     bufferization::buildBufferDeallocationPipeline(pm);
   if (options.blas)

@@ -8,6 +8,7 @@
 #include "dialects/TGDialect.h"
 #include "codegen/artifact/CpuObject.h"
 #include "codegen/artifact/Manifest.h"
+#include "codegen/cpu/Passes.h"
 #include "dialects/TGOps.h"
 #include "passes/Pipelines.h"
 
@@ -95,6 +96,30 @@ FailureOr<tg::MemoryPlan> tgc::planTraining(ModuleOp module, bool remat) {
     return failure();
   auto step = copy->lookupSymbol<func::FuncOp>("train_step");
   return tg::planMemory(step, {});
+}
+
+FailureOr<int64_t> tgc::cpuScratchBytes(ModuleOp module, bool remat) {
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
+  if (!copy->lookupSymbol("train_step") && !buildTraining(*copy, remat))
+    return failure();
+  auto step = copy->lookupSymbol<func::FuncOp>("train_step");
+  FailureOr<tg::MemoryPlan> plan = tg::planMemory(step, {});
+  if (failed(plan))
+    return failure();
+  DialectRegistry registry;
+  tg::cpu::registerCpuDialects(registry);
+  copy->getContext()->appendDialectRegistry(registry);
+  PassManager pm(copy->getContext());
+  tg::cpu::CpuPipelineOptions options;
+  options.arena = true;
+  options.stopAfterScratch = true;
+  options.entryPoints = {"train_step"};
+  tg::cpu::buildCpuPipeline(pm, options);
+  if (failed(pm.run(*copy)))
+    return failure();
+  auto sizes = (*copy)->getAttrOfType<DictionaryAttr>("tgc.arena_bytes");
+  auto size = sizes ? sizes.getAs<IntegerAttr>("train_step") : IntegerAttr();
+  return size ? size.getInt() - plan->transientBytes : 0;
 }
 
 namespace {
@@ -238,9 +263,9 @@ bool tgc::writeArtifactFile(ModuleOp module, const tg::MemoryPlan &reported,
       {"grads_bytes", plan.bytesOf(tg::BufferKind::Gradient)},
       {"optimizer_bytes", plan.bytesOf(tg::BufferKind::Optimizer)},
       {"activations_bytes", plan.bytesOf(tg::BufferKind::Activation)},
-      {"workspace_bytes", plan.bytesOf(tg::BufferKind::Workspace) + scratch},
+      {"workspace_bytes", plan.bytesOf(tg::BufferKind::Workspace)},
       {"scratch_bytes", scratch},
-      {"peak_bytes", plan.peakBytes() + scratch},
+      {"peak_bytes", plan.persistentBytes + plan.transientBytes + scratch},
       {"lower_bound_bytes", plan.persistentBytes + plan.lowerBoundBytes},
       {"persistent_bytes", plan.persistentBytes},
       {"transient_bytes", plan.transientBytes + scratch}};

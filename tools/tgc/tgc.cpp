@@ -306,6 +306,11 @@ int main(int argc, char **argv) {
   if (opts.report == DriverOptions::Report::Params)
     printParams(builder->graph(), out.os());
   if (opts.report == DriverOptions::Report::Memory) {
+    // The report is the CPU artifact's: its ops' scratch included.
+    mlir::FailureOr<int64_t> scratch = tgc::cpuScratchBytes(*module, fit->remat);
+    if (mlir::failed(scratch))
+      return 1;
+    fit->plan.scratchBytes = *scratch;
     if (opts.format == DriverOptions::Format::Json)
       mlir::tg::printMemoryJson(fit->plan, out.os());
     else if (opts.format == DriverOptions::Format::Svg)
