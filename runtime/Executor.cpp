@@ -152,6 +152,12 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
     for (auto &[name, slot] : ex->slots_)
       if (placed.insert(name).second)
         place(slot);
+    long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && pageSize > 0 && double(top) > double(pages) * pageSize)
+      return fail("the parameters and optimizer state need " +
+                  std::to_string(top) + " bytes, more than this machine's " +
+                  std::to_string(int64_t(double(pages) * pageSize)) +
+                  " bytes of memory");
     try {
       ex->persistent_.resize(top);
     } catch (const std::bad_alloc &) {
@@ -175,10 +181,22 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
                   e.name + "'");
     ex->fns_.emplace_back(e.name, reinterpret_cast<EntryFn>(p));
   }
-  // One arena for every planned entry (they never run at once).
+  // One arena for every planned entry (they never run at once). A size
+  // beyond this machine's memory is a clear error, not an OOM kill while
+  // the block is zeroed.
   int64_t arena = 0;
   for (const EntrySpec &e : ex->manifest_.entries)
     arena = std::max(arena, e.arenaBytes);
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  double physical = pages > 0 && pageSize > 0 ? double(pages) * pageSize : 0;
+  double wanted = double(arena) + double(ex->persistent_.size());
+  if (physical > 0 && wanted > physical)
+    return fail("the model needs " + std::to_string(int64_t(wanted)) +
+                " bytes (arena " + std::to_string(arena) +
+                ", parameters and state " +
+                std::to_string(ex->persistent_.size()) +
+                "), more than this machine's " +
+                std::to_string(int64_t(physical)) + " bytes of memory");
   try {
     ex->arena_.resize(static_cast<size_t>(arena));
   } catch (const std::bad_alloc &) {

@@ -222,6 +222,17 @@ TEST_CASE("executor: load errors", "[runtime][executor]") {
   std::string mismatch = m, b = R"("name": "b", "role": "param", "dtype": "f32", "shape": [10])";
   mismatch.replace(mismatch.find(b, mismatch.find("train_step")) + b.size() - 3, 2, "11");
   CHECK(load(mismatch) == "t.tgx: manifest: train_step: param 'b' is f32[11] here but f32[10] elsewhere");
+  for (const char *arena : {"-1", "\"big\"", "1.5", "2199023255552"}) {
+    std::string bad = m;
+    bad.replace(bad.find("\"train_step\": {"), 15,
+                std::string("\"train_step\": {\"arena_bytes\": ") + arena + ",");
+    CHECK(load(bad) == "t.tgx: manifest: entries.train_step.arena_bytes: "
+                       "expected a byte count (0 to 1 TiB)");
+  }
+  std::string huge = m;
+  huge.replace(huge.find("\"train_step\": {"), 15,
+               "\"train_step\": {\"arena_bytes\": 1099511627776,");
+  CHECK(load(huge).find("more than this machine's") != std::string::npos);
   // A cpu.so that is not a shared object.
   ArtifactWriter w;
   REQUIRE(w.addSection("manifest", m, err));
