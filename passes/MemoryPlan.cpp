@@ -563,21 +563,18 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     plan.naive += inner.naive - plan.buffers[id].bytes;
     // The body's attributes were relative to its own region: make them
     // absolute, so that a backend reads every tg.offset as an arena offset.
-    for (Operation *op : ops)
-      if (op->getNumRegions() == 1 && op->getRegion(0).hasOneBlock() &&
-          plan.buffers[id].start == step[op])
-        op->getRegion(0).walk([&](Operation *inner) {
-          if (auto off = inner->getAttrOfType<IntegerAttr>("tg.offset"))
-            inner->setAttr("tg.offset",
-                           b.getI64IntegerAttr(off.getInt() + base));
-          if (auto offs = inner->getAttrOfType<DenseI64ArrayAttr>("tg.offsets")) {
-            SmallVector<int64_t> shifted(offs.asArrayRef());
-            for (int64_t &o : shifted)
-              if (o >= 0)
-                o += base;
-            inner->setAttr("tg.offsets", b.getDenseI64ArrayAttr(shifted));
-          }
-        });
+    // (A holder starts at its loop's step, and ops are indexed by step.)
+    ops[plan.buffers[id].start]->getRegion(0).walk([&](Operation *inner) {
+      if (auto off = inner->getAttrOfType<IntegerAttr>("tg.offset"))
+        inner->setAttr("tg.offset", b.getI64IntegerAttr(off.getInt() + base));
+      if (auto offs = inner->getAttrOfType<DenseI64ArrayAttr>("tg.offsets")) {
+        SmallVector<int64_t> shifted(offs.asArrayRef());
+        for (int64_t &o : shifted)
+          if (o >= 0)
+            o += base;
+        inner->setAttr("tg.offsets", b.getDenseI64ArrayAttr(shifted));
+      }
+    });
     for (Buffer buf : inner.buffers) {
       buf.offset += base;
       buf.start = buf.end = plan.buffers[id].start;

@@ -11,6 +11,7 @@
 #define TGC_PASSES_MEMORYPLAN_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -85,6 +86,10 @@ int64_t assignOffsets(std::vector<Buffer> &buffers, int64_t alignment);
 
 /// "1.50 GiB", "12.00 MiB", "512 B": sizes as the reports print them.
 std::string formatBytes(int64_t bytes);
+
+/// The report's totals (no buffer list) as a JSON object: what
+/// --format=json starts with and what an artifact's manifest records.
+llvm::json::Object memorySummaryJson(const MemoryPlan &plan);
 
 /// The report printers of tgc --report=memory.
 void printMemoryTable(const MemoryPlan &plan, llvm::raw_ostream &os);

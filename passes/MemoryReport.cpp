@@ -75,15 +75,8 @@ void mlir::tg::printMemoryTable(const MemoryPlan &plan, llvm::raw_ostream &os) {
   }
 }
 
-void mlir::tg::printMemoryJson(const MemoryPlan &plan, llvm::raw_ostream &os) {
-  llvm::json::Array buffers;
-  for (const Buffer &b : plan.buffers)
-    buffers.push_back(llvm::json::Object{
-        {"name", b.name},     {"op", b.op},         {"loc", b.loc},
-        {"kind", kindName(b.kind)}, {"bytes", b.bytes}, {"offset", b.offset},
-        {"start", b.start},   {"end", b.end},       {"persistent", b.persistent},
-        {"nested", b.nested}});
-  llvm::json::Object root{
+llvm::json::Object mlir::tg::memorySummaryJson(const MemoryPlan &plan) {
+  return llvm::json::Object{
       {"params_bytes", plan.bytesOf(BufferKind::Param)},
       {"grads_bytes", plan.bytesOf(BufferKind::Gradient)},
       {"optimizer_bytes", plan.bytesOf(BufferKind::Optimizer)},
@@ -95,9 +88,20 @@ void mlir::tg::printMemoryJson(const MemoryPlan &plan, llvm::raw_ostream &os) {
       {"scratch_bytes", plan.scratchBytes},
       {"peak_bytes", plan.peakBytes()},
       {"lower_bound_bytes", plan.persistentBytes + plan.lowerBoundBytes},
-      {"naive_bytes", plan.persistentBytes + plan.naiveBytes},
-      {"steps", plan.steps},
-      {"buffers", std::move(buffers)}};
+      {"naive_bytes", plan.persistentBytes + plan.naiveBytes}};
+}
+
+void mlir::tg::printMemoryJson(const MemoryPlan &plan, llvm::raw_ostream &os) {
+  llvm::json::Array buffers;
+  for (const Buffer &b : plan.buffers)
+    buffers.push_back(llvm::json::Object{
+        {"name", b.name},     {"op", b.op},         {"loc", b.loc},
+        {"kind", kindName(b.kind)}, {"bytes", b.bytes}, {"offset", b.offset},
+        {"start", b.start},   {"end", b.end},       {"persistent", b.persistent},
+        {"nested", b.nested}});
+  llvm::json::Object root = memorySummaryJson(plan);
+  root["steps"] = plan.steps;
+  root["buffers"] = std::move(buffers);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
 }
 

@@ -310,15 +310,13 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
   }
   // The arena grew by the ops' scratch (tg-plan-scratch): its descriptor
   // takes the final size.
-  auto sizes = (*lowered)->getAttrOfType<DictionaryAttr>("tgc.arena_bytes");
   for (auto &[name, shapes] : entries) {
-    auto fn = module.lookupSymbol<func::FuncOp>(name);
-    auto size = sizes ? sizes.getAs<IntegerAttr>(name) : IntegerAttr();
+    int64_t size = cpu::loweredArenaBytes(*lowered, name);
     if (!size)
       continue;
-    shapes[fn.getNumArguments()] = {size.getInt()};
+    shapes[module.lookupSymbol<func::FuncOp>(name).getNumArguments()] = {size};
     if (arenaBytes)
-      (*arenaBytes)[name] = size.getInt();
+      (*arenaBytes)[name] = size;
   }
   for (auto &[name, shapes] : entries) {
     SmallVector<int64_t> ranks;

@@ -162,12 +162,8 @@ JitModule::compile(ModuleOp module, const CpuPipelineOptions &options,
   buildCpuPipeline(pm, opts);
   if (failed(pm.run(*lowered)))
     return failure();
-  if (auto sizes =
-          (*lowered)->getAttrOfType<DictionaryAttr>("tgc.arena_bytes"))
-    for (NamedAttribute size : sizes)
-      if (jit->signatures.count(size.getName().strref()))
-        jit->signatures[size.getName().strref()].arenaBytes =
-            cast<IntegerAttr>(size.getValue()).getInt();
+  for (auto &[name, sig] : jit->signatures)
+    sig.arenaBytes = loweredArenaBytes(*lowered, name);
 
   // The host's target machine, so that LLVM's vectorisers know the vector
   // width (without it the cost model assumes scalar code).

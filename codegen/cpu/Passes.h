@@ -30,6 +30,12 @@ namespace mlir::tg::cpu {
 
 /// The argument attribute tg-bind-arena puts on the arena it appends.
 inline constexpr llvm::StringLiteral kArenaArgAttr = "tgc.arena";
+/// The module attribute where tg-plan-scratch records final arena sizes.
+inline constexpr llvm::StringLiteral kArenaBytesAttr = "tgc.arena_bytes";
+
+/// The arena size of `function` in a module lowered with `arena` (the
+/// plan's transient bytes plus its ops' scratch), or 0 if it has none.
+int64_t loweredArenaBytes(ModuleOp lowered, StringRef function);
 
 /// Conversion patterns of tg-convert-to-linalg, one populator per op family
 /// (each in the .cpp named after it). Composite ops are not covered: run

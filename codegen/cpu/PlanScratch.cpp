@@ -46,7 +46,7 @@ struct PlanScratchPass final
   void runOnOperation() override {
     ModuleOp module = getOperation();
     NamedAttrList sizes;
-    if (auto old = module->getAttrOfType<DictionaryAttr>("tgc.arena_bytes"))
+    if (auto old = module->getAttrOfType<DictionaryAttr>(tg::cpu::kArenaBytesAttr))
       sizes.append(old.getValue());
     for (auto fn : module.getOps<func::FuncOp>()) {
       BlockArgument arena = arenaOf(fn);
@@ -59,7 +59,7 @@ struct PlanScratchPass final
                 IntegerAttr::get(IntegerType::get(&getContext(), 64), *size));
     }
     if (!sizes.empty())
-      module->setAttr("tgc.arena_bytes",
+      module->setAttr(tg::cpu::kArenaBytesAttr,
                       sizes.getDictionary(&getContext()));
   }
 
@@ -97,10 +97,11 @@ struct PlanScratchPass final
       while (!worklist.empty() && !escapes) {
         Value v = worklist.pop_back_val();
         for (Operation *user : v.getUsers()) {
-          if (isa<func::ReturnOp, func::CallOp, scf::YieldOp>(user) ||
-              isa<memref::DeallocOp>(user)) {
-            escapes |= !isa<memref::DeallocOp>(user);
-            continue;
+          if (isa<memref::DeallocOp>(user))
+            continue; // erased with the allocation
+          if (isa<func::ReturnOp, func::CallOp, scf::YieldOp>(user)) {
+            escapes = true;
+            break;
           }
           if (isa<ViewLikeOpInterface, memref::ExpandShapeOp,
                   memref::CollapseShapeOp, memref::CastOp,
@@ -160,3 +161,9 @@ struct PlanScratchPass final
 };
 
 } // namespace
+
+int64_t mlir::tg::cpu::loweredArenaBytes(ModuleOp lowered, StringRef function) {
+  auto sizes = lowered->getAttrOfType<DictionaryAttr>(kArenaBytesAttr);
+  auto size = sizes ? sizes.getAs<IntegerAttr>(function) : IntegerAttr();
+  return size ? size.getInt() : 0;
+}

@@ -360,7 +360,8 @@ void printMemory(const Executor &ex) {
               ", arena %" PRId64 ", code heap peak %" PRId64 " in %" PRId64
               " allocations%s)\n",
               planned("peak_bytes"), planned("persistent_bytes"),
-              planned("transient_bytes"), measured, persistent, use.arenaBytes,
+              planned("transient_bytes") + std::max<int64_t>(0, planned("scratch_bytes")),
+              measured, persistent, use.arenaBytes,
               use.heapPeakBytes, use.heapAllocations,
               use.heapCounted ? "" : ", not counted by this artifact");
   std::fflush(stdout);

@@ -90,20 +90,24 @@ static int64_t stepFlops(ModuleOp module) {
   return total;
 }
 
-FailureOr<tg::MemoryPlan> tgc::planTraining(ModuleOp module, bool remat) {
-  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
-  if (!copy->lookupSymbol("train_step") && !buildTraining(*copy, remat))
+/// Plans @train_step of a copy of `module` (its training step built first
+/// if it has none); `copy` keeps the planned module.
+static FailureOr<tg::MemoryPlan> planCopy(ModuleOp module, bool remat,
+                                          OwningOpRef<ModuleOp> &copy) {
+  copy = cast<ModuleOp>(module->clone());
+  if (!copy->lookupSymbol("train_step") && !tgc::buildTraining(*copy, remat))
     return failure();
-  auto step = copy->lookupSymbol<func::FuncOp>("train_step");
-  return tg::planMemory(step, {});
+  return tg::planMemory(copy->lookupSymbol<func::FuncOp>("train_step"), {});
+}
+
+FailureOr<tg::MemoryPlan> tgc::planTraining(ModuleOp module, bool remat) {
+  OwningOpRef<ModuleOp> copy;
+  return planCopy(module, remat, copy);
 }
 
 FailureOr<int64_t> tgc::cpuScratchBytes(ModuleOp module, bool remat) {
-  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
-  if (!copy->lookupSymbol("train_step") && !buildTraining(*copy, remat))
-    return failure();
-  auto step = copy->lookupSymbol<func::FuncOp>("train_step");
-  FailureOr<tg::MemoryPlan> plan = tg::planMemory(step, {});
+  OwningOpRef<ModuleOp> copy;
+  FailureOr<tg::MemoryPlan> plan = planCopy(module, remat, copy);
   if (failed(plan))
     return failure();
   DialectRegistry registry;
@@ -117,9 +121,8 @@ FailureOr<int64_t> tgc::cpuScratchBytes(ModuleOp module, bool remat) {
   tg::cpu::buildCpuPipeline(pm, options);
   if (failed(pm.run(*copy)))
     return failure();
-  auto sizes = (*copy)->getAttrOfType<DictionaryAttr>("tgc.arena_bytes");
-  auto size = sizes ? sizes.getAs<IntegerAttr>("train_step") : IntegerAttr();
-  return size ? size.getInt() - plan->transientBytes : 0;
+  int64_t arena = tg::cpu::loweredArenaBytes(*copy, "train_step");
+  return arena ? arena - plan->transientBytes : 0;
 }
 
 namespace {
@@ -245,7 +248,7 @@ bool tgc::writeArtifactFile(ModuleOp module, const tg::MemoryPlan &reported,
       if (entry == "train_step")
         stepPlan = std::move(p);
     }
-  const tg::MemoryPlan &plan = succeeded(stepPlan) ? *stepPlan : reported;
+  tg::MemoryPlan plan = succeeded(stepPlan) ? std::move(*stepPlan) : reported;
   // Code first: the backend adds the ops' scratch to each arena.
   std::string error;
   std::map<std::string, int64_t> arenas;
@@ -255,20 +258,9 @@ bool tgc::writeArtifactFile(ModuleOp module, const tg::MemoryPlan &reported,
     llvm::errs() << "tgc: error: " << error << "\n";
     return false;
   }
-  int64_t scratch = 0;
   if (arenas.count("train_step"))
-    scratch = arenas["train_step"] - plan.transientBytes;
-  llvm::json::Object memory{
-      {"params_bytes", plan.bytesOf(tg::BufferKind::Param)},
-      {"grads_bytes", plan.bytesOf(tg::BufferKind::Gradient)},
-      {"optimizer_bytes", plan.bytesOf(tg::BufferKind::Optimizer)},
-      {"activations_bytes", plan.bytesOf(tg::BufferKind::Activation)},
-      {"workspace_bytes", plan.bytesOf(tg::BufferKind::Workspace)},
-      {"scratch_bytes", scratch},
-      {"peak_bytes", plan.persistentBytes + plan.transientBytes + scratch},
-      {"lower_bound_bytes", plan.persistentBytes + plan.lowerBoundBytes},
-      {"persistent_bytes", plan.persistentBytes},
-      {"transient_bytes", plan.transientBytes + scratch}};
+    plan.scratchBytes = arenas["train_step"] - plan.transientBytes;
+  llvm::json::Object memory = tg::memorySummaryJson(plan);
   FailureOr<llvm::json::Object> manifest = tg::buildManifest(module, &memory);
   if (failed(manifest))
     return false;

@@ -46,19 +46,15 @@ def main():
 
 def compare(reference, candidate, rel_tol, budget=None, ref_memory=True):
     """0 if every check passes, else a message."""
-    class A:
-        pass
-    a = A()
-    a.reference, a.candidate, a.rel, a.budget = reference, candidate, rel_tol, budget
-    ref, ref_mem = parse(a.reference)
-    got, got_mem = parse(a.candidate)
+    ref, ref_mem = parse(reference)
+    got, got_mem = parse(candidate)
     if len(ref) != len(got):
         return f"FAIL: {len(ref)} reference steps, {len(got)} candidate steps"
     for i, (r, g) in enumerate(zip(ref, got)):
         rel = abs(g - r) / max(abs(r), 1e-30)
         print(f"step {i}: {r:.9g} vs {g:.9g} rel {rel:.2e}")
-        if rel > a.rel:
-            return f"FAIL: step {i} differs by {rel:.2e} > {a.rel:g}"
+        if rel > rel_tol:
+            return f"FAIL: step {i} differs by {rel:.2e} > {rel_tol:g}"
     runs = [("candidate", got_mem)]
     if ref_memory:
         runs.insert(0, ("reference", ref_mem))
@@ -67,11 +63,11 @@ def compare(reference, candidate, rel_tol, budget=None, ref_memory=True):
         if measured != planned or heap != 0 or count != 0:
             return (f"FAIL: {name} measured {measured} bytes ({heap} on the "
                     f"heap in {count} allocations), planned {planned}")
-    if a.budget is not None:
-        print(f"budget {a.budget}: measured {got_mem[1]} "
-              f"({100.0 * got_mem[1] / a.budget:.1f}%)")
-        if got_mem[1] > a.budget:
-            return f"FAIL: measured {got_mem[1]} > budget {a.budget}"
+    if budget is not None:
+        print(f"budget {budget}: measured {got_mem[1]} "
+              f"({100.0 * got_mem[1] / budget:.1f}%)")
+        if got_mem[1] > budget:
+            return f"FAIL: measured {got_mem[1]} > budget {budget}"
     print("PASS")
     return 0
 
