@@ -10,15 +10,7 @@
 #define TGC_TEST_CPU_CPUTESTUTIL_H
 
 #include "codegen/cpu/Jit.h"
-#include "codegen/reference/Evaluator.h"
-#include "passes/InitAll.h"
-
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-
-#include <catch2/catch.hpp>
+#include "test/reference/EvalTestUtil.h"
 
 #include <cmath>
 #include <map>
@@ -67,26 +59,10 @@ struct Range {
   double lo = -2, hi = 2;
 };
 
-struct Harness {
-  mlir::MLIRContext ctx;
-  std::string diagnostics;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-
-  Harness() {
-    mlir::DialectRegistry registry;
-    mlir::tg::registerAllDialects(registry);
-    mlir::tg::cpu::registerCpuDialects(registry);
-    ctx.appendDialectRegistry(registry);
-    ctx.loadAllAvailableDialects();
-    ctx.getDiagEngine().registerHandler(
-        [this](mlir::Diagnostic &d) { diagnostics += d.str() + "\n"; });
-  }
-
-  void parse(llvm::StringRef ir) {
-    module = mlir::parseSourceString<mlir::ModuleOp>(ir, &ctx);
-    INFO(diagnostics);
-    REQUIRE(module);
-  }
+/// The evaluator tests' harness (context, diagnostics, parse) with the CPU
+/// dialects, plus random arguments, the JIT and comparisons.
+struct Harness : tgtest::Harness {
+  Harness() : tgtest::Harness(mlir::tg::cpu::registerCpuDialects) {}
 
   /// Random arguments for @name: argument i is filled uniformly from
   /// ranges[i] (default [-2, 2); integers from [ceil(lo), ceil(hi))).

@@ -28,30 +28,6 @@
 
 namespace tg::nvptx::emu {
 
-uint16_t toHalfBits(float v, ElemType t) {
-  if (t == ElemType::BF16) {
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
-    u += 0x7FFF + ((u >> 16) & 1);
-    return static_cast<uint16_t>(u >> 16);
-  }
-  _Float16 h = static_cast<_Float16>(v);
-  uint16_t r;
-  std::memcpy(&r, &h, 2);
-  return r;
-}
-
-float fromHalfBits(uint16_t v, ElemType t) {
-  if (t == ElemType::BF16) {
-    uint32_t u = uint32_t(v) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  _Float16 h;
-  std::memcpy(&h, &v, 2);
-  return static_cast<float>(h);
-}
 
 namespace {
 

@@ -51,8 +51,8 @@ std::string runGemm(const GemmProblem &p, const TileConfig &c, unsigned grid,
                     GemmBuffers &buf);
 
 /// bf16/f16 helpers (round to nearest even).
-uint16_t toHalfBits(float v, ElemType t);
-float fromHalfBits(uint16_t v, ElemType t);
+using tg::nvptx::fromHalfBits;
+using tg::nvptx::toHalfBits;
 
 } // namespace tg::nvptx::emu
 

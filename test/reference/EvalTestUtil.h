@@ -30,9 +30,12 @@ struct Harness {
   std::string diagnostics;
   mlir::OwningOpRef<mlir::ModuleOp> module;
 
-  Harness() {
+  /// `extra` registers more dialects and interfaces (a backend's).
+  explicit Harness(void (*extra)(mlir::DialectRegistry &) = nullptr) {
     mlir::DialectRegistry registry;
     mlir::tg::registerAllDialects(registry);
+    if (extra)
+      extra(registry);
     ctx.appendDialectRegistry(registry);
     ctx.loadAllAvailableDialects();
     ctx.getDiagEngine().registerHandler(

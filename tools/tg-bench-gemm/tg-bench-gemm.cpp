@@ -175,31 +175,6 @@ bool writeFile(const std::string &path, const std::string &data) {
   return static_cast<bool>(f);
 }
 
-// Host 16-bit floats: bf16 by bit manipulation (RNE), f16 via _Float16.
-uint16_t to16(float v, ElemType t) {
-  uint16_t r;
-  if (t == ElemType::BF16) {
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
-    u += 0x7FFF + ((u >> 16) & 1); // round to nearest even (inputs are finite)
-    r = static_cast<uint16_t>(u >> 16);
-  } else {
-    _Float16 h = static_cast<_Float16>(v);
-    std::memcpy(&r, &h, 2);
-  }
-  return r;
-}
-float from16(uint16_t v, ElemType t) {
-  if (t == ElemType::BF16) {
-    uint32_t u = uint32_t(v) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  _Float16 h;
-  std::memcpy(&h, &v, 2);
-  return static_cast<float>(h);
-}
 
 /// A host matrix stored as raw bytes of element type `t`, with float values.
 struct HostMatrix {
@@ -221,9 +196,9 @@ struct HostMatrix {
       if (t == ElemType::F32) {
         std::memcpy(&bytes[i * 4], &v, 4);
       } else {
-        uint16_t h = to16(v, t);
+        uint16_t h = toHalfBits(v, t);
         std::memcpy(&bytes[i * 2], &h, 2);
-        v = from16(h, t);
+        v = fromHalfBits(h, t);
       }
       val[i] = v;
     }
@@ -238,7 +213,7 @@ float readOut(const std::string &bytes, int64_t i, ElemType t) {
   }
   uint16_t h;
   std::memcpy(&h, &bytes[i * 2], 2);
-  return from16(h, t);
+  return fromHalfBits(h, t);
 }
 
 int deviceFail(const std::string &msg) {
