@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Executor.h"
+#include "runtime/Signature.h"
 #include "runtime/Safetensors.h"
 
 #include <algorithm>
@@ -98,6 +99,29 @@ void *loadSharedObject(std::string_view so, int &keepFd, std::string &err) {
 }
 } // namespace
 
+
+/// Reads the signature table the compiled code exports (runtime/Signature.h)
+/// and checks the manifest against it.
+static bool checkCodeSignature(void *handle, const Manifest &manifest,
+                               std::string &err) {
+  dlerror();
+  const char *table =
+      static_cast<const char *>(dlsym(handle, kSignatureSymbol));
+  if (!table) {
+    err = std::string("cpu.so has no '") + kSignatureSymbol +
+          "' table (compiled by an older tgc?); recompile the model";
+    return false;
+  }
+  size_t length = strnlen(table, kSignatureMaxBytes);
+  if (length == kSignatureMaxBytes) {
+    err = "cpu.so's signature table is not terminated";
+    return false;
+  }
+  std::vector<SignatureEntry> code;
+  return parseSignature(std::string_view(table, length), code, err) &&
+         checkSignature(manifest, code, err);
+}
+
 std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
                                          std::string &err) {
   auto ex = std::unique_ptr<Executor>(new Executor());
@@ -181,6 +205,8 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
                   e.name + "'");
     ex->fns_.emplace_back(e.name, reinterpret_cast<EntryFn>(p));
   }
+  if (!checkCodeSignature(ex->handle_, ex->manifest_, err))
+    return fail(err);
   // One arena for every planned entry (they never run at once). A size
   // beyond this machine's memory is a clear error, not an OOM kill while
   // the block is zeroed.

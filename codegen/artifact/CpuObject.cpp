@@ -9,6 +9,7 @@
 #include "codegen/artifact/CpuObject.h"
 #include "codegen/artifact/Manifest.h"
 #include "codegen/cpu/Passes.h"
+#include "runtime/Signature.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -26,6 +27,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
@@ -250,6 +252,103 @@ unsigned outlineLoopNests(llvm::Module &module, unsigned minLoops) {
   return outlined;
 }
 
+/// The temporary files of one compile: created unique in the system's
+/// temporary folder, removed when the compile ends on any path, and on
+/// SIGINT/SIGTERM (llvm::sys::RemoveFileOnSignal), so no `tgc-cpu-*` file
+/// outlives tgc.
+class TempFiles {
+public:
+  TempFiles() = default;
+  TempFiles(const TempFiles &) = delete;
+  TempFiles &operator=(const TempFiles &) = delete;
+  ~TempFiles() {
+    for (const std::string &p : paths) {
+      llvm::sys::fs::remove(p);
+      llvm::sys::DontRemoveFileOnSignal(p);
+    }
+  }
+  /// A new empty file `tgc-cpu-XXXXXX.<suffix>`.
+  bool create(StringRef suffix, std::string &path, std::string &error) {
+    SmallString<128> p;
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("tgc-cpu", suffix, p)) {
+      error = "cannot create a temporary file: " + ec.message();
+      return false;
+    }
+    llvm::sys::RemoveFileOnSignal(p);
+    paths.push_back(p.str().str());
+    path = paths.back();
+    return true;
+  }
+
+private:
+  SmallVector<std::string> paths;
+};
+
+/// Writes `data` to `path`; every write error is reported.
+bool writeWhole(const std::string &path, StringRef data, std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (!ec) {
+    os << data;
+    os.close();
+    ec = os.error();
+    os.clear_error();
+  }
+  if (ec)
+    error = "cannot write " + path + ": " + ec.message();
+  return !ec;
+}
+
+/// Adds the `tgx_signature` table (runtime/Signature.h) to `lowered`: what
+/// the code's entry points take and return, from the same IR the code came
+/// from, so the loader can check a manifest against the code.
+LogicalResult addSignature(ModuleOp module, ModuleOp lowered,
+                           const std::map<std::string, int64_t> &arenas,
+                           std::string &error) {
+  std::vector<tgrt::SignatureEntry> table;
+  auto buffer = [&](Type type, tgrt::SignatureBuffer &out) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape() ||
+        !tgrt::parseDType(tg::artifactDTypeName(tensor.getElementType()).str(),
+                          out.dtype)) {
+      llvm::raw_string_ostream os(error);
+      os << "an entry point has a buffer of type " << type
+         << ", which an artifact cannot hold";
+      return false;
+    }
+    out.bytes = uint64_t(tensor.getNumElements()) * tgrt::dtypeSize(out.dtype);
+    return true;
+  };
+  for (StringRef name : tg::kEntryPoints) {
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    if (!fn)
+      continue;
+    tgrt::SignatureEntry e;
+    e.name = name.str();
+    e.args.resize(fn.getNumArguments());
+    e.results.resize(fn.getNumResults());
+    for (auto [t, b] : llvm::zip(fn.getArgumentTypes(), e.args))
+      if (!buffer(t, b))
+        return failure();
+    for (auto [t, b] : llvm::zip(fn.getResultTypes(), e.results))
+      if (!buffer(t, b))
+        return failure();
+    auto arena = arenas.find(e.name);
+    e.arenaBytes = arena == arenas.end() ? 0 : arena->second;
+    table.push_back(std::move(e));
+  }
+  std::string text = tgrt::renderSignature(table);
+  text.push_back('\0');
+  OpBuilder b(lowered.getContext());
+  b.setInsertionPointToEnd(lowered.getBody());
+  auto type = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
+  LLVM::GlobalOp::create(b, lowered.getLoc(), type, /*isConstant=*/true,
+                         LLVM::Linkage::External, tgrt::kSignatureSymbol,
+                         b.getStringAttr(text));
+  return success();
+}
+
 /// Finds a program: PATH first, then Debian's versioned names.
 std::string findProgram(ArrayRef<StringRef> names) {
   for (StringRef n : names)
@@ -310,14 +409,18 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
   }
   // The arena grew by the ops' scratch (tg-plan-scratch): its descriptor
   // takes the final size.
+  std::map<std::string, int64_t> arenas;
   for (auto &[name, shapes] : entries) {
     int64_t size = cpu::loweredArenaBytes(*lowered, name);
     if (!size)
       continue;
     shapes[module.lookupSymbol<func::FuncOp>(name).getNumArguments()] = {size};
-    if (arenaBytes)
-      (*arenaBytes)[name] = size;
+    arenas[name] = size;
   }
+  if (arenaBytes)
+    *arenaBytes = arenas;
+  if (failed(addSignature(module, *lowered, arenas, error)))
+    return failure();
   for (auto &[name, shapes] : entries) {
     SmallVector<int64_t> ranks;
     for (auto &s : shapes)
@@ -357,35 +460,33 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
     return failure();
   }
 
-  // Object file, then a shared object linked by the system's compiler
-  // driver (which knows the C library's startup files).
-  SmallString<128> dir;
-  if (llvm::sys::fs::createUniqueDirectory("tgc-cpu", dir)) {
-    error = "cannot create a temporary folder";
-    return failure();
-  }
-  std::string obj = (dir + "/model.o").str(), so = (dir + "/model.so").str();
-  std::string support = (dir + "/support.c").str();
+  // Object file (in memory, so its size is checked before anything is
+  // written), then a shared object linked by the system's compiler driver
+  // (which knows the C library's startup files).
+  SmallVector<char, 0> object;
   {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(support, ec, llvm::sys::fs::OF_Text);
-    if (ec) {
-      error = "cannot write " + support;
-      return failure();
-    }
-    os << kSupportC;
-  }
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(obj, ec, llvm::sys::fs::OF_None);
+    llvm::raw_svector_ostream os(object);
     llvm::legacy::PassManager codegen;
-    if (ec || machine->addPassesToEmitFile(codegen, os, nullptr,
-                                           llvm::CodeGenFileType::ObjectFile)) {
+    if (machine->addPassesToEmitFile(codegen, os, nullptr,
+                                     llvm::CodeGenFileType::ObjectFile)) {
       error = "cannot emit an object file for " + triple;
       return failure();
     }
     codegen.run(*llvmModule);
   }
+  if (object.size() > opts.maxCodeBytes) {
+    error = "the generated code is " + std::to_string(object.size()) +
+            " bytes, over the limit of " + std::to_string(opts.maxCodeBytes) +
+            " (a model this large is not supported)";
+    return failure();
+  }
+  TempFiles temps;
+  std::string obj, support, so;
+  if (!temps.create("o", obj, error) || !temps.create("c", support, error) ||
+      !temps.create("so", so, error) ||
+      !writeWhole(obj, StringRef(object.data(), object.size()), error) ||
+      !writeWhole(support, kSupportC, error))
+    return failure();
   std::string driver = findProgram({"clang-22", "clang", "cc"});
   if (driver.empty()) {
     error = "no C compiler driver (clang-22, clang or cc) to link the shared "
@@ -393,8 +494,8 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
     return failure();
   }
   std::string errMsg;
-  SmallVector<StringRef> argv{driver, "-shared", "-fPIC", "-O2", "-o", so,
-                              obj,    support,   "-lm"};
+  SmallVector<StringRef> argv{driver, "-shared", "-fPIC", "-O2", "-x", "c",
+                              support, "-x", "none", "-o", so, obj, "-lm"};
   if (llvm::sys::ExecuteAndWait(driver, argv, std::nullopt, {}, 120, 0,
                                 &errMsg) != 0) {
     error = "linking the shared object with " + driver + " failed" +
@@ -402,10 +503,6 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
     return failure();
   }
   auto bytes = llvm::MemoryBuffer::getFile(so);
-  llvm::sys::fs::remove(obj);
-  llvm::sys::fs::remove(support);
-  llvm::sys::fs::remove(so);
-  llvm::sys::fs::remove(dir);
   if (!bytes) {
     error = "cannot read the linked shared object";
     return failure();

@@ -24,6 +24,9 @@ struct CpuObjectOptions {
   bool arena = true;
   /// LLVM optimisation level of the generated code (0-3).
   unsigned optLevel = 3;
+  /// The largest object code accepted (bytes): past it the model is
+  /// refused before anything is written.
+  uint64_t maxCodeBytes = uint64_t(2) << 30;
 };
 /// `arenaBytes`, if given, receives each planned entry's arena size: the
 /// plan's transient bytes plus the scratch the backend placed after them

@@ -12,8 +12,7 @@
 
 using namespace mlir;
 
-/// The manifest's name of an element type, or "" if the runtime has none.
-static StringRef dtypeName(Type t) {
+StringRef mlir::tg::artifactDTypeName(Type t) {
   if (t.isF32())
     return "f32";
   if (t.isF64())
@@ -41,7 +40,7 @@ mlir::tg::buildManifest(ModuleOp module, const llvm::json::Object *memory) {
     auto describe = [&](Type type, DictionaryAttr attrs, unsigned index,
                         bool isArg) -> FailureOr<llvm::json::Value> {
       auto tensor = dyn_cast<RankedTensorType>(type);
-      StringRef dtype = tensor ? dtypeName(tensor.getElementType()) : "";
+      StringRef dtype = tensor ? artifactDTypeName(tensor.getElementType()) : "";
       if (dtype.empty() || !tensor.hasStaticShape())
         return fn.emitOpError() << (isArg ? "argument #" : "result #") << index
                                 << " has type " << type

@@ -20,6 +20,10 @@ namespace mlir::tg {
 inline constexpr llvm::StringLiteral kEntryPoints[] = {"init", "train_step",
                                                        "eval", "forward_grad"};
 
+/// The manifest's name of an element type ("f32", ...), or "" if the
+/// runtime has none.
+llvm::StringRef artifactDTypeName(Type t);
+
 /// The manifest of `module`: every entry point of kEntryPoints present, with
 /// its arguments and results (name, role, dtype, shape), the model name and,
 /// when `memory` is given, the planner's summary. Fails with a diagnostic on

@@ -199,6 +199,22 @@ struct ConstantLowering final : OpConversionPattern<ConstantOp> {
     if (!value || value.getType() != op.getType())
       return rw.notifyMatchFailure(op, "constant value is not a typed "
                                        "attribute of the result type");
+    // A splat (zeros for biases and optimizer state, above all) is a fill,
+    // never a constant: a constant becomes a global in the artifact as
+    // large as the tensor (GPT-2's embedding gradient: 150 MB of zeros).
+    auto splat = dyn_cast<SplatElementsAttr>(value);
+    auto type = dyn_cast<RankedTensorType>(op.getType());
+    if (splat && type && type.getNumElements() > 1) {
+      Value scalar = arith::ConstantOp::create(
+          rw, op.getLoc(), splat.getSplatValue<TypedAttr>());
+      Value init = emptyTensor(rw, op.getLoc(), type.getShape(),
+                               type.getElementType());
+      rw.replaceOp(op, linalg::FillOp::create(rw, op.getLoc(),
+                                              ValueRange{scalar},
+                                              ValueRange{init})
+                           .getResult(0));
+      return success();
+    }
     rw.replaceOpWithNewOp<arith::ConstantOp>(op, value);
     return success();
   }

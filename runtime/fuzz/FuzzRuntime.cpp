@@ -1,7 +1,8 @@
 //===- FuzzRuntime.cpp - libFuzzer target for the runtime's parsers -------===//
 //
 // Every byte string goes through the JSON parser, the manifest parser, the
-// .tgx container reader and the safetensors parser. They must return an
+// .tgx container reader, the safetensors parser and the code signature
+// table. They must return an
 // error, never crash, hang or read out of bounds (ASan). A JSON document
 // that parses must also survive dump + parse unchanged.
 //
@@ -10,6 +11,7 @@
 #include "runtime/Json.h"
 #include "runtime/Manifest.h"
 #include "runtime/Safetensors.h"
+#include "runtime/Signature.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +31,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (auto a = tgrt::Artifact::fromBytes(std::string(text), "fuzz.tgx", err))
     for (const auto &s : a->sections())
       (void)a->section(s.name);
+  // A signature table that parses renders back to one that parses the same.
+  std::vector<tgrt::SignatureEntry> sig, again;
+  if (tgrt::parseSignature(text, sig, err)) {
+    if (!tgrt::parseSignature(tgrt::renderSignature(sig), again, err) ||
+        tgrt::renderSignature(again) != tgrt::renderSignature(sig))
+      __builtin_trap();
+    (void)tgrt::checkSignature(m, sig, err);
+  }
   tgrt::TensorMap t;
   (void)tgrt::parseSafetensors(text, t, err);
   return 0;

@@ -232,7 +232,28 @@ TEST_CASE("executor: load errors", "[runtime][executor]") {
   std::string huge = m;
   huge.replace(huge.find("\"train_step\": {"), 15,
                "\"train_step\": {\"arena_bytes\": 1099511627776,");
-  CHECK(load(huge).find("more than this machine's") != std::string::npos);
+  CHECK(load(huge) == "t.tgx: the manifest disagrees with the compiled code: "
+                      "entry 'train_step' has an arena of 1099511627776 bytes "
+                      "in the manifest, 0 in the code");
+  // A manifest that agrees with itself but not with the code (valid
+  // checksums): each is one line, found before any call.
+  std::string noInit = m;
+  size_t at = noInit.find("\"init\": {");
+  noInit.erase(at, noInit.find("\"train_step\"") - at);
+  CHECK(load(noInit) == "t.tgx: the manifest disagrees with the compiled code: "
+                        "the code has entry point 'init', which the manifest "
+                        "leaves out");
+  std::string wider = m;
+  for (size_t p = 0; (p = wider.find("[32, 1, 28, 28]", p)) != std::string::npos;)
+    wider.replace(p, 15, "[64, 1, 28, 28]");
+  CHECK(load(wider) == "t.tgx: the manifest disagrees with the compiled code: "
+                       "entry 'train_step' argument #5 ('x') is x: "
+                       "f32[64,1,28,28] (f32 of 200704 bytes) in the "
+                       "manifest, f32 of 100352 bytes in the code");
+  std::string i32 = m;
+  for (size_t p = 0; (p = i32.find("\"labels\", \"role\": \"input\", \"dtype\": \"i64\"", p)) != std::string::npos;)
+    i32.replace(p + 37, 3, "i32");
+  CHECK(load(i32).find("argument #6 ('labels')") != std::string::npos);
   // A cpu.so that is not a shared object.
   ArtifactWriter w;
   REQUIRE(w.addSection("manifest", m, err));

@@ -51,12 +51,14 @@ inline void spit(const std::string &path, const std::string &data) {
 /// The tiny model's manifest text.
 inline std::string tinyManifest() { return slurp(TINY_MODEL_JSON); }
 
-/// The tiny model as .tgx bytes, with an optionally replaced manifest.
-inline std::string tinyArtifact(const std::string &manifest = tinyManifest()) {
+/// The tiny model as .tgx bytes, with an optionally replaced manifest and
+/// code.
+inline std::string tinyArtifact(const std::string &manifest = tinyManifest(),
+                                const char *code = TINY_MODEL_SO) {
   ArtifactWriter w;
   std::string err;
   if (!w.addSection("manifest", manifest, err) ||
-      !w.addSection("cpu.so", slurp(TINY_MODEL_SO), err))
+      !w.addSection("cpu.so", slurp(code), err))
     throw std::runtime_error(err);
   return w.bytes();
 }

@@ -171,7 +171,7 @@ TEST_CASE("tg-run errors are one line", "[runtime][tg-run]") {
   size_t at = m.find(",\n    \"forward_grad\"");
   size_t end = m.find("\n  },\n  \"memory\"");
   m.erase(at, end - at);
-  spit(d + "/nograd.tgx", tinyArtifact(m));
+  spit(d + "/nograd.tgx", tinyArtifact(m, TINY_MODEL_NOGRAD_SO));
   expectError(d + "/nograd.tgx --load " + d + "/p.safetensors --batch " + d +
                   "/b.safetensors --save-grads " + d + "/g.safetensors",
               d + "/nograd.tgx: --save-grads needs a 'forward_grad' entry point, which this "

@@ -50,6 +50,29 @@ static float forward(const float *w, const float *b, const float *x,
 }
 
 /* init(seed) -> w, b, w.momentum, b.momentum, step */
+/* The signature table tgc embeds in every artifact's code (runtime/
+   Signature.h): the loader checks TinyModel.json against it. */
+const char tgx_signature[] =
+    "tgx-signature 1\n"
+    "entry init 1 5 0\n"
+    "arg i64 8\n"
+    "result f32 31360\nresult f32 40\nresult f32 31360\nresult f32 40\n"
+    "result i64 8\n"
+    "entry train_step 7 6 0\n"
+    "arg f32 31360\narg f32 40\narg f32 31360\narg f32 40\narg i64 8\n"
+    "arg f32 100352\narg i64 256\n"
+    "result f32 4\nresult f32 31360\nresult f32 40\nresult f32 31360\n"
+    "result f32 40\nresult i64 8\n"
+    "entry eval 4 2 0\n"
+    "arg f32 31360\narg f32 40\narg f32 100352\narg i64 256\n"
+    "result f32 4\nresult f32 1280\n"
+#ifndef TINY_NO_FORWARD_GRAD /* the variant whose code lacks forward_grad */
+    "entry forward_grad 4 4 0\n"
+    "arg f32 31360\narg f32 40\narg f32 100352\narg i64 256\n"
+    "result f32 4\nresult f32 1280\nresult f32 31360\nresult f32 40\n"
+#endif
+    ;
+
 void tgx_init(void **buf) {
   uint64_t s = (uint64_t)*(const int64_t *)buf[0] * 6364136223846793005ull + 1;
   float *w = buf[1];

@@ -28,17 +28,12 @@ std::optional<int64_t> parseByteSize(llvm::StringRef text);
 using CompileFn = std::function<mlir::OwningOpRef<mlir::ModuleOp>(
     const std::vector<std::pair<std::string, std::string>> &extraDefines)>;
 
-/// Bytes of op scratch the CPU backend adds after the planned region of
-/// `module`'s train_step (tg-plan-scratch; 0 for models without
-/// convolutions or pooling). Lowers a copy as far as bufferization.
-mlir::FailureOr<int64_t> cpuScratchBytes(mlir::ModuleOp module,
-                                         bool remat = false);
-
 /// Runs the training pipeline on `module` (in place), rematerializing
 /// activations if `remat`; false on error (diagnostics are printed).
 bool buildTraining(mlir::ModuleOp module, bool remat = false);
 
-/// Plans the memory of @train_step in a copy of `module`.
+/// Plans the memory of @train_step in a copy of `module`, with the CPU
+/// backend's op scratch (MemoryPlan::scratchBytes) that its arena adds.
 mlir::FailureOr<mlir::tg::MemoryPlan> planTraining(mlir::ModuleOp module,
                                                    bool remat = false);
 

@@ -3,8 +3,9 @@
 // `tgc MODEL.tg [--emit=tg|train] [--report=params|memory] [-o FILE]
 // [-D k=v ...] [--memory-budget SIZE]`. Reads a model, checks it, and prints
 // the forward graph or the training module as tg IR, a parameter table, or
-// the memory plan. Options live in one struct parsed by one function; the
-// training actions are in Training.cpp.
+// the memory plan, or writes the compiled artifact. The command line is
+// llvm::cl's (one parser for every LLVM-side tool); its messages are turned
+// into one "tgc: error:" line. The training actions are in Training.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,162 +19,192 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <unistd.h>
 #include <vector>
+
+namespace cl = llvm::cl;
 
 namespace {
 
-/// Everything the command line can ask for.
-struct DriverOptions {
-  enum class Emit { None, TG, Train, Artifact };
-  enum class Report { None, Params, Memory };
-  enum class Format { Table, Json, Svg };
+enum class Emit { None, TG, Train, Artifact };
+enum class Report { None, Params, Memory };
+enum class Format { Table, Json, Svg };
 
-  std::string input;
-  std::string output = "-";
+cl::OptionCategory tgcCategory("tgc options");
+
+/// Everything the command line can ask for, as llvm::cl options. Built once
+/// in main() before parsing (like MLIR's MlirOptMain options).
+struct DriverOptions {
+  cl::opt<std::string> input{cl::Positional, cl::desc("MODEL.tg"),
+                             cl::cat(tgcCategory)};
+  cl::opt<std::string> output{
+      "o", cl::desc("write output to FILE instead of stdout; a FILE ending in "
+                    ".tgx gets the compiled artifact"),
+      cl::value_desc("FILE"), cl::init("-"), cl::Prefix, cl::cat(tgcCategory)};
+  // Kinds are strings checked in checkArgs(): llvm::cl prints a bad enum
+  // value itself, in a form unlike every other tgc error.
+  cl::opt<std::string> emitKind{
+      "emit", cl::desc("what to print: tg (the forward graph as tg IR, the "
+                       "default) or train (init/train_step/eval)"),
+      cl::value_desc("tg|train"), cl::cat(tgcCategory)};
+  cl::opt<std::string> reportKind{
+      "report", cl::desc("print a report instead of IR: params (the "
+                         "parameter table) or memory (the plan of one step)"),
+      cl::value_desc("params|memory"), cl::cat(tgcCategory)};
+  cl::opt<std::string> formatKind{
+      "format", cl::desc("form of --report=memory (default table)"),
+      cl::value_desc("table|json|svg"), cl::init("table"),
+      cl::cat(tgcCategory)};
   Emit emit = Emit::None;
   Report report = Report::None;
   Format format = Format::Table;
-  std::optional<int64_t> memoryBudget;
-  bool debugInfo = false;
-  bool help = false;
-  mlir::tg::CpuObjectOptions cpu;
-  std::vector<std::pair<std::string, std::string>> defines;
+  cl::opt<std::string> memoryBudget{
+      "memory-budget",
+      cl::desc("fit the step into SIZE (e.g. 16GiB) by recomputing "
+               "activations and splitting the batch into micro-batches"),
+      cl::value_desc("SIZE"), cl::cat(tgcCategory)};
+  cl::list<std::string> defines{
+      "D", cl::desc("override a hyper-parameter (repeatable)"),
+      cl::value_desc("NAME=VALUE"), cl::Prefix, cl::cat(tgcCategory)};
+  cl::opt<unsigned> optLevel{
+      "O", cl::desc("LLVM optimisation of the artifact's code, 0-3 "
+                    "(default 3)"),
+      cl::init(3), cl::Prefix, cl::cat(tgcCategory)};
+  cl::opt<bool> noArena{"no-arena",
+                        cl::desc("artifact without the planned arena: every "
+                                 "buffer its own allocation (to check the "
+                                 "planner)"),
+                        cl::cat(tgcCategory)};
+  cl::opt<bool> allowLarge{
+      "allow-large",
+      cl::desc("compile a step whose plan exceeds this machine's memory "
+               "(for a larger machine)"),
+      cl::cat(tgcCategory)};
+  cl::opt<bool> debugInfo{"mlir-print-debuginfo",
+                          cl::desc("print source locations in the IR"),
+                          cl::cat(tgcCategory)};
 };
 
-const char *kUsage =
-    "usage: tgc MODEL.tg [options]\n"
-    "  --emit=tg              print the forward graph as tg IR (default)\n"
-    "  --emit=train           print init/train_step/eval built from the train block\n"
-    "  --report=params        print the parameter table and total\n"
-    "  --report=memory        print the memory plan of one training step\n"
-    "  --format=table|json|svg  form of --report=memory (default table)\n"
-    "  --memory-budget SIZE   fit the step into SIZE (e.g. 16GiB) by splitting\n"
-    "                         the batch into accumulated micro-batches\n"
-    "  -o FILE                write output to FILE instead of stdout; a FILE\n"
-    "                         ending in .tgx gets the compiled artifact\n"
-    "  -D NAME=VALUE          override a hyper-parameter (repeatable)\n"
-    "  -O0 .. -O3             LLVM optimisation of the artifact's code (default -O3)\n"
-    "  --no-arena             artifact without the planned arena: every buffer\n"
-    "                         its own allocation (to check the planner)\n"
-    "  --mlir-print-debuginfo print source locations in the IR\n"
-    "  --help                 show this text\n";
-
-/// Parses argv into `opts`; on a mistake returns false with `error` set.
-bool parseArgs(int argc, char **argv, DriverOptions &opts, std::string &error) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const std::string &flag, std::string &out) {
-      if (a.size() > flag.size() && a.compare(0, flag.size(), flag) == 0) {
-        out = a.substr(flag.size());
-        if (out[0] == '=')
-          out = out.substr(1);
-        return true;
-      }
-      if (a == flag) {
-        if (i + 1 >= argc) {
-          error = "option '" + flag + "' needs a value";
-          return false;
-        }
-        out = argv[++i];
-        return true;
-      }
-      return false;
-    };
-    std::string v;
-    if (a == "--help" || a == "-h") {
-      opts.help = true;
-    } else if (a.rfind("--emit=", 0) == 0) {
-      v = a.substr(7);
-      if (v != "tg" && v != "train") {
-        error = "unknown --emit kind '" + v + "' (supported: tg, train)";
-        return false;
-      }
-      opts.emit = v == "tg" ? DriverOptions::Emit::TG : DriverOptions::Emit::Train;
-    } else if (a.rfind("--report=", 0) == 0) {
-      v = a.substr(9);
-      if (v != "params" && v != "memory") {
-        error = "unknown --report kind '" + v + "' (supported: params, memory)";
-        return false;
-      }
-      opts.report = v == "params" ? DriverOptions::Report::Params
-                                  : DriverOptions::Report::Memory;
-    } else if (a.rfind("--format=", 0) == 0) {
-      v = a.substr(9);
-      if (v == "table")
-        opts.format = DriverOptions::Format::Table;
-      else if (v == "json")
-        opts.format = DriverOptions::Format::Json;
-      else if (v == "svg")
-        opts.format = DriverOptions::Format::Svg;
-      else {
-        error = "unknown --format '" + v + "' (supported: table, json, svg)";
-        return false;
-      }
-    } else if (a.rfind("--memory-budget", 0) == 0) {
-      if (!value("--memory-budget", v))
-        return false;
-      opts.memoryBudget = tgc::parseByteSize(v);
-      if (!opts.memoryBudget) {
-        error = "--memory-budget expects a size such as 16GiB or 512MiB, "
-                "got '" + v + "'";
-        return false;
-      }
-    } else if (a == "--no-arena") {
-      opts.cpu.arena = false;
-    } else if (a.size() == 3 && a[0] == '-' && a[1] == 'O' && a[2] >= '0' &&
-               a[2] <= '3') {
-      opts.cpu.optLevel = a[2] - '0';
-    } else if (a == "--mlir-print-debuginfo") {
-      opts.debugInfo = true;
-    } else if (a.rfind("-o", 0) == 0 && a.rfind("--", 0) != 0) {
-      if (!value("-o", opts.output))
-        return false;
-    } else if (a.rfind("-D", 0) == 0) {
-      if (!value("-D", v))
-        return false;
-      size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        error = "-D expects NAME=VALUE, got '" + v + "'";
-        return false;
-      }
-      opts.defines.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-    } else if (!a.empty() && a[0] == '-' && a != "-") {
-      error = "unknown option '" + a + "' (see tgc --help)";
-      return false;
-    } else if (opts.input.empty()) {
-      opts.input = a;
-    } else {
-      error = "more than one input file ('" + opts.input + "' and '" + a + "')";
-      return false;
-    }
+/// Parses argv with llvm::cl; its messages become `error` (first line,
+/// without the program name).
+bool parseArgs(int argc, char **argv, std::string &error) {
+  std::string messages;
+  llvm::raw_string_ostream os(messages);
+  cl::HideUnrelatedOptions(tgcCategory);
+  if (!cl::ParseCommandLineOptions(argc, argv, "TGC, the training-graph "
+                                   "compiler\n\n  tgc MODEL.tg [options]\n",
+                                   &os)) {
+    llvm::StringRef first = llvm::StringRef(messages).split('\n').first.trim();
+    first.consume_front(llvm::sys::path::filename(argv[0]));
+    first.consume_front(":");
+    error = first.trim().str();
+    return false;
   }
-  if (!opts.help && opts.input.empty()) {
+  return true;
+}
+
+/// Refuses, before any work, an output that would destroy something: the
+/// input itself, or (for an artifact, written to a temporary file and
+/// renamed over the target) anything but a regular file; and a folder we
+/// cannot write to, so a long compile does not end in "cannot write".
+bool checkOutputPath(const std::string &input, const std::string &output,
+                     bool artifact, std::string &error) {
+  namespace fs = llvm::sys::fs;
+  if (output == "-")
+    return true;
+  if (input != "-" && fs::exists(output) && fs::equivalent(input, output)) {
+    error = "-o " + output + " is the input file; refusing to overwrite it";
+    return false;
+  }
+  fs::file_status st;
+  if (!fs::status(output, st) && st.type() != fs::file_type::regular_file &&
+      artifact) {
+    error = "-o " + output + " is not a regular file; an artifact is written "
+            "to a new file and renamed over it, which would replace it";
+    return false;
+  }
+  llvm::SmallString<256> dir(output);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  if (artifact && ::access(dir.c_str(), W_OK) != 0) {
+    error = "cannot write '" + output + "': the folder '" + dir.str().str() +
+            "': " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+/// The checks that need the whole command line.
+bool checkArgs(DriverOptions &opts, std::string &error) {
+  if (opts.input.empty()) {
     error = "no input file (see tgc --help)";
     return false;
   }
+  const std::string &e = opts.emitKind, &r = opts.reportKind,
+                    &f = opts.formatKind;
+  if (!e.empty() && e != "tg" && e != "train") {
+    error = "unknown --emit kind '" + e + "' (supported: tg, train)";
+    return false;
+  }
+  if (!r.empty() && r != "params" && r != "memory") {
+    error = "unknown --report kind '" + r + "' (supported: params, memory)";
+    return false;
+  }
+  if (f != "table" && f != "json" && f != "svg") {
+    error = "unknown --format '" + f + "' (supported: table, json, svg)";
+    return false;
+  }
+  opts.emit = e.empty() ? Emit::None : e == "tg" ? Emit::TG : Emit::Train;
+  opts.report = r.empty()       ? Report::None
+                : r == "params" ? Report::Params
+                                : Report::Memory;
+  opts.format = f == "table" ? Format::Table
+                : f == "json" ? Format::Json
+                              : Format::Svg;
+  if (opts.optLevel > 3) {
+    error = "-O" + std::to_string(opts.optLevel) + ": the levels are -O0 .. -O3";
+    return false;
+  }
+  for (const std::string &d : opts.defines) {
+    size_t eq = d.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      error = "-D expects NAME=VALUE, got '" + d + "'";
+      return false;
+    }
+  }
+  if (!opts.memoryBudget.empty() && !tgc::parseByteSize(opts.memoryBudget)) {
+    error = "--memory-budget expects a size such as 16GiB or 512MiB, got '" +
+            opts.memoryBudget + "'";
+    return false;
+  }
   bool artifact = llvm::StringRef(opts.output).ends_with(".tgx");
-  if (artifact && opts.emit != DriverOptions::Emit::None) {
+  if (artifact && opts.emit != Emit::None) {
     error = "-o " + opts.output + " writes a compiled artifact; it cannot "
             "also hold --emit output";
     return false;
   }
-  if (artifact && opts.report != DriverOptions::Report::None) {
+  if (artifact && opts.report != Report::None) {
     error = "reports go to stdout; drop -o " + opts.output + " or the --report";
     return false;
   }
   if (artifact)
-    opts.emit = DriverOptions::Emit::Artifact;
-  if (opts.emit == DriverOptions::Emit::None &&
-      opts.report == DriverOptions::Report::None)
-    opts.emit = DriverOptions::Emit::TG;
-  return true;
+    opts.emit = Emit::Artifact;
+  if (opts.emit == Emit::None && opts.report == Report::None)
+    opts.emit = Emit::TG;
+  return checkOutputPath(opts.input, opts.output, artifact, error);
 }
 
 std::string withCommas(int64_t n) {
@@ -219,15 +250,15 @@ void printParams(const tgc::Graph &g, llvm::raw_ostream &os) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // Temporary files registered with RemoveFileOnSignal go on Ctrl-C too.
+  llvm::sys::PrintStackTraceOnErrorSignal(argv[0]);
   DriverOptions opts;
   std::string error;
-  if (!parseArgs(argc, argv, opts, error)) {
-    llvm::errs() << "tgc: error: " << error << "\n";
+  if (!parseArgs(argc, argv, error) || !checkArgs(opts, error)) {
+    // Empty: llvm::cl printed its one line itself (a missing value).
+    if (!error.empty())
+      llvm::errs() << "tgc: error: " << error << "\n";
     return 1;
-  }
-  if (opts.help) {
-    llvm::outs() << kUsage;
-    return 0;
   }
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(opts.input, /*IsText=*/true);
   if (!buffer) {
@@ -248,7 +279,10 @@ int main(int argc, char **argv) {
       -> mlir::OwningOpRef<mlir::ModuleOp> {
     tgc::DiagEngine diag(file);
     tgc::FrontendOptions fopts;
-    fopts.defines = opts.defines;
+    for (const std::string &d : opts.defines) {
+      size_t eq = d.find('=');
+      fopts.defines.emplace_back(d.substr(0, eq), d.substr(eq + 1));
+    }
     for (const auto &d : extra)
       fopts.defines.push_back(d);
     builder = tgc::parseAndElaborate(file, diag, fopts);
@@ -269,14 +303,17 @@ int main(int argc, char **argv) {
   };
 
   // Training actions plan the step, and a budget may change the batch.
-  bool training = opts.emit == DriverOptions::Emit::Train ||
-                  opts.emit == DriverOptions::Emit::Artifact ||
-                  opts.report == DriverOptions::Report::Memory ||
-                  opts.memoryBudget;
+  bool training = opts.emit == Emit::Train ||
+                  opts.emit == Emit::Artifact ||
+                  opts.report == Report::Memory ||
+                  !opts.memoryBudget.empty();
   mlir::OwningOpRef<mlir::ModuleOp> module;
   std::optional<tgc::BudgetFit> fit;
   if (training) {
-    fit = tgc::fitBudget(compile, opts.memoryBudget);
+    std::optional<int64_t> budget;
+    if (!opts.memoryBudget.empty())
+      budget = tgc::parseByteSize(opts.memoryBudget);
+    fit = tgc::fitBudget(compile, budget);
     if (!fit)
       return 1;
     if (!fit->note.empty())
@@ -287,14 +324,29 @@ int main(int argc, char **argv) {
   }
   if (!module)
     return 1;
-  if ((opts.emit == DriverOptions::Emit::Train ||
-       opts.emit == DriverOptions::Emit::Artifact) &&
+  if ((opts.emit == Emit::Train ||
+       opts.emit == Emit::Artifact) &&
       !tgc::buildTraining(*module, fit && fit->remat))
     return 1;
-  if (opts.emit == DriverOptions::Emit::Artifact)
-    return tgc::writeArtifactFile(*module, fit->plan, opts.output, opts.cpu)
-               ? 0
-               : 1;
+  if (opts.emit == Emit::Artifact) {
+    // Refused before any code is generated: a plan no machine here can run
+    // would only fill the disk and the memory of the compile.
+    int64_t physical = int64_t(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+    if (!opts.allowLarge && physical > 0 && fit->plan.peakBytes() > physical) {
+      llvm::errs() << "tgc: error: the training step needs "
+                   << mlir::tg::formatBytes(fit->plan.peakBytes())
+                   << ", more than this machine's "
+                   << mlir::tg::formatBytes(physical)
+                   << " of memory; give --memory-budget to fit it, or "
+                      "--allow-large to compile it for a larger machine\n";
+      return 1;
+    }
+    mlir::tg::CpuObjectOptions cpu;
+    cpu.optLevel = opts.optLevel;
+    cpu.arena = !opts.noArena;
+    return tgc::writeArtifactFile(*module, fit->plan, opts.output, cpu) ? 0
+                                                                        : 1;
+  }
 
   std::error_code ec;
   llvm::ToolOutputFile out(opts.output, ec, llvm::sys::fs::OF_Text);
@@ -303,22 +355,18 @@ int main(int argc, char **argv) {
                  << "': " << ec.message() << "\n";
     return 1;
   }
-  if (opts.report == DriverOptions::Report::Params)
+  if (opts.report == Report::Params)
     printParams(builder->graph(), out.os());
-  if (opts.report == DriverOptions::Report::Memory) {
-    // The report is the CPU artifact's: its ops' scratch included.
-    mlir::FailureOr<int64_t> scratch = tgc::cpuScratchBytes(*module, fit->remat);
-    if (mlir::failed(scratch))
-      return 1;
-    fit->plan.scratchBytes = *scratch;
-    if (opts.format == DriverOptions::Format::Json)
+  if (opts.report == Report::Memory) {
+    // The plan is the CPU artifact's: its ops' scratch included.
+    if (opts.format == Format::Json)
       mlir::tg::printMemoryJson(fit->plan, out.os());
-    else if (opts.format == DriverOptions::Format::Svg)
+    else if (opts.format == Format::Svg)
       mlir::tg::printMemorySvg(fit->plan, out.os());
     else
       mlir::tg::printMemoryTable(fit->plan, out.os());
   }
-  if (opts.emit != DriverOptions::Emit::None) {
+  if (opts.emit != Emit::None) {
     mlir::OpPrintingFlags flags;
     if (opts.debugInfo)
       flags.enableDebugInfo();
