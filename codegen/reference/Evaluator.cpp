@@ -19,6 +19,8 @@
 
 #include <cmath>
 
+#include <unistd.h>
+
 using namespace mlir;
 using namespace mlir::tg::ref;
 
@@ -58,8 +60,8 @@ FailureOr<Tensor> conform(Location loc, Tensor t, Type type, bool round,
 /// The interpreter state of one function activation.
 class Interpreter {
 public:
-  Interpreter(const EvalOptions &opts, unsigned depth)
-      : opts(opts), depth(depth) {}
+  Interpreter(const EvalOptions &opts, unsigned depth, uint64_t &steps)
+      : opts(opts), depth(depth), steps(steps) {}
 
   FailureOr<SmallVector<Tensor>> run(func::FuncOp fn, ArrayRef<Tensor> args) {
     if (fn.isExternal())
@@ -123,7 +125,18 @@ private:
     return success();
   }
 
+  /// Counts one step of work; fails at `op` past the limit.
+  LogicalResult step(Operation *op) {
+    if (++steps <= opts.maxSteps)
+      return success();
+    return op->emitError("reference evaluator: stopped after ")
+           << opts.maxSteps << " steps (ops and loop iterations); a loop "
+           << "this long is not something to evaluate op by op";
+  }
+
   LogicalResult runOp(Operation *op) {
+    if (failed(step(op)))
+      return failure();
     SmallVector<Tensor> operands = operandsOf(op);
     return llvm::TypeSwitch<Operation *, LogicalResult>(op)
         .Case([&](arith::ConstantOp c) {
@@ -156,7 +169,9 @@ private:
     if (depth >= opts.maxCallDepth)
       return call.emitError("reference evaluator: calls nest deeper than ")
              << opts.maxCallDepth << " (recursion?)";
-    Interpreter inner(opts, depth + 1);
+    if (failed(checkEvaluable(callee, opts)))
+      return failure();
+    Interpreter inner(opts, depth + 1, steps);
     FailureOr<SmallVector<Tensor>> results = inner.run(callee, operands);
     if (failed(results))
       return failure();
@@ -181,6 +196,8 @@ private:
                             "variable type ")
              << ivType;
     for (double iv = lb; iv < ub; iv += step) {
+      if (failed(this->step(loop)))
+        return failure();
       values[body.getArgument(0)] = Tensor::filled({}, *ivDtype, iv);
       for (auto [arg, t] : llvm::zip(body.getArguments().drop_front(), carried))
         values[arg] = t;
@@ -194,10 +211,53 @@ private:
 
   const EvalOptions &opts;
   unsigned depth;
+  uint64_t &steps; ///< shared by every activation of one evaluation
   llvm::DenseMap<Value, Tensor> values;
 };
 
+/// Checks, before anything runs, that every value of `scope` has a type the
+/// evaluator can hold: a static shape whose element count neither
+/// overflows nor exceeds the limit. An op's families trust these types for
+/// their loops and allocations.
 } // namespace
+
+LogicalResult mlir::tg::ref::checkEvaluable(Operation *scope,
+                                            const EvalOptions &opts) {
+  uint64_t limit = opts.maxElements;
+  if (!limit) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    limit = pages > 0 && page > 0 ? uint64_t(pages) * page / 4 / sizeof(double)
+                                  : uint64_t(1) << 28;
+  }
+  auto check = [&](Location loc, Type type, StringRef what) -> LogicalResult {
+    auto shaped = dyn_cast<ShapedType>(type);
+    if (!shaped)
+      return success();
+    if (!shaped.hasRank() || !shaped.hasStaticShape())
+      return emitError(loc) << "reference evaluator: " << what << " has type "
+                            << type << "; only static shapes can be evaluated";
+    uint64_t n = 1;
+    for (int64_t d : shaped.getShape())
+      if (d < 0 || __builtin_mul_overflow(n, uint64_t(d), &n) || n > limit)
+        return emitError(loc)
+               << "reference evaluator: " << what << " has type " << type
+               << ", more than the " << limit
+               << " elements it can hold in this machine's memory";
+    return success();
+  };
+  WalkResult walk = scope->walk([&](Operation *op) {
+    for (Value r : op->getResults())
+      if (failed(check(op->getLoc(), r.getType(), "a result")))
+        return WalkResult::interrupt();
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument a : block.getArguments())
+          if (failed(check(op->getLoc(), a.getType(), "an argument")))
+            return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
 
 FailureOr<SmallVector<Tensor>>
 mlir::tg::ref::evaluate(func::FuncOp fn, ArrayRef<Tensor> args,
@@ -207,5 +267,8 @@ mlir::tg::ref::evaluate(func::FuncOp fn, ArrayRef<Tensor> args,
   Operation *scope = fn->getParentOfType<ModuleOp>();
   if (failed(verify(scope ? scope : fn.getOperation())))
     return failure();
-  return Interpreter(opts, 0).run(fn, args);
+  if (failed(checkEvaluable(fn, opts)))
+    return failure();
+  uint64_t steps = 0;
+  return Interpreter(opts, 0, steps).run(fn, args);
 }

@@ -79,13 +79,26 @@ struct EvalOptions {
   /// Nesting limit for func.call, so that a recursive module is an error
   /// rather than a stack overflow.
   unsigned maxCallDepth = 64;
+  /// Ops (and loop iterations) executed before evaluation stops with an
+  /// error: a loop of 2^63 iterations is a located error, not a hang.
+  uint64_t maxSteps = uint64_t(1) << 26;
+  /// Largest tensor (elements) a value may have; 0: a quarter of this
+  /// machine's memory in float64 values. Checked for every value's type
+  /// before evaluation starts.
+  uint64_t maxElements = 0;
 };
+
+/// Checks that every value in `scope` has a type the evaluator can hold (a
+/// static shape within opts.maxElements); a located error otherwise.
+LogicalResult checkEvaluable(Operation *scope, const EvalOptions &opts = {});
 
 /// Evaluates `fn` on `args` and returns its results. Arguments must match the
 /// function's types (shape and element type; they are rounded to the
 /// element type when opts.roundToDtype). Unsupported ops and bad arguments
 /// are reported through MLIR diagnostics at the op's (or function's)
-/// location and give failure.
+/// location and give failure; so are values the evaluator cannot hold
+/// (dynamic or unranked shapes, element counts past opts.maxElements) and
+/// evaluations past opts.maxSteps.
 FailureOr<SmallVector<Tensor>> evaluate(func::FuncOp fn, ArrayRef<Tensor> args,
                                         const EvalOptions &opts = {});
 

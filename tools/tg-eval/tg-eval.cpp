@@ -51,6 +51,11 @@ static cl::opt<unsigned> steps("steps",
                                cl::init(1));
 static cl::opt<unsigned>
     showCount("show", cl::desc("values printed per result"), cl::init(8));
+static cl::opt<uint64_t>
+    maxSteps("max-steps",
+             cl::desc("stop with an error after N ops and loop iterations "
+                      "per evaluation"),
+             cl::init(tg::ref::EvalOptions().maxSteps));
 
 /// Prints a diagnostic as one line: "file:line:col: error: message".
 static void printDiagnostic(Diagnostic &d) {
@@ -108,6 +113,13 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  tg::ref::EvalOptions opts;
+  opts.roundToDtype = !f64;
+  opts.maxSteps = maxSteps;
+
+  // Before any argument is made: a dynamic or huge type is a located error.
+  if (failed(tg::ref::checkEvaluable(fn, opts)))
+    return 1;
   SmallVector<tg::ref::Tensor> args;
   for (auto [i, type] : llvm::enumerate(fn.getArgumentTypes())) {
     auto shaped = dyn_cast<RankedTensorType>(type);
@@ -123,9 +135,6 @@ int main(int argc, char **argv) {
         shaped ? shaped.getShape() : ArrayRef<int64_t>(), *dtype, seed, i,
         isInt ? 0 : -1, isInt ? static_cast<double>(intMax) : 1));
   }
-
-  tg::ref::EvalOptions opts;
-  opts.roundToDtype = !f64;
 
   if (useInit) {
     auto initFn = module->lookupSymbol<func::FuncOp>("init");
