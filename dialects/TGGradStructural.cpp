@@ -285,6 +285,7 @@ LogicalResult AvgPool2dOp::buildVJP(OpBuilder &b, ValueRange g,
                                     SmallVectorImpl<Value> &out) {
   out.push_back(AvgPool2dGradOp::create(b, getLoc(), getInput().getType(),
                                         g[0], getKernelAttr(), getStrideAttr(),
-                                        getPaddingAttr()));
+                                        getPaddingAttr(),
+                                        getCountIncludePadAttr()));
   return success();
 }

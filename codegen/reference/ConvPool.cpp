@@ -137,38 +137,56 @@ void forEachWindow(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
       }
 }
 
-/// The first of `positions` holding the (NaN-propagating) maximum of `in`
-/// over them, or -1 for an empty window.
+/// The first of `positions` holding the maximum of `in` over them, or the
+/// last NaN if there is one (PyTorch's scan: a NaN always replaces the
+/// running maximum), or -1 for an empty window.
 int64_t argmax(const Tensor &in, ArrayRef<int64_t> positions) {
   int64_t best = -1;
   for (int64_t pos : positions) {
     double v = in.data[pos];
-    if (best < 0 || (std::isnan(v) && !std::isnan(in.data[best])) ||
-        v > in.data[best])
+    if (best < 0 || std::isnan(v) || v > in.data[best])
       best = pos;
   }
   return best;
 }
 
-/// A window entirely in the padding gives -inf (max) or 0 (average).
-template <typename OpTy>
-FailureOr<Tensor> pool(OpTy op, const Tensor &in, bool isMax) {
+/// The divisor of an average-pooling window with `unpadded` positions: the
+/// whole window with count_include_pad (PyTorch's default), else the
+/// unpadded positions (at least 1, so an all-padding window gives 0).
+double avgDivisor(ArrayRef<int64_t> kernel, bool countIncludePad,
+                  size_t unpadded) {
+  return countIncludePad ? double(kernel[0] * kernel[1])
+                         : double(std::max<size_t>(unpadded, 1));
+}
+
+/// max_pool2d: a window entirely in the padding gives -inf.
+FailureOr<Tensor> maxPool(MaxPool2dOp op, const Tensor &in) {
   FailureOr<Tensor> out = internal::resultLike(op);
   if (failed(out))
     return failure();
   forEachWindow(in.shape, out->shape, op.getKernel(), op.getStride(),
                 op.getPadding(), [&](int64_t o, ArrayRef<int64_t> window) {
-                  if (isMax) {
-                    int64_t best = argmax(in, window);
-                    out->data[o] =
-                        best < 0 ? -std::numeric_limits<double>::infinity()
-                                 : in.data[best];
-                    return;
-                  }
+                  int64_t best = argmax(in, window);
+                  out->data[o] = best < 0
+                                     ? -std::numeric_limits<double>::infinity()
+                                     : in.data[best];
+                });
+  return out;
+}
+
+/// avg_pool2d: a window entirely in the padding gives 0.
+FailureOr<Tensor> avgPool(AvgPool2dOp op, const Tensor &in) {
+  FailureOr<Tensor> out = internal::resultLike(op);
+  if (failed(out))
+    return failure();
+  forEachWindow(in.shape, out->shape, op.getKernel(), op.getStride(),
+                op.getPadding(), [&](int64_t o, ArrayRef<int64_t> window) {
                   double sum = 0;
                   for (int64_t pos : window)
                     sum += in.data[pos];
-                  out->data[o] = sum / std::max<int64_t>(window.size(), 1);
+                  out->data[o] = sum / avgDivisor(op.getKernel(),
+                                                  op.getCountIncludePad(),
+                                                  window.size());
                 });
   return out;
 }
@@ -195,8 +213,10 @@ FailureOr<Tensor> avgPoolGrad(AvgPool2dGradOp op, const Tensor &grad) {
     return failure();
   forEachWindow(dx->shape, grad.shape, op.getKernel(), op.getStride(),
                 op.getPadding(), [&](int64_t o, ArrayRef<int64_t> window) {
+                  double n = avgDivisor(op.getKernel(),
+                                        op.getCountIncludePad(), window.size());
                   for (int64_t pos : window)
-                    dx->data[pos] += grad.data[o] / double(window.size());
+                    dx->data[pos] += grad.data[o] / n;
                 });
   return dx;
 }
@@ -214,8 +234,8 @@ FamilyResult mlir::tg::ref::internal::evalConvPool(Operation *op,
       .Case([&](Conv2dGradWeightOp c) -> R {
         return conv2dGradWeight(c, in[0], in[1]);
       })
-      .Case([&](MaxPool2dOp m) -> R { return pool(m, in[0], true); })
-      .Case([&](AvgPool2dOp a) -> R { return pool(a, in[0], false); })
+      .Case([&](MaxPool2dOp m) -> R { return maxPool(m, in[0]); })
+      .Case([&](AvgPool2dOp a) -> R { return avgPool(a, in[0]); })
       .Case(
           [&](MaxPool2dGradOp m) -> R { return maxPoolGrad(m, in[0], in[1]); })
       .Case([&](AvgPool2dGradOp a) -> R { return avgPoolGrad(a, in[0]); })
