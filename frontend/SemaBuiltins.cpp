@@ -321,8 +321,9 @@ Value Sema::biPool(const Expr &e, Args &a) {
       !wantPair(a.values[1], a.locs[1], "kernel", kernel) ||
       (a.has(2) && !wantPair(a.values[2], a.locs[2], "stride", stride)) ||
       (a.has(3) && !wantPair(a.values[3], a.locs[3], "padding", padding)) ||
-      (a.has(4) && !wantBool(a.values[4], a.locs[4], "count_include_pad",
-                             countIncludePad)))
+      // Only avg_pool2d has a fifth formal.
+      (a.values.size() > 4 && a.has(4) &&
+       !wantBool(a.values[4], a.locs[4], "count_include_pad", countIncludePad)))
     return Value::error();
   if (!a.has(2))
     stride = kernel;

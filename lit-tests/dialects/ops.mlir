@@ -183,7 +183,7 @@ func.func @backward_ops(%g: tensor<2x5x16xf32>, %ids: tensor<2x5xi32>, %gc: tens
   %2 = tg.conv2d_grad_weight %x, %gc : tensor<8x1x28x28xf32>, tensor<8x6x24x24xf32> -> tensor<6x1x5x5xf32>
   %3 = tg.max_pool2d_grad %gp, %x kernel = [2, 2] stride = [2, 2] : tensor<8x1x14x14xf32>, tensor<8x1x28x28xf32>
   %4 = tg.avg_pool2d_grad %gp kernel = [2, 2] stride = [2, 2] : tensor<8x1x14x14xf32> -> tensor<8x1x28x28xf32>
-  %4b = tg.avg_pool2d_grad %gp kernel = [2, 2] stride = [2, 2] {count_include_pad = false} : tensor<8x1x14x14xf32> -> tensor<8x1x28x28xf32>
+  %9 = tg.avg_pool2d_grad %gp kernel = [2, 2] stride = [2, 2] {count_include_pad = false} : tensor<8x1x14x14xf32> -> tensor<8x1x28x28xf32>
   %5 = tg.random uniform %seed {a = -1.000000e+00 : f64, b = 1.000000e+00 : f64, stream = 0 : i64} : tensor<i64> -> tensor<4x4xf32>
   %6 = tg.random normal %seed {a = 0.000000e+00 : f64, b = 2.000000e-02 : f64, stream = 1 : i64} : tensor<i64> -> tensor<4x4xbf16>
   %7 = tg.cos %v : tensor<3xf32>

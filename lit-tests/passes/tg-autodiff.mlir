@@ -17,7 +17,7 @@
 // CHECK: tg.softmax
 // CHECK: tg.one_hot
 // CHECK: %[[DLOGITS:.+]] = tg.mul %{{.+}}, %{{.+}} : tensor<4x5xf32>, tensor<4x1xf32> -> tensor<4x5xf32>
-// CHECK: %[[DRELU:.+]] = tg.select %{{.+}}, %[[DLOGITS]], %{{.+}}
+// CHECK: %[[DRELU:.+]] = tg.select %{{.+}}, %{{.+}}, %[[DLOGITS]]
 // CHECK: %[[DH:.+]] = tg.add %[[DLOGITS]], %[[DRELU]]
 // CHECK: %[[DBS:.+]] = tg.sum %[[DH]] axes = [0] keepdims : tensor<4x5xf32> -> tensor<1x5xf32>
 // CHECK: %[[DB:.+]] = tg.reshape %[[DBS]] : tensor<1x5xf32> to tensor<5xf32>
