@@ -5,8 +5,8 @@
 // its backward ops share one enumeration of the index relation (every
 // (input, weight, output) tap of a convolution, every pooling window), so
 // the backward ops are, by construction, the transposes of the forward.
-// Zero padding for conv2d; padded positions never win a max and are not
-// counted in an average.
+// Zero padding for conv2d; padded positions never win a max and count in
+// an average only with count_include_pad.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,11 +31,12 @@ struct ConvGeometry {
   int64_t n, c, h, w, o, cg, kh, kw, oh, ow, groups;
   ArrayRef<int64_t> stride, padding, dilation;
 
-  /// Calls fn(inPos, weightPos, outPos) for every tap whose input position
-  /// is inside the image (taps in the zero padding contribute nothing):
+  /// Calls fn(inPos, weightPos, outPos) for every tap:
   ///   out[b, oc, y, x] += in[b, g * cg + ic, y*sh - ph + i*dh,
   ///                          x*sw - pw + j*dw] * weight[oc, ic, i, j]
-  /// with g = oc / (O / groups).
+  /// with g = oc / (O / groups). A tap in the padding has inPos = -1: it is
+  /// a zero that is still multiplied (as in PyTorch and the CPU backend,
+  /// which pad), so an inf weight over the padding gives NaN.
   template <typename Fn> void forEachTap(Fn fn) const {
     int64_t og = o / groups;
     for (int64_t b = 0; b < n; ++b)
@@ -47,15 +48,17 @@ struct ConvGeometry {
                 for (int64_t j = 0; j < kw; ++j) {
                   int64_t iy = y * stride[0] - padding[0] + i * dilation[0];
                   int64_t ix = x * stride[1] - padding[1] + j * dilation[1];
-                  if (iy < 0 || iy >= h || ix < 0 || ix >= w)
-                    continue;
+                  bool padded = iy < 0 || iy >= h || ix < 0 || ix >= w;
                   int64_t chan = (oc / og) * cg + ic;
-                  fn(((b * c + chan) * h + iy) * w + ix,
+                  fn(padded ? -1 : ((b * c + chan) * h + iy) * w + ix,
                      ((oc * cg + ic) * kh + i) * kw + j,
                      ((b * o + oc) * oh + y) * ow + x);
                 }
   }
 };
+
+/// The input element at `pos`, or the padding's zero at -1.
+double at(const Tensor &in, int64_t pos) { return pos < 0 ? 0.0 : in.data[pos]; }
 
 /// The geometry from the shapes of input, weight and output and the op's
 /// attributes (shared by conv2d and its two backward ops).
@@ -84,7 +87,7 @@ FailureOr<Tensor> conv2d(Conv2dOp op, const Tensor &in, const Tensor &w) {
     return failure();
   convGeometry(op, in.shape, w.shape, out->shape)
       .forEachTap([&](int64_t ip, int64_t wp, int64_t yp) {
-        out->data[yp] += in.data[ip] * w.data[wp];
+        out->data[yp] += at(in, ip) * w.data[wp];
       });
   return out;
 }
@@ -96,7 +99,8 @@ FailureOr<Tensor> conv2dGradInput(Conv2dGradInputOp op, const Tensor &grad,
     return failure();
   convGeometry(op, dx->shape, w.shape, grad.shape)
       .forEachTap([&](int64_t ip, int64_t wp, int64_t yp) {
-        dx->data[ip] += grad.data[yp] * w.data[wp];
+        if (ip >= 0)
+          dx->data[ip] += grad.data[yp] * w.data[wp];
       });
   return dx;
 }
@@ -108,7 +112,7 @@ FailureOr<Tensor> conv2dGradWeight(Conv2dGradWeightOp op, const Tensor &in,
     return failure();
   convGeometry(op, in.shape, dw->shape, grad.shape)
       .forEachTap([&](int64_t ip, int64_t wp, int64_t yp) {
-        dw->data[wp] += in.data[ip] * grad.data[yp];
+        dw->data[wp] += at(in, ip) * grad.data[yp];
       });
   return dw;
 }

@@ -368,7 +368,9 @@ void addRowOps(std::vector<Case> &out) {
 }
 
 /// cross_entropy (mean over non-ignored rows) and its gradient
-/// (softmax - onehot) * dy / count on the non-ignored rows.
+/// (softmax - onehot) * dy / count on the non-ignored rows. A label outside
+/// [0, C) that is not ignored counts in the mean with loss 0 and gets no
+/// gradient (TGC; PyTorch raises an error).
 Case crossEntropy(const char *name, std::vector<double> logits,
                   std::vector<double> labels, double allIgnoredLoss) {
   int64_t rows = labels.size(), n = logits.size() / rows;
@@ -385,6 +387,8 @@ Case crossEntropy(const char *name, std::vector<double> logits,
     if (labels[r] == -100)
       continue;
     used += 1;
+    if (labels[r] < 0 || labels[r] >= n)
+      continue;
     const double *row = &logits[r * n];
     double m = -inf, sum = 0;
     for (int64_t k = 0; k < n; ++k)
@@ -395,7 +399,7 @@ Case crossEntropy(const char *name, std::vector<double> logits,
   }
   c.y = {used ? total / used : allIgnoredLoss};
   for (int64_t r = 0; r < rows && used; ++r) {
-    if (labels[r] == -100)
+    if (labels[r] == -100 || labels[r] < 0 || labels[r] >= n)
       continue;
     const double *row = &logits[r * n];
     double m = -inf, sum = 0;
@@ -421,6 +425,8 @@ void addLosses(std::vector<Case> &out) {
   // documented difference) and both give a zero gradient.
   out.push_back(crossEntropy("cross_entropy, every label ignored",
                              {0, 1, 2, 3, 4, 5}, {-100, -100}, 0.0));
+  out.push_back(crossEntropy("cross_entropy with out-of-range labels",
+                             {0, 1, 2, 3, 4, 5, 6, 7, 8}, {1, 3, -1}, 0.0));
 
   Case c;
   c.name = "mse_loss";
@@ -616,6 +622,25 @@ void addConvPool(std::vector<Case> &out) {
       dx[where] += c.dy[o];
     });
     c.grads = {dx};
+    out.push_back(std::move(c));
+  }
+  {
+    // Padding is zeros that are multiplied, as PyTorch's im2col does: an
+    // inf weight over the padding gives NaN, not the sum of the taps inside.
+    // The gradients see the same padded input.
+    std::vector<double> x = {1, 2, 3, 4}, w = {inf, 1, 1, 1};
+    Case c;
+    c.name = "conv2d with an inf weight over the padding";
+    c.args = {{"x", {1, 1, 2, 2}, x}, {"w", {1, 1, 2, 2}, w}};
+    c.body = "  %y = tg.conv2d %x, %w {padding = array<i64: 1, 1>} : " +
+             ty({1, 1, 2, 2}) + ", " + ty({1, 1, 2, 2}) + " -> " +
+             ty({1, 1, 3, 3});
+    c.yShape = {1, 1, 3, 3};
+    c.dy = filled(9, 1.0);
+    c.y = {nan, nan, nan, nan, inf, inf, nan, inf, inf};
+    // dx[p] = sum of dy * w over the taps on p: each pixel meets every tap.
+    // dw[tap] = sum of dy * x over the outputs: each tap meets every pixel.
+    c.grads = {filled(4, inf), filled(4, 10.0)};
     out.push_back(std::move(c));
   }
   {
