@@ -446,6 +446,66 @@ void addLosses(std::vector<Case> &out) {
   out.push_back(std::move(c));
 }
 
+//===--- Data movement -----------------------------------------------------===//
+
+/// A case whose op only moves elements: y[i] = x[from[i]], so the
+/// gradient sums dy[i] into position from[i] (zeros elsewhere).
+Case movement(const char *name, std::vector<Arg> args, std::string body,
+              std::vector<int64_t> yShape, std::vector<int64_t> from) {
+  Case c;
+  c.name = name;
+  c.args = std::move(args);
+  c.body = std::move(body);
+  c.yShape = std::move(yShape);
+  std::vector<double> all; // the arguments' elements, concatenated
+  for (const Arg &a : c.args)
+    all.insert(all.end(), a.values.begin(), a.values.end());
+  std::vector<double> dx(all.size(), 0.0);
+  for (size_t i = 0; i < from.size(); ++i) {
+    c.dy.push_back(double(i + 1));
+    c.y.push_back(all[from[i]]);
+    dx[from[i]] += double(i + 1);
+  }
+  size_t offset = 0;
+  for (const Arg &a : c.args) {
+    c.grads.emplace_back(dx.begin() + offset,
+                         dx.begin() + offset + a.values.size());
+    offset += a.values.size();
+  }
+  return c;
+}
+
+void addMovement(std::vector<Case> &out) {
+  // Infinities, NaN and -0 are moved, never computed with.
+  const std::vector<double> x = {0.0, -0.0, inf, -inf, nan, 1};
+  const std::string x23 = ty({2, 3});
+  out.push_back(movement("reshape", {{"a", {2, 3}, x}},
+                         "  %y = tg.reshape %a : " + x23 + " to " + ty({3, 2}),
+                         {3, 2}, {0, 1, 2, 3, 4, 5}));
+  out.push_back(movement("transpose", {{"a", {2, 3}, x}},
+                         "  %y = tg.transpose %a perm = [1, 0] : " + x23 +
+                             " -> " + ty({3, 2}),
+                         {3, 2}, {0, 3, 1, 4, 2, 5}));
+  out.push_back(movement("broadcast_to", {{"a", {1, 3}, {nan, -0.0, inf}}},
+                         "  %y = tg.broadcast_to %a : " + ty({1, 3}) + " to " +
+                             x23,
+                         {2, 3}, {0, 1, 2, 0, 1, 2}));
+  out.push_back(movement("slice", {{"a", {2, 3}, x}},
+                         "  %y = tg.slice %a start [0, 1] limit [2, 3] step "
+                         "[1, 1] : " + x23 + " -> " + ty({2, 2}),
+                         {2, 2}, {1, 2, 4, 5}));
+  out.push_back(movement("concat",
+                         {{"a", {2, 1}, {nan, inf}}, {"b", {2, 2}, {-0.0, -inf, 1, 0.0}}},
+                         "  %y = tg.concat %a, %b axis = 1 : " + ty({2, 1}) +
+                             ", " + ty({2, 2}) + " -> " + x23,
+                         {2, 3}, {0, 2, 3, 1, 4, 5}));
+  out.push_back(movement("cast through f64", {{"a", {2, 3}, x}},
+                         "  %c = tg.cast %a : " + x23 + " to " +
+                             ty({2, 3}, "f64") + "\n  %y = tg.cast %c : " +
+                             ty({2, 3}, "f64") + " to " + x23,
+                         {2, 3}, {0, 1, 2, 3, 4, 5}));
+}
+
 //===--- Contraction, gather, select, masking, dropout ---------------------===//
 
 void addStructural(std::vector<Case> &out) {
@@ -677,6 +737,7 @@ std::vector<Case> cases() {
   addBinary(all);
   addRowOps(all);
   addLosses(all);
+  addMovement(all);
   addStructural(all);
   addConvPool(all);
   return all;
