@@ -54,36 +54,51 @@ LogicalResult DivOp::buildVJP(OpBuilder &b, ValueRange g,
 
 LogicalResult PowOp::buildVJP(OpBuilder &b, ValueRange g,
                               SmallVectorImpl<Value> &out) {
-  // d(a^c) = g*c*a^(c-1), g*a^c*log(a).
+  // d(a^c) = g*c*a^(c-1), g*a^c*log(a), with PyTorch's guards at the zero
+  // base, where the formulas give 0*inf: the base's cotangent is 0 wherever
+  // c == 0 (a^c is constant in a there, whatever g is), and the exponent's
+  // is g*0 wherever a == 0 and c >= 0 (0^c does not move with c there).
   TB t{b, getLoc()};
   Value a = getLhs(), c = getRhs();
-  Value cm1 = t.sub(c, t.scalar(TB::elt(c), 1.0));
-  Value da = t.mul(g[0], t.mul(c, PowOp::create(b, getLoc(), a, cm1)));
-  Value dc = t.mul(g[0], t.mul(getResult(), LogOp::create(b, getLoc(), a)));
+  Type e = TB::elt(c);
+  Value zero = t.scalar(e, 0.0);
+  Value cm1 = t.sub(c, t.scalar(e, 1.0));
+  Value da = t.select(t.cmp(CmpPredicate::eq, c, zero), zero,
+                      t.mul(g[0], t.mul(c, PowOp::create(b, getLoc(), a, cm1))));
+  Value ylog = t.mul(getResult(), LogOp::create(b, getLoc(), a));
+  Value flat = t.select(t.cmp(CmpPredicate::ge, c, zero), zero, ylog);
+  Value dc = t.mul(g[0], t.select(t.cmp(CmpPredicate::eq, a, zero), flat, ylog));
   return binaryGrads(t, a, c, da, dc, out);
 }
 
-/// maximum/minimum: the cotangent goes to the operand that won; ties go to
-/// the left-hand side.
-static LogicalResult extremumGrads(TB &t, CmpPredicate lhsWins, Value lhs,
-                                   Value rhs, Value g,
-                                   SmallVectorImpl<Value> &out) {
-  Value zero = t.scalar(TB::elt(g), 0.0);
-  Value wins = t.cmp(lhsWins, lhs, rhs);
-  return binaryGrads(t, lhs, rhs, t.select(wins, g, zero),
-                     t.select(wins, zero, g), out);
+/// maximum/minimum, as PyTorch: the operand that loses gets nothing, a tie
+/// splits the cotangent in halves, and where either operand is NaN (no
+/// order) both get the whole cotangent. `lhsLoses` is lt for maximum and gt
+/// for minimum; the right-hand side loses under the converse.
+static LogicalResult extremumGrads(TB &t, CmpPredicate lhsLoses,
+                                   CmpPredicate rhsLoses, Value lhs, Value rhs,
+                                   Value g, SmallVectorImpl<Value> &out) {
+  Type e = TB::elt(g);
+  Value zero = t.scalar(e, 0.0);
+  Value shared = t.select(t.cmp(CmpPredicate::eq, lhs, rhs),
+                          t.mul(g, t.scalar(e, 0.5)), g);
+  return binaryGrads(t, lhs, rhs,
+                     t.select(t.cmp(lhsLoses, lhs, rhs), zero, shared),
+                     t.select(t.cmp(rhsLoses, lhs, rhs), zero, shared), out);
 }
 
 LogicalResult MaximumOp::buildVJP(OpBuilder &b, ValueRange g,
                                   SmallVectorImpl<Value> &out) {
   TB t{b, getLoc()};
-  return extremumGrads(t, CmpPredicate::ge, getLhs(), getRhs(), g[0], out);
+  return extremumGrads(t, CmpPredicate::lt, CmpPredicate::gt, getLhs(),
+                       getRhs(), g[0], out);
 }
 
 LogicalResult MinimumOp::buildVJP(OpBuilder &b, ValueRange g,
                                   SmallVectorImpl<Value> &out) {
   TB t{b, getLoc()};
-  return extremumGrads(t, CmpPredicate::le, getLhs(), getRhs(), g[0], out);
+  return extremumGrads(t, CmpPredicate::gt, CmpPredicate::lt, getLhs(),
+                       getRhs(), g[0], out);
 }
 
 LogicalResult SelectOp::buildVJP(OpBuilder &b, ValueRange g,
@@ -106,10 +121,15 @@ LogicalResult NegOp::buildVJP(OpBuilder &b, ValueRange g,
 
 LogicalResult AbsOp::buildVJP(OpBuilder &b, ValueRange g,
                               SmallVectorImpl<Value> &out) {
+  // g * sgn(x), as PyTorch: sgn is 0 at +-0 and at NaN (neither > 0 nor
+  // < 0), so the subgradient at the kink is 0.
   TB t{b, getLoc()};
-  Value nonneg = t.cmp(CmpPredicate::ge, getInput(),
-                       t.scalar(TB::elt(g[0]), 0.0));
-  out.push_back(t.select(nonneg, g[0], t.neg(g[0])));
+  Type e = TB::elt(g[0]);
+  Value x = getInput(), zero = t.scalar(e, 0.0);
+  Value sgn = t.select(t.cmp(CmpPredicate::gt, x, zero), t.scalar(e, 1.0),
+                       t.select(t.cmp(CmpPredicate::lt, x, zero),
+                                t.scalar(e, -1.0), zero));
+  out.push_back(t.mul(g[0], sgn));
   return success();
 }
 
@@ -135,11 +155,12 @@ LogicalResult SqrtOp::buildVJP(OpBuilder &b, ValueRange g,
 
 LogicalResult RsqrtOp::buildVJP(OpBuilder &b, ValueRange g,
                                 SmallVectorImpl<Value> &out) {
-  // d x^-1/2 = -1/2 x^-3/2 = -0.5 * y / x.
+  // d x^-1/2 = -1/2 x^-3/2 = -0.5 * y^3, from y alone (as PyTorch): -0.5*y/x
+  // would give the wrong sign at x = -0, where y = -inf.
   TB t{b, getLoc()};
-  Value dy = t.div(t.mul(getResult(), t.scalar(TB::elt(g[0]), -0.5)),
-                   getInput());
-  out.push_back(t.mul(g[0], dy));
+  Value y = getResult();
+  Value y3 = t.mul(t.mul(y, y), y);
+  out.push_back(t.mul(t.mul(g[0], t.scalar(TB::elt(g[0]), -0.5)), y3));
   return success();
 }
 
@@ -187,10 +208,12 @@ LogicalResult SigmoidOp::buildVJP(OpBuilder &b, ValueRange g,
 
 LogicalResult ReluOp::buildVJP(OpBuilder &b, ValueRange g,
                                SmallVectorImpl<Value> &out) {
+  // Zero where x <= 0, the cotangent elsewhere: at NaN (unordered) the
+  // cotangent passes, as in PyTorch's threshold_backward.
   TB t{b, getLoc()};
   Value zero = t.scalar(TB::elt(g[0]), 0.0);
   out.push_back(
-      t.select(t.cmp(CmpPredicate::gt, getInput(), zero), g[0], zero));
+      t.select(t.cmp(CmpPredicate::le, getInput(), zero), zero, g[0]));
   return success();
 }
 

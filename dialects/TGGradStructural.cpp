@@ -87,7 +87,9 @@ LogicalResult LogSoftmaxOp::buildVJP(OpBuilder &b, ValueRange g,
 
 LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange g,
                                        SmallVectorImpl<Value> &out) {
-  // d logits = g (softmax(x) - onehot(y)) [y != ignore] / max(count, 1).
+  // d logits = g (softmax(x) - onehot(y)) [y != ignore] [y in range] /
+  // max(count, 1). A label outside [0, C) that is not ignored counts in the
+  // mean with the constant loss 0, so its row gets no gradient.
   TB t{b, getLoc()};
   Value logits = getLogits(), labels = getLabels();
   auto type = TB::typeOf(logits);
@@ -98,9 +100,11 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange g,
   Value zero = t.scalar(e, 0.0), one = t.scalar(e, 1.0);
   Value valid = t.cmp(CmpPredicate::ne, labels,
                       t.integer(TB::elt(labels), getIgnoreIndexAttr().getInt()));
-  Value weight = t.select(valid, one, zero);
-  Value count = t.sum(weight, TB::allAxes(weight), false);
+  Value counted = t.select(valid, one, zero);
+  Value count = t.sum(counted, TB::allAxes(counted), false);
   Value scale = t.div(g[0], MaximumOp::create(b, getLoc(), count, one));
+  Value inRange = t.sum(onehot, last, false);
+  Value weight = t.mul(counted, inRange);
   auto keptType = RankedTensorType::get(
       llvm::to_vector(llvm::concat<const int64_t>(
           TB::typeOf(weight).getShape(), ArrayRef<int64_t>{1})),
@@ -285,6 +289,7 @@ LogicalResult AvgPool2dOp::buildVJP(OpBuilder &b, ValueRange g,
                                     SmallVectorImpl<Value> &out) {
   out.push_back(AvgPool2dGradOp::create(b, getLoc(), getInput().getType(),
                                         g[0], getKernelAttr(), getStrideAttr(),
-                                        getPaddingAttr()));
+                                        getPaddingAttr(),
+                                        getCountIncludePadAttr()));
   return success();
 }

@@ -478,8 +478,8 @@ def TG_CausalMaskOp : TG_Op<"causal_mask", [TG_Differentiable, Pure, SameOperand
 def TG_DropoutOp : TG_Op<"dropout", [TG_Differentiable, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "inverted dropout with a counter-based RNG";
   let description = [{
-    Zeroes each element with probability `p` and scales the others by
-    `1 / (1 - p)`. The mask is a pure function of (`seed`, `stream`, element
+    Multiplies each element by 0 with probability `p` and by `1 / (1 - p)`
+    otherwise (so a dropped inf or NaN is NaN, as in PyTorch). The mask is a pure function of (`seed`, `stream`, element
     index) through a counter-based generator (Philox-4x32-10), so the
     backward pass and rematerialisation see the same mask. `stream` tells
     dropout ops apart within one step.
@@ -567,20 +567,22 @@ def TG_Conv2dOp : TG_Op<"conv2d", [TG_Differentiable, Pure, InferTypeOpAdaptor]>
   }];
 }
 
-class TG_PoolOp<string mnemonic, string what>
+class TG_PoolOp<string mnemonic, string what, string paddingRule,
+                dag extraArgs = (ins)>
     : TG_Op<mnemonic, [TG_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "2-D " # what # " pooling over NCHW";
   let description = [{
     Takes the }] # what # [{ of each `kernel` window, moved by `stride`, with
-    `padding` on both sides (padded positions never win a max and are not
-    counted in an average).
+    `padding` on both sides. }] # paddingRule # [{
 
     ```mlir
     %p = tg.}] # mnemonic # [{ %x kernel = [2, 2] stride = [2, 2] : tensor<8x6x28x28xf32> -> tensor<8x6x14x14xf32>
     ```
   }];
-  let arguments = (ins TG_FloatTensor:$input, TG_Pair:$kernel, TG_Pair:$stride,
-                       DefaultValuedAttr<TG_Pair, "{0, 0}">:$padding);
+  let arguments = !con((ins TG_FloatTensor:$input, TG_Pair:$kernel,
+                            TG_Pair:$stride,
+                            DefaultValuedAttr<TG_Pair, "{0, 0}">:$padding),
+                       extraArgs);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $input `kernel` `=` $kernel `stride` `=` $stride attr-dict `:` type($input) `->` type($result)
@@ -595,8 +597,18 @@ class TG_PoolOp<string mnemonic, string what>
   }];
 }
 
-def TG_MaxPool2dOp : TG_PoolOp<"max_pool2d", "maximum">;
-def TG_AvgPool2dOp : TG_PoolOp<"avg_pool2d", "average">;
+def TG_MaxPool2dOp : TG_PoolOp<"max_pool2d", "maximum", [{
+    Padded positions never win; among equal maxima the first (row-major)
+    wins, and a NaN wins over any number.
+  }]>;
+
+// PyTorch's avg_pool2d counts the padding by default; models ported from it
+// expect the same numbers, so the attribute defaults to true.
+def TG_AvgPool2dOp : TG_PoolOp<"avg_pool2d", "average", [{
+    With `count_include_pad` (the default, as in PyTorch) every window is
+    divided by its full size `kernel[0] * kernel[1]`, padded zeros included;
+    with `count_include_pad = false` by the number of its unpadded positions.
+  }], (ins DefaultValuedAttr<BoolAttr, "true">:$count_include_pad)>;
 
 //===----------------------------------------------------------------------===//
 // Backward ops: the transposed data movement that the VJPs of embedding,
@@ -673,7 +685,9 @@ def TG_MaxPool2dGradOp : TG_Op<"max_pool2d_grad",
   let summary = "cotangent of a max_pool2d input";
   let description = [{
     Routes each window's cotangent to the first position (row-major) that
-    holds the window's maximum in the forward `input`.
+    holds the window's maximum in the forward `input`, or to its last NaN
+    if it holds any (PyTorch's rule: a NaN replaces the running maximum,
+    a number only when it is greater).
 
     ```mlir
     %dx = tg.max_pool2d_grad %g, %x kernel = [2, 2] stride = [2, 2] : tensor<8x6x14x14xf32>, tensor<8x6x28x28xf32>
@@ -694,14 +708,17 @@ def TG_AvgPool2dGradOp : TG_Op<"avg_pool2d_grad", [Pure]> {
   let summary = "cotangent of an avg_pool2d input";
   let description = [{
     Spreads each window's cotangent evenly over the window's unpadded
-    positions; the result type is the forward input's.
+    positions, dividing by the same count as the forward `tg.avg_pool2d`
+    with the same `count_include_pad`; the result type is the forward
+    input's.
 
     ```mlir
     %dx = tg.avg_pool2d_grad %g kernel = [2, 2] stride = [2, 2] : tensor<8x6x14x14xf32> -> tensor<8x6x28x28xf32>
     ```
   }];
   let arguments = (ins TG_FloatTensor:$grad, TG_Pair:$kernel, TG_Pair:$stride,
-                       DefaultValuedAttr<TG_Pair, "{0, 0}">:$padding);
+                       DefaultValuedAttr<TG_Pair, "{0, 0}">:$padding,
+                       DefaultValuedAttr<BoolAttr, "true">:$count_include_pad);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `kernel` `=` $kernel `stride` `=` $stride attr-dict `:` type($grad) `->` type($result)

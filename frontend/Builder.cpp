@@ -807,7 +807,8 @@ Tensor Builder::conv2d(Tensor x, Tensor w, std::vector<int64_t> stride,
 
 Tensor Builder::poolOp(const char *op, Tensor x, std::vector<int64_t> kernel,
                        std::vector<int64_t> stride, std::vector<int64_t> padding,
-                       Location loc) {
+                       Location loc,
+                       std::vector<std::pair<std::string, NodeAttr>> extra) {
   if (!valid({&x}))
     return poison();
   std::string name = op + 3;
@@ -831,6 +832,8 @@ Tensor Builder::poolOp(const char *op, Tensor x, std::vector<int64_t> kernel,
   n.attrs.emplace_back("kernel", kernel);
   n.attrs.emplace_back("stride", stride);
   n.attrs.emplace_back("padding", padding);
+  for (auto &attr : extra)
+    n.attrs.push_back(std::move(attr));
   n.loc = std::move(loc);
   return add_node(std::move(n));
 }
@@ -840,8 +843,9 @@ Tensor Builder::maxPool2d(Tensor x, std::vector<int64_t> k, std::vector<int64_t>
   return poolOp("tg.max_pool2d", x, std::move(k), std::move(s), std::move(p), l);
 }
 Tensor Builder::avgPool2d(Tensor x, std::vector<int64_t> k, std::vector<int64_t> s,
-                          std::vector<int64_t> p, Location l) {
-  return poolOp("tg.avg_pool2d", x, std::move(k), std::move(s), std::move(p), l);
+                          std::vector<int64_t> p, bool countIncludePad, Location l) {
+  return poolOp("tg.avg_pool2d", x, std::move(k), std::move(s), std::move(p), l,
+                {{"count_include_pad", countIncludePad}});
 }
 
 //===----------------------------------------------------------------------===//

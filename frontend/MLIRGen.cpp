@@ -262,7 +262,8 @@ private:
                                      ints(n, "stride"), ints(n, "padding"));
     if (op == "tg.avg_pool2d")
       return tg::AvgPool2dOp::create(builder, l, t, in(0), ints(n, "kernel"),
-                                     ints(n, "stride"), ints(n, "padding"));
+                                     ints(n, "stride"), ints(n, "padding"),
+                                     get<bool>(n, "count_include_pad", true));
     // Unreachable for graphs made by tgc::Builder; keep the IR well-formed.
     emitError(l) << "internal error: no lowering for '" << op << "'";
     return tg::ConstantOp::create(

@@ -57,9 +57,13 @@ const std::vector<Builtin> &builtins() {
                  {x, {"weight", true}, {"stride", false}, {"padding", false},
                   {"dilation", false}, {"groups", false}},
                  &Sema::biConv2d});
-    for (const char *n : {"max_pool2d", "avg_pool2d"})
-      t.push_back({n, {x, {"kernel", true}, {"stride", false}, {"padding", false}},
-                   &Sema::biPool});
+    t.push_back({"max_pool2d",
+                 {x, {"kernel", true}, {"stride", false}, {"padding", false}},
+                 &Sema::biPool});
+    t.push_back({"avg_pool2d",
+                 {x, {"kernel", true}, {"stride", false}, {"padding", false},
+                  {"count_include_pad", false}},
+                 &Sema::biPool});
     for (const char *n : {"int", "float"})
       t.push_back({n, {x}, &Sema::biScalarConv});
     t.push_back({"range", {{"start", true}, {"stop", false}}, &Sema::biRange});

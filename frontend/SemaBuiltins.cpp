@@ -315,15 +315,22 @@ Value Sema::biConv2d(const Expr &e, Args &a) {
 Value Sema::biPool(const Expr &e, Args &a) {
   Tensor x;
   std::vector<int64_t> kernel, stride, padding{0, 0};
+  // PyTorch's default, so that a ported model averages the same numbers.
+  bool countIncludePad = true;
   if (!wantTensor(a.values[0], a.locs[0], "the input", x) ||
       !wantPair(a.values[1], a.locs[1], "kernel", kernel) ||
       (a.has(2) && !wantPair(a.values[2], a.locs[2], "stride", stride)) ||
-      (a.has(3) && !wantPair(a.values[3], a.locs[3], "padding", padding)))
+      (a.has(3) && !wantPair(a.values[3], a.locs[3], "padding", padding)) ||
+      // Only avg_pool2d has a fifth formal.
+      (a.values.size() > 4 && a.has(4) &&
+       !wantBool(a.values[4], a.locs[4], "count_include_pad", countIncludePad)))
     return Value::error();
   if (!a.has(2))
     stride = kernel;
-  Tensor r = e.text == "max_pool2d" ? b->maxPool2d(x, kernel, stride, padding, L(e.loc))
-                                    : b->avgPool2d(x, kernel, stride, padding, L(e.loc));
+  Tensor r = e.text == "max_pool2d"
+                 ? b->maxPool2d(x, kernel, stride, padding, L(e.loc))
+                 : b->avgPool2d(x, kernel, stride, padding, countIncludePad,
+                                L(e.loc));
   return fromBuilder(r, e.loc);
 }
 

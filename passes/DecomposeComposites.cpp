@@ -103,11 +103,15 @@ Value decompose(CrossEntropyOp op, Emit &e) {
   int64_t last = logitsType.getRank() - 1;
   Value logp = LogSoftmaxOp::create(e.b, e.loc, logits, last);
   Value onehot = OneHotOp::create(e.b, e.loc, logitsType, labels);
-  Value picked = e.sum(e.mul(logp, onehot), last, false);
+  Value zero = e.scalar(t, 0.0), one = e.scalar(t, 1.0);
+  // Selected, not multiplied by the one-hot row: a masked (-inf) logit that
+  // is not the label would make 0 * -inf = NaN of the whole loss.
+  Value isLabel = CmpOp::create(e.b, e.loc, CmpPredicate::ne, onehot, zero);
+  Value picked = e.sum(SelectOp::create(e.b, e.loc, isLabel, logp, zero), last,
+                       false);
   Value ignore =
       e.integer(Emit::elt(labels), op.getIgnoreIndexAttr().getInt());
   Value valid = CmpOp::create(e.b, e.loc, CmpPredicate::ne, labels, ignore);
-  Value zero = e.scalar(t, 0.0), one = e.scalar(t, 1.0);
   Value nll = SelectOp::create(e.b, e.loc, valid,
                                NegOp::create(e.b, e.loc, picked), zero);
   Value count = SelectOp::create(e.b, e.loc, valid, one, zero);

@@ -240,6 +240,23 @@ struct Idx {
     Value start = sub(mul(o, stride), c(pad));
     return sub(min(add(start, c(k)), c(size)), max(start, c(0)));
   }
+
+  /// The divisor, as a float of type `t`, of average-pooling window (y, x)
+  /// over an input of spatial size `in`: the whole window with
+  /// count_include_pad (PyTorch's default), else its unpadded positions (at
+  /// least 1, so that an all-padding window averages to 0). Shared by the
+  /// forward and the gradient so that they cannot disagree.
+  Value avgDivisor(Type t, Value y, Value x, ArrayRef<int64_t> k,
+                   ArrayRef<int64_t> s, ArrayRef<int64_t> p,
+                   ArrayRef<int64_t> in, bool countIncludePad) {
+    Value n = c(k[0] * k[1]);
+    if (!countIncludePad)
+      n = max(arith::MulIOp::create(b, l, windowCount(y, s[0], p[0], k[0], in[0]),
+                                    windowCount(x, s[1], p[1], k[1], in[1])),
+              c(1));
+    return arith::SIToFPOp::create(
+        b, l, t, arith::IndexCastOp::create(b, l, b.getI64Type(), n));
+  }
 };
 
 /// dx[n, g, ic, iy, ix] = sum over (og, i, j) of grad[n, g*Og + og, y, x] *
@@ -307,6 +324,10 @@ Value windowShape(OpBuilder &b, Location loc, ArrayRef<int64_t> kernel) {
       b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(0.0f)));
 }
 
+/// Whether a pooling op divides by the whole window; only avg_pool2d divides.
+bool countIncludePad(AvgPool2dOp op) { return op.getCountIncludePad(); }
+bool countIncludePad(MaxPool2dOp) { return false; }
+
 /// Pooling forward: loops (n, c, y, x | i, j) over the padded input.
 template <typename OpTy, bool isMax>
 struct PoolLowering final : OpConversionPattern<OpTy> {
@@ -344,17 +365,13 @@ struct PoolLowering final : OpConversionPattern<OpTy> {
       rw.replaceOp(op, convertTensor(rw, loc, r, type.getElementType()));
       return success();
     }
-    // Divide by the number of unpadded positions of each window.
+    // Divide each window's sum by its count (see Idx::avgDivisor).
     r = buildElementwise(
         rw, loc, type, r, [&](OpBuilder &b, Location l, ValueRange a) {
-          Idx I{b, l};
-          Value cy = I.windowCount(I.loop(2), s[0], p[0], k[0], in[2]);
-          Value cx = I.windowCount(I.loop(3), s[1], p[1], k[1], in[3]);
-          Value n = I.max(arith::MulIOp::create(b, l, cy, cx), I.c(1));
-          Value nf = arith::SIToFPOp::create(
-              b, l, a[0].getType(),
-              arith::IndexCastOp::create(b, l, b.getI64Type(), n));
-          return arith::DivFOp::create(b, l, a[0], nf);
+          Value n = Idx{b, l}.avgDivisor(a[0].getType(), linalg::IndexOp::create(b, l, 2),
+                                         linalg::IndexOp::create(b, l, 3), k, s, p,
+                                         in.drop_front(2), countIncludePad(op));
+          return arith::DivFOp::create(b, l, a[0], n);
         });
     rw.replaceOp(op, r);
     return success();
@@ -362,7 +379,7 @@ struct PoolLowering final : OpConversionPattern<OpTy> {
 };
 
 /// max_pool2d_grad in two steps: the in-plane position (iy * W + ix) of the
-/// first maximum of every window (NaN wins, as in the reference), then a
+/// first maximum of every window (or its last NaN, as in the reference), then a
 /// gather: dx[iy, ix] sums grad[y, x] over the windows whose argmax it is.
 struct MaxPoolGradLowering final : OpConversionPattern<MaxPool2dGradOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -405,17 +422,14 @@ struct MaxPoolGradLowering final : OpConversionPattern<MaxPool2dGradOp> {
           using F = arith::CmpFPredicate;
           Value none = arith::CmpIOp::create(
               b, l, P::eq, a[2], scalarConstant(b, l, i64, -1));
+          // PyTorch's scan: a NaN always takes over (so the last NaN wins),
+          // a number only when it is greater (so the first maximum wins).
           Value vNaN = arith::CmpFOp::create(b, l, F::UNO, v, v);
-          Value bestNaN = arith::CmpFOp::create(b, l, F::UNO, a[1], a[1]);
-          Value nanWins = arith::AndIOp::create(
-              b, l, vNaN,
-              arith::XOrIOp::create(b, l, bestNaN,
-                                    scalarConstant(b, l, b.getI1Type(), 1)));
           Value greater = arith::CmpFOp::create(b, l, F::OGT, v, a[1]);
           Value take = arith::AndIOp::create(
               b, l, inside,
               arith::OrIOp::create(
-                  b, l, none, arith::OrIOp::create(b, l, nanWins, greater)));
+                  b, l, none, arith::OrIOp::create(b, l, vNaN, greater)));
           Value pos = arith::IndexCastOp::create(
               b, l, i64, I.add(I.mul(cy, in[3]), cx));
           linalg::YieldOp::create(
@@ -483,11 +497,8 @@ struct AvgPoolGradLowering final : OpConversionPattern<AvgPool2dGradOp> {
               Idx I{b, l};
               auto [y, okY] = I.source(I.loop(2), I.loop(4), p[0], 1, s[0], gs[2]);
               auto [x, okX] = I.source(I.loop(3), I.loop(5), p[1], 1, s[1], gs[3]);
-              Value cy = I.windowCount(y, s[0], p[0], k[0], in[2]);
-              Value cx = I.windowCount(x, s[1], p[1], k[1], in[3]);
-              Value n = I.max(arith::MulIOp::create(b, l, cy, cx), I.c(1));
-              Value nf = arith::SIToFPOp::create(
-                  b, l, acc, arith::IndexCastOp::create(b, l, b.getI64Type(), n));
+              Value nf = I.avgDivisor(acc, y, x, k, s, p, in.drop_front(2),
+                                      op.getCountIncludePad());
               Value gv = convertScalar(
                   b, l,
                   tensor::ExtractOp::create(b, l, grad,

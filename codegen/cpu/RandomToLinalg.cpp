@@ -110,11 +110,13 @@ struct DropoutLowering final : OpConversionPattern<DropoutOp> {
           Value keep = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge,
                                              wide,
                                              ph.i64(tgc::dropoutThreshold(p)));
+          // x * (keep ? 1/(1-p) : 0), not a select: a dropped inf or NaN
+          // stays NaN, as in PyTorch (and the reference).
           Type t = a[0].getType();
-          Value scaled = arith::MulFOp::create(
-              b, l, a[0], scalarConstant(b, l, t, 1.0 / (1.0 - p)));
-          return arith::SelectOp::create(b, l, keep, scaled,
-                                         scalarConstant(b, l, t, 0));
+          Value factor = arith::SelectOp::create(
+              b, l, keep, scalarConstant(b, l, t, 1.0 / (1.0 - p)),
+              scalarConstant(b, l, t, 0));
+          return arith::MulFOp::create(b, l, a[0], factor);
         });
     rw.replaceOp(op, r);
     return success();

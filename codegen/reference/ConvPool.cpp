@@ -5,8 +5,8 @@
 // its backward ops share one enumeration of the index relation (every
 // (input, weight, output) tap of a convolution, every pooling window), so
 // the backward ops are, by construction, the transposes of the forward.
-// Zero padding for conv2d; padded positions never win a max and are not
-// counted in an average.
+// Zero padding for conv2d; padded positions never win a max and count in
+// an average only with count_include_pad.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,11 +31,12 @@ struct ConvGeometry {
   int64_t n, c, h, w, o, cg, kh, kw, oh, ow, groups;
   ArrayRef<int64_t> stride, padding, dilation;
 
-  /// Calls fn(inPos, weightPos, outPos) for every tap whose input position
-  /// is inside the image (taps in the zero padding contribute nothing):
+  /// Calls fn(inPos, weightPos, outPos) for every tap:
   ///   out[b, oc, y, x] += in[b, g * cg + ic, y*sh - ph + i*dh,
   ///                          x*sw - pw + j*dw] * weight[oc, ic, i, j]
-  /// with g = oc / (O / groups).
+  /// with g = oc / (O / groups). A tap in the padding has inPos = -1: it is
+  /// a zero that is still multiplied (as in PyTorch and the CPU backend,
+  /// which pad), so an inf weight over the padding gives NaN.
   template <typename Fn> void forEachTap(Fn fn) const {
     int64_t og = o / groups;
     for (int64_t b = 0; b < n; ++b)
@@ -47,15 +48,17 @@ struct ConvGeometry {
                 for (int64_t j = 0; j < kw; ++j) {
                   int64_t iy = y * stride[0] - padding[0] + i * dilation[0];
                   int64_t ix = x * stride[1] - padding[1] + j * dilation[1];
-                  if (iy < 0 || iy >= h || ix < 0 || ix >= w)
-                    continue;
+                  bool padded = iy < 0 || iy >= h || ix < 0 || ix >= w;
                   int64_t chan = (oc / og) * cg + ic;
-                  fn(((b * c + chan) * h + iy) * w + ix,
+                  fn(padded ? -1 : ((b * c + chan) * h + iy) * w + ix,
                      ((oc * cg + ic) * kh + i) * kw + j,
                      ((b * o + oc) * oh + y) * ow + x);
                 }
   }
 };
+
+/// The input element at `pos`, or the padding's zero at -1.
+double at(const Tensor &in, int64_t pos) { return pos < 0 ? 0.0 : in.data[pos]; }
 
 /// The geometry from the shapes of input, weight and output and the op's
 /// attributes (shared by conv2d and its two backward ops).
@@ -84,7 +87,7 @@ FailureOr<Tensor> conv2d(Conv2dOp op, const Tensor &in, const Tensor &w) {
     return failure();
   convGeometry(op, in.shape, w.shape, out->shape)
       .forEachTap([&](int64_t ip, int64_t wp, int64_t yp) {
-        out->data[yp] += in.data[ip] * w.data[wp];
+        out->data[yp] += at(in, ip) * w.data[wp];
       });
   return out;
 }
@@ -96,7 +99,8 @@ FailureOr<Tensor> conv2dGradInput(Conv2dGradInputOp op, const Tensor &grad,
     return failure();
   convGeometry(op, dx->shape, w.shape, grad.shape)
       .forEachTap([&](int64_t ip, int64_t wp, int64_t yp) {
-        dx->data[ip] += grad.data[yp] * w.data[wp];
+        if (ip >= 0)
+          dx->data[ip] += grad.data[yp] * w.data[wp];
       });
   return dx;
 }
@@ -108,7 +112,7 @@ FailureOr<Tensor> conv2dGradWeight(Conv2dGradWeightOp op, const Tensor &in,
     return failure();
   convGeometry(op, in.shape, dw->shape, grad.shape)
       .forEachTap([&](int64_t ip, int64_t wp, int64_t yp) {
-        dw->data[wp] += in.data[ip] * grad.data[yp];
+        dw->data[wp] += at(in, ip) * grad.data[yp];
       });
   return dw;
 }
@@ -137,38 +141,56 @@ void forEachWindow(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
       }
 }
 
-/// The first of `positions` holding the (NaN-propagating) maximum of `in`
-/// over them, or -1 for an empty window.
+/// The first of `positions` holding the maximum of `in` over them, or the
+/// last NaN if there is one (PyTorch's scan: a NaN always replaces the
+/// running maximum), or -1 for an empty window.
 int64_t argmax(const Tensor &in, ArrayRef<int64_t> positions) {
   int64_t best = -1;
   for (int64_t pos : positions) {
     double v = in.data[pos];
-    if (best < 0 || (std::isnan(v) && !std::isnan(in.data[best])) ||
-        v > in.data[best])
+    if (best < 0 || std::isnan(v) || v > in.data[best])
       best = pos;
   }
   return best;
 }
 
-/// A window entirely in the padding gives -inf (max) or 0 (average).
-template <typename OpTy>
-FailureOr<Tensor> pool(OpTy op, const Tensor &in, bool isMax) {
+/// The divisor of an average-pooling window with `unpadded` positions: the
+/// whole window with count_include_pad (PyTorch's default), else the
+/// unpadded positions (at least 1, so an all-padding window gives 0).
+double avgDivisor(ArrayRef<int64_t> kernel, bool countIncludePad,
+                  size_t unpadded) {
+  return countIncludePad ? double(kernel[0] * kernel[1])
+                         : double(std::max<size_t>(unpadded, 1));
+}
+
+/// max_pool2d: a window entirely in the padding gives -inf.
+FailureOr<Tensor> maxPool(MaxPool2dOp op, const Tensor &in) {
   FailureOr<Tensor> out = internal::resultLike(op);
   if (failed(out))
     return failure();
   forEachWindow(in.shape, out->shape, op.getKernel(), op.getStride(),
                 op.getPadding(), [&](int64_t o, ArrayRef<int64_t> window) {
-                  if (isMax) {
-                    int64_t best = argmax(in, window);
-                    out->data[o] =
-                        best < 0 ? -std::numeric_limits<double>::infinity()
-                                 : in.data[best];
-                    return;
-                  }
+                  int64_t best = argmax(in, window);
+                  out->data[o] = best < 0
+                                     ? -std::numeric_limits<double>::infinity()
+                                     : in.data[best];
+                });
+  return out;
+}
+
+/// avg_pool2d: a window entirely in the padding gives 0.
+FailureOr<Tensor> avgPool(AvgPool2dOp op, const Tensor &in) {
+  FailureOr<Tensor> out = internal::resultLike(op);
+  if (failed(out))
+    return failure();
+  forEachWindow(in.shape, out->shape, op.getKernel(), op.getStride(),
+                op.getPadding(), [&](int64_t o, ArrayRef<int64_t> window) {
                   double sum = 0;
                   for (int64_t pos : window)
                     sum += in.data[pos];
-                  out->data[o] = sum / std::max<int64_t>(window.size(), 1);
+                  out->data[o] = sum / avgDivisor(op.getKernel(),
+                                                  op.getCountIncludePad(),
+                                                  window.size());
                 });
   return out;
 }
@@ -195,8 +217,10 @@ FailureOr<Tensor> avgPoolGrad(AvgPool2dGradOp op, const Tensor &grad) {
     return failure();
   forEachWindow(dx->shape, grad.shape, op.getKernel(), op.getStride(),
                 op.getPadding(), [&](int64_t o, ArrayRef<int64_t> window) {
+                  double n = avgDivisor(op.getKernel(),
+                                        op.getCountIncludePad(), window.size());
                   for (int64_t pos : window)
-                    dx->data[pos] += grad.data[o] / double(window.size());
+                    dx->data[pos] += grad.data[o] / n;
                 });
   return dx;
 }
@@ -214,8 +238,8 @@ FamilyResult mlir::tg::ref::internal::evalConvPool(Operation *op,
       .Case([&](Conv2dGradWeightOp c) -> R {
         return conv2dGradWeight(c, in[0], in[1]);
       })
-      .Case([&](MaxPool2dOp m) -> R { return pool(m, in[0], true); })
-      .Case([&](AvgPool2dOp a) -> R { return pool(a, in[0], false); })
+      .Case([&](MaxPool2dOp m) -> R { return maxPool(m, in[0]); })
+      .Case([&](AvgPool2dOp a) -> R { return avgPool(a, in[0]); })
       .Case(
           [&](MaxPool2dGradOp m) -> R { return maxPoolGrad(m, in[0], in[1]); })
       .Case([&](AvgPool2dGradOp a) -> R { return avgPoolGrad(a, in[0]); })

@@ -102,7 +102,8 @@ FailureOr<Tensor> causalMask(CausalMaskOp op, const Tensor &in) {
   return out;
 }
 
-/// Inverted dropout with the mask of tgc/Philox.h.
+/// Inverted dropout with the mask of tgc/Philox.h. The input is multiplied
+/// by the mask, as in PyTorch, so a dropped inf or NaN gives NaN.
 FailureOr<Tensor> dropout(DropoutOp op, const Tensor &in, const Tensor &seed) {
   Tensor out = in;
   double p = op.getP().convertToDouble();
@@ -111,7 +112,7 @@ FailureOr<Tensor> dropout(DropoutOp op, const Tensor &in, const Tensor &seed) {
   double scale = 1.0 / (1.0 - p);
   for (int64_t i = 0, e = out.numElements(); i < e; ++i)
     out.data[i] =
-        tgc::dropoutKeep(seedBits, stream, i, p) ? in.data[i] * scale : 0.0;
+        in.data[i] * (tgc::dropoutKeep(seedBits, stream, i, p) ? scale : 0.0);
   return out;
 }
 

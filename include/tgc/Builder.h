@@ -266,8 +266,12 @@ public:
   Tensor maxPool2d(Tensor x, std::vector<int64_t> kernel,
                    std::vector<int64_t> stride, std::vector<int64_t> padding = {0, 0},
                    Location loc = Location::current());
+  /// With `countIncludePad` (PyTorch's default) every window is divided by
+  /// the kernel's size, padded zeros included; without, by its unpadded
+  /// positions.
   Tensor avgPool2d(Tensor x, std::vector<int64_t> kernel,
                    std::vector<int64_t> stride, std::vector<int64_t> padding = {0, 0},
+                   bool countIncludePad = true,
                    Location loc = Location::current());
 
   // Results.
@@ -305,7 +309,8 @@ private:
                   bool keepdims, Location loc);
   Tensor poolOp(const char *op, Tensor x, std::vector<int64_t> kernel,
                 std::vector<int64_t> stride, std::vector<int64_t> padding,
-                Location loc);
+                Location loc,
+                std::vector<std::pair<std::string, NodeAttr>> extra = {});
   Tensor argument(const std::string &name, const std::string &role,
                   TensorType type, Init init, Location loc);
 

@@ -342,6 +342,12 @@ func.func @f(%x: tensor<1x1x8x8xf32>) {
   return
 }
 // -----
+func.func @f(%x: tensor<1x1x8x8xf32>) {
+  // expected-error @+1 {{'tg.avg_pool2d' op attribute 'count_include_pad' failed to satisfy constraint: bool attribute}}
+  %0 = tg.avg_pool2d %x kernel = [2, 2] stride = [2, 2] {count_include_pad = 1 : i64} : tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>
+  return
+}
+// -----
 func.func @f(%x: tensor<1x1x2x2xf32>) {
   // expected-error @+2 {{the 3x3 window does not fit the padded 2x2 input}}
   // expected-error @+1 {{'tg.max_pool2d' op failed to infer returned types}}

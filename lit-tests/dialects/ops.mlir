@@ -140,11 +140,16 @@ func.func @masks(%s: tensor<2x4x4xf32>, %seed: tensor<i64>) {
 // CHECK-NEXT: %{{[a-z0-9_]+}} = tg.conv2d %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {dilation = array<i64: 2, 2>, groups = 2 : i64, stride = array<i64: 2, 2>} : tensor<8x4x28x28xf32>, tensor<6x2x5x5xf32> -> tensor<8x6x10x10xf32>
 // CHECK-NEXT: %{{[a-z0-9_]+}} = tg.max_pool2d %{{[a-z0-9_]+}} kernel = [2, 2] stride = [2, 2] : tensor<8x6x28x28xf32> -> tensor<8x6x14x14xf32>
 // CHECK-NEXT: %{{[a-z0-9_]+}} = tg.avg_pool2d %{{[a-z0-9_]+}} kernel = [3, 3] stride = [1, 1] {padding = array<i64: 1, 1>} : tensor<8x6x28x28xf32> -> tensor<8x6x28x28xf32>
+// count_include_pad defaults to true (PyTorch's default) and prints only when false.
+// CHECK-NEXT: %{{[a-z0-9_]+}} = tg.avg_pool2d %{{[a-z0-9_]+}} kernel = [3, 3] stride = [1, 1] {padding = array<i64: 1, 1>} : tensor<8x6x28x28xf32> -> tensor<8x6x28x28xf32>
+// CHECK-NEXT: %{{[a-z0-9_]+}} = tg.avg_pool2d %{{[a-z0-9_]+}} kernel = [3, 3] stride = [1, 1] {count_include_pad = false, padding = array<i64: 1, 1>} : tensor<8x6x28x28xf32> -> tensor<8x6x28x28xf32>
 func.func @conv(%x: tensor<8x4x28x28xf32>, %w: tensor<6x2x5x5xf32>) {
   %0 = tg.conv2d %x, %w {groups = 2 : i64, padding = array<i64: 2, 2>} : tensor<8x4x28x28xf32>, tensor<6x2x5x5xf32> -> tensor<8x6x28x28xf32>
   %1 = tg.conv2d %x, %w {dilation = array<i64: 2, 2>, groups = 2 : i64, stride = array<i64: 2, 2>} : tensor<8x4x28x28xf32>, tensor<6x2x5x5xf32> -> tensor<8x6x10x10xf32>
   %2 = tg.max_pool2d %0 kernel = [2, 2] stride = [2, 2] : tensor<8x6x28x28xf32> -> tensor<8x6x14x14xf32>
   %3 = tg.avg_pool2d %0 kernel = [3, 3] stride = [1, 1] {padding = array<i64: 1, 1>} : tensor<8x6x28x28xf32> -> tensor<8x6x28x28xf32>
+  %4 = tg.avg_pool2d %0 kernel = [3, 3] stride = [1, 1] {count_include_pad = true, padding = array<i64: 1, 1>} : tensor<8x6x28x28xf32> -> tensor<8x6x28x28xf32>
+  %5 = tg.avg_pool2d %0 kernel = [3, 3] stride = [1, 1] {count_include_pad = false, padding = array<i64: 1, 1>} : tensor<8x6x28x28xf32> -> tensor<8x6x28x28xf32>
   return
 }
 
@@ -167,6 +172,7 @@ func.func @model(%x: tensor<4x784xf32> {tg.name = "x", tg.role = "input"},
 // CHECK-NEXT: %{{[a-z0-9_]+}} = tg.conv2d_grad_weight %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : tensor<8x1x28x28xf32>, tensor<8x6x24x24xf32> -> tensor<6x1x5x5xf32>
 // CHECK-NEXT: %{{[a-z0-9_]+}} = tg.max_pool2d_grad %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} kernel = [2, 2] stride = [2, 2] : tensor<8x1x14x14xf32>, tensor<8x1x28x28xf32>
 // CHECK-NEXT: %{{[a-z0-9_]+}} = tg.avg_pool2d_grad %{{[a-z0-9_]+}} kernel = [2, 2] stride = [2, 2] : tensor<8x1x14x14xf32> -> tensor<8x1x28x28xf32>
+// CHECK-NEXT: %{{[a-z0-9_]+}} = tg.avg_pool2d_grad %{{[a-z0-9_]+}} kernel = [2, 2] stride = [2, 2] {count_include_pad = false} : tensor<8x1x14x14xf32> -> tensor<8x1x28x28xf32>
 // CHECK-NEXT: %{{[a-z0-9_]+}} = tg.random uniform %{{[a-z0-9_]+}} {a = -1.000000e+00 : f64, b = 1.000000e+00 : f64, stream = 0 : i64} : tensor<i64> -> tensor<4x4xf32>
 // CHECK-NEXT: %{{[a-z0-9_]+}} = tg.random normal %{{[a-z0-9_]+}} {a = 0.000000e+00 : f64, b = 2.000000e-02 : f64, stream = 1 : i64} : tensor<i64> -> tensor<4x4xbf16>
 // CHECK-NEXT: %{{[a-z0-9_]+}} = tg.cos %{{[a-z0-9_]+}} : tensor<3xf32>
@@ -177,6 +183,7 @@ func.func @backward_ops(%g: tensor<2x5x16xf32>, %ids: tensor<2x5xi32>, %gc: tens
   %2 = tg.conv2d_grad_weight %x, %gc : tensor<8x1x28x28xf32>, tensor<8x6x24x24xf32> -> tensor<6x1x5x5xf32>
   %3 = tg.max_pool2d_grad %gp, %x kernel = [2, 2] stride = [2, 2] : tensor<8x1x14x14xf32>, tensor<8x1x28x28xf32>
   %4 = tg.avg_pool2d_grad %gp kernel = [2, 2] stride = [2, 2] : tensor<8x1x14x14xf32> -> tensor<8x1x28x28xf32>
+  %9 = tg.avg_pool2d_grad %gp kernel = [2, 2] stride = [2, 2] {count_include_pad = false} : tensor<8x1x14x14xf32> -> tensor<8x1x28x28xf32>
   %5 = tg.random uniform %seed {a = -1.000000e+00 : f64, b = 1.000000e+00 : f64, stream = 0 : i64} : tensor<i64> -> tensor<4x4xf32>
   %6 = tg.random normal %seed {a = 0.000000e+00 : f64, b = 2.000000e-02 : f64, stream = 1 : i64} : tensor<i64> -> tensor<4x4xbf16>
   %7 = tg.cos %v : tensor<3xf32>

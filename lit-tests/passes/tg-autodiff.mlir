@@ -17,7 +17,7 @@
 // CHECK: tg.softmax
 // CHECK: tg.one_hot
 // CHECK: %[[DLOGITS:.+]] = tg.mul %{{.+}}, %{{.+}} : tensor<4x5xf32>, tensor<4x1xf32> -> tensor<4x5xf32>
-// CHECK: %[[DRELU:.+]] = tg.select %{{.+}}, %[[DLOGITS]], %{{.+}}
+// CHECK: %[[DRELU:.+]] = tg.select %{{.+}}, %{{.+}}, %[[DLOGITS]]
 // CHECK: %[[DH:.+]] = tg.add %[[DLOGITS]], %[[DRELU]]
 // CHECK: %[[DBS:.+]] = tg.sum %[[DH]] axes = [0] keepdims : tensor<4x5xf32> -> tensor<1x5xf32>
 // CHECK: %[[DB:.+]] = tg.reshape %[[DBS]] : tensor<1x5xf32> to tensor<5xf32>
@@ -68,4 +68,39 @@ func.func @forward(%x: tensor<2x1x4x4xf32> {tg.role = "input"},
   %6 = tg.matmul %3, %5 : tensor<2x6xf32>, tensor<6x2xf32> -> tensor<2x2xf32>
   %7 = tg.sum %6 axes = [0, 1] : tensor<2x2xf32> -> tensor<f32>
   return %7 : tensor<f32>
+}
+
+// -----
+
+// avg_pool2d's gradient divides by the same count as its forward:
+// count_include_pad travels to avg_pool2d_grad.
+// CHECK-LABEL: func.func @forward_grad
+// CHECK: tg.avg_pool2d_grad %{{.+}} kernel = [3, 3] stride = [1, 1] {count_include_pad = false, padding = array<i64: 1, 1>}
+// CHECK: tg.avg_pool2d_grad %{{.+}} kernel = [3, 3] stride = [1, 1] {padding = array<i64: 1, 1>}
+func.func @forward(%x: tensor<1x1x4x4xf32> {tg.name = "x", tg.role = "param"})
+    -> (tensor<f32> {tg.role = "loss"}) {
+  %0 = tg.avg_pool2d %x kernel = [3, 3] stride = [1, 1] {padding = array<i64: 1, 1>} : tensor<1x1x4x4xf32> -> tensor<1x1x4x4xf32>
+  %1 = tg.avg_pool2d %0 kernel = [3, 3] stride = [1, 1] {count_include_pad = false, padding = array<i64: 1, 1>} : tensor<1x1x4x4xf32> -> tensor<1x1x4x4xf32>
+  %2 = tg.sum %1 axes = [0, 1, 2, 3] : tensor<1x1x4x4xf32> -> tensor<f32>
+  return %2 : tensor<f32>
+}
+
+// -----
+
+// maximum splits a tie's cotangent in halves (PyTorch): the shared half is
+// selected on equality, and each side is zeroed where it loses.
+// CHECK-LABEL: func.func @forward_grad
+// CHECK: %[[EQ:.+]] = tg.cmp eq %[[A:[a-z0-9]+]], %[[B:[a-z0-9]+]]
+// CHECK: %[[HALF:.+]] = tg.mul %{{.+}}, %{{.+}} : tensor<3xf32>, tensor<f32>
+// CHECK: %[[SHARED:.+]] = tg.select %[[EQ]], %[[HALF]], %{{.+}}
+// CHECK: %[[LT:.+]] = tg.cmp lt %[[A]], %[[B]]
+// CHECK: tg.select %[[LT]], %{{.+}}, %[[SHARED]]
+// CHECK: %[[GT:.+]] = tg.cmp gt %[[A]], %[[B]]
+// CHECK: tg.select %[[GT]], %{{.+}}, %[[SHARED]]
+func.func @forward(%a: tensor<3xf32> {tg.name = "a", tg.role = "param"},
+                   %b: tensor<3xf32> {tg.name = "b", tg.role = "param"})
+    -> (tensor<f32> {tg.role = "loss"}) {
+  %0 = tg.maximum %a, %b : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  %1 = tg.sum %0 axes = [0] : tensor<3xf32> -> tensor<f32>
+  return %1 : tensor<f32>
 }

@@ -113,7 +113,9 @@ func.func @rms_norm(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
 
 // -----
 
-// The mean runs over positions whose label is not ignore_index.
+// The mean runs over positions whose label is not ignore_index. The label's
+// log-probability is selected, not multiplied by the one-hot row, so that a
+// masked (-inf) logit elsewhere in the row does not make 0 * -inf = NaN.
 // CHECK-LABEL: func.func @cross_entropy
 // CHECK-SAME: (%[[X:.+]]: tensor<4x10xf32>, %[[Y:.+]]: tensor<4xi64>)
 // CHECK-DAG: %[[ONE:.+]] = tg.constant dense<1.000000e+00> : tensor<f32>
@@ -122,7 +124,8 @@ func.func @rms_norm(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
 // CHECK: tg.log
 // CHECK: %[[LP:.+]] = tg.sub
 // CHECK: %[[OH:.+]] = tg.one_hot %[[Y]] : tensor<4xi64> -> tensor<4x10xf32>
-// CHECK: %[[PR:.+]] = tg.mul %[[LP]], %[[OH]]
+// CHECK: %[[ISL:.+]] = tg.cmp ne %[[OH]], %[[ZERO]]
+// CHECK: %[[PR:.+]] = tg.select %[[ISL]], %[[LP]], %[[ZERO]]
 // CHECK: %[[PICK:.+]] = tg.sum %[[PR]] axes = [1] : tensor<4x10xf32> -> tensor<4xf32>
 // CHECK: %[[VALID:.+]] = tg.cmp ne %[[Y]], %[[IGN]]
 // CHECK: %[[NEG:.+]] = tg.neg %[[PICK]]

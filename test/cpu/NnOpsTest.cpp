@@ -126,4 +126,20 @@ TEST_CASE("pooling and its gradients", "[cpu][pool]") {
               {}, 5);
     }
   }
+  // Average pooling that divides by the unpadded positions only.
+  const std::string x = "tensor<1x2x5x7xf32>", y = "tensor<1x2x3x4xf32>",
+                    attrs = "kernel = [3, 3] stride = [2, 2] {padding = "
+                            "array<i64: 1, 1>, count_include_pad = false}";
+  SECTION("avg_pool2d without count_include_pad") {
+    Harness h;
+    h.check(fn("%x: " + x, y,
+               "  %r = tg.avg_pool2d %x " + attrs + " : " + x + " -> " + y),
+            {}, 5);
+  }
+  SECTION("avg_pool2d_grad without count_include_pad") {
+    Harness h;
+    h.check(fn("%g: " + y, x,
+               "  %r = tg.avg_pool2d_grad %g " + attrs + " : " + y + " -> " + x),
+            {}, 5);
+  }
 }

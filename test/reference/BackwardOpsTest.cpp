@@ -99,10 +99,20 @@ TEST_CASE("pooling backward ops", "[reference][backward]") {
     })",
             {t({1, 1, 1, 2}, {1, 10}), t({1, 1, 2, 3}, {1, 5, 2, 0, 1, 5})}),
       {1, 1, 2, 3}, {0, 11, 0, 0, 0, 0});
-  // Padding is not counted: the corner window of a padded 2x2 has 1 element.
+  // By default (PyTorch's count_include_pad) every window divides by 4, so
+  // each input position, in 4 windows, gets 4 * 1/4.
   checkTensor(h.run(R"(
     func.func @f(%g: tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32> {
       %r = tg.avg_pool2d_grad %g kernel = [2, 2] stride = [1, 1] {padding = array<i64: 1, 1>} : tensor<1x1x3x3xf32> -> tensor<1x1x2x2xf32>
+      return %r : tensor<1x1x2x2xf32>
+    })",
+                    {Tensor::filled({1, 1, 3, 3}, DType::F32, 1)}),
+              {1, 1, 2, 2}, {1, 1, 1, 1});
+  // Without it padding is not counted: the corner window of a padded 2x2
+  // has 1 element.
+  checkTensor(h.run(R"(
+    func.func @f(%g: tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32> {
+      %r = tg.avg_pool2d_grad %g kernel = [2, 2] stride = [1, 1] {padding = array<i64: 1, 1>, count_include_pad = false} : tensor<1x1x3x3xf32> -> tensor<1x1x2x2xf32>
       return %r : tensor<1x1x2x2xf32>
     })",
                     {Tensor::filled({1, 1, 3, 3}, DType::F32, 1)}),

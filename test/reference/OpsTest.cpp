@@ -612,7 +612,8 @@ TEST_CASE("conv2d: padding, stride, dilation and groups", "[reference][conv]") {
               {2, 1, 1, 2}, {-2, -2, -2, -2});
 }
 
-TEST_CASE("pooling ignores padding", "[reference][pool]") {
+TEST_CASE("max pooling ignores padding, average pooling counts it by default",
+          "[reference][pool]") {
   Harness h;
   Tensor x = t({1, 1, 2, 2}, {-1, -2, -3, -4});
   checkTensor(h.run(R"(
@@ -624,11 +625,20 @@ TEST_CASE("pooling ignores padding", "[reference][pool]") {
               {1, 1, 3, 3}, {-1, -1, -2, -1, -1, -2, -3, -3, -4});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<1x1x2x2xf32>) -> tensor<1x1x3x3xf32> {
-      %r = tg.avg_pool2d %x kernel = [2, 2] stride = [1, 1] {padding = array<i64: 1, 1>} : tensor<1x1x2x2xf32> -> tensor<1x1x3x3xf32>
+      %r = tg.avg_pool2d %x kernel = [2, 2] stride = [1, 1] {padding = array<i64: 1, 1>, count_include_pad = false} : tensor<1x1x2x2xf32> -> tensor<1x1x3x3xf32>
       return %r : tensor<1x1x3x3xf32>
     })",
                     {x}),
               {1, 1, 3, 3}, {-1, -1.5, -2, -2, -2.5, -3, -3, -3.5, -4});
+  // PyTorch's default: padded zeros count, every window divides by 4.
+  checkTensor(h.run(R"(
+    func.func @f(%x: tensor<1x1x2x2xf32>) -> tensor<1x1x3x3xf32> {
+      %r = tg.avg_pool2d %x kernel = [2, 2] stride = [1, 1] {padding = array<i64: 1, 1>} : tensor<1x1x2x2xf32> -> tensor<1x1x3x3xf32>
+      return %r : tensor<1x1x3x3xf32>
+    })",
+                    {x}),
+              {1, 1, 3, 3},
+              {-0.25, -0.75, -0.5, -1, -2.5, -1.5, -0.75, -1.75, -1});
   Tensor y = t({1, 2, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0, 9});
   checkTensor(h.run(R"(
     func.func @f(%x: tensor<1x2x2x4xf32>) -> tensor<1x2x1x2xf32> {
