@@ -322,7 +322,7 @@ int describe(const Options &o) {
   Manifest m;
   if (!Manifest::parse(artifact->section("manifest"), m, err))
     die(o.model + ": " + err);
-  std::printf("%s\n", m.describe().dump(2).c_str());
+  std::printf("%s\n", dumpJson(m.describe(), 2).c_str());
   return 0;
 }
 
@@ -349,8 +349,8 @@ const TensorSpec *logitsSpec(const EntrySpec &eval) {
 void printMemory(const Executor &ex) {
   const Json &plan = ex.manifest().memory;
   auto planned = [&](const char *key) -> int64_t {
-    const Json *v = plan.isObject() ? plan.get(key) : nullptr;
-    return v && v->isInt() ? v->asInt() : -1;
+    const Json *v = jsonGet(plan, key);
+    return v ? jsonInt(*v).value_or(-1) : -1;
   };
   Executor::MemoryUse use = ex.memoryUse();
   int64_t persistent = use.persistentBytes;
