@@ -23,16 +23,14 @@ public:
 
   std::string error;
 
-  bool null() override { return add(nullptr) != nullptr; }
-  bool boolean(bool v) override { return add(v) != nullptr; }
-  bool number_integer(number_integer_t v) override { return add(v) != nullptr; }
-  bool number_unsigned(number_unsigned_t v) override {
-    return add(v) != nullptr;
-  }
+  bool null() override { return add(nullptr); }
+  bool boolean(bool v) override { return add(v); }
+  bool number_integer(number_integer_t v) override { return add(v); }
+  bool number_unsigned(number_unsigned_t v) override { return add(v); }
   bool number_float(number_float_t v, const string_t &) override {
-    return add(v) != nullptr;
+    return add(v);
   }
-  bool string(string_t &v) override { return add(std::move(v)) != nullptr; }
+  bool string(string_t &v) override { return add(std::move(v)); }
   // Only the binary formats (CBOR, ...) produce these; JSON text never does.
   bool binary(binary_t &) override { return fail("unexpected binary value"); }
 
@@ -83,24 +81,24 @@ private:
   }
   /// Stores `v` where the grammar puts it; the slot stays valid while it is
   /// the innermost open container, because only that container grows.
-  Json *add(Json v) {
-    if (frames.empty()) {
-      root = std::move(v);
-      return &root;
-    }
+  Json &place(Json v) {
+    if (frames.empty())
+      return root = std::move(v);
     Json &top = *frames.back().value;
     if (top.is_array()) {
       top.push_back(std::move(v));
-      return &top.back();
+      return top.back();
     }
-    Json &slot = top[pendingKey];
-    slot = std::move(v);
-    return &slot;
+    return top[pendingKey] = std::move(v);
+  }
+  bool add(Json v) {
+    place(std::move(v));
+    return true;
   }
   bool open(Json empty) {
     if (frames.size() >= maxDepth)
       return fail("nesting deeper than " + std::to_string(maxDepth));
-    frames.push_back({add(std::move(empty)), {}});
+    frames.push_back({&place(std::move(empty)), {}});
     return true;
   }
   bool close() {
