@@ -9,3 +9,4 @@ bash "$here/memory_measured.sh" "$build"
 if [[ -x "$here/cpu_train_step.sh" ]]; then
   bash "$here/cpu_train_step.sh" "$build"
 fi
+bash "$here/gpt2_init_from.sh" "$build"

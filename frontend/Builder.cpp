@@ -37,25 +37,6 @@ bool normAxis(int64_t &axis, size_t rank) {
 }
 } // namespace
 
-const char *tgc::dtypeName(DType t) {
-  switch (t) {
-  case DType::F32: return "f32";
-  case DType::BF16: return "bf16";
-  case DType::F16: return "f16";
-  case DType::I32: return "i32";
-  case DType::I64: return "i64";
-  case DType::I1: return "i1";
-  }
-  return "?";
-}
-
-std::optional<DType> tgc::parseDType(const std::string &name) {
-  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::I32, DType::I64, DType::I1})
-    if (name == dtypeName(t))
-      return t;
-  return std::nullopt;
-}
-
 int64_t TensorType::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape)

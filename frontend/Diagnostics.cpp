@@ -1,31 +1,48 @@
 //===- Diagnostics.cpp - source buffers and user-facing errors -*- C++ -*-===//
 //
-// Printing of `file:line:col: error:` diagnostics with a source snippet, and
-// the nearest-name helper used for "did you mean" suggestions.
+// Located diagnostics through llvm::SourceMgr (line lookup, the source line
+// and caret), the error cap and de-duplication, and the nearest-name helper
+// used for "did you mean" suggestions.
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontend/Diagnostics.h"
 
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 using namespace tgc;
 
 SourceFile::SourceFile(std::string name, std::string text)
-    : fileName(std::move(name)), contents(std::move(text)) {
-  lineStarts.push_back(0);
-  for (size_t i = 0; i < contents.size(); ++i)
-    if (contents[i] == '\n')
-      lineStarts.push_back(i + 1);
+    : fileName(std::move(name)) {
+  bufferId = mgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(text, fileName), llvm::SMLoc());
 }
 
-llvm::StringRef SourceFile::lineText(unsigned line) const {
-  if (line == 0 || line > lineStarts.size())
-    return {};
-  size_t begin = lineStarts[line - 1];
-  size_t end = line < lineStarts.size() ? lineStarts[line] - 1 : contents.size();
-  llvm::StringRef text = llvm::StringRef(contents).slice(begin, end);
-  return text.rtrim("\r");
+llvm::StringRef SourceFile::text() const {
+  return mgr.getMemoryBuffer(bufferId)->getBuffer();
+}
+
+llvm::SMDiagnostic SourceFile::diagnostic(SrcLoc loc,
+                                          llvm::SourceMgr::DiagKind kind,
+                                          llvm::StringRef message) const {
+  if (!loc.line)
+    return llvm::SMDiagnostic(fileName, kind, message);
+  llvm::SMLoc at = mgr.FindLocForLineAndColumn(bufferId, loc.line, loc.col);
+  if (at.isValid())
+    return mgr.GetMessage(at, kind, message);
+  // A column past the end of its line (SourceMgr refuses those): keep the
+  // position the lexer reported and put the caret after the line.
+  llvm::SMLoc lineStart = mgr.FindLocForLineAndColumn(bufferId, loc.line, 1);
+  llvm::StringRef line;
+  if (lineStart.isValid())
+    line = llvm::StringRef(lineStart.getPointer(),
+                           text().end() - lineStart.getPointer())
+               .split('\n')
+               .first.rtrim("\r");
+  return llvm::SMDiagnostic(mgr, lineStart, fileName, loc.line,
+                            loc.col ? loc.col - 1 : 0, kind, message, line,
+                            /*Ranges=*/{});
 }
 
 bool DiagEngine::error(SrcLoc loc, const llvm::Twine &message) {
@@ -52,22 +69,12 @@ void DiagEngine::note(SrcLoc loc, const llvm::Twine &message) {
 }
 
 void DiagEngine::print(llvm::raw_ostream &os) const {
-  for (const Diag &d : diags) {
-    os << file.name();
-    if (d.loc.line)
-      os << ':' << d.loc.line << ':' << d.loc.col;
-    os << (d.severity == Severity::Error ? ": error: " : ": note: ")
-       << d.message << '\n';
-    llvm::StringRef line = file.lineText(d.loc.line);
-    // Very long lines (minified or fuzzed input) are not worth echoing.
-    if (line.empty() || line.size() > 400)
-      continue;
-    os << line << '\n';
-    // Keep tabs so the caret lines up under the column in a terminal.
-    for (unsigned i = 1; i < d.loc.col && i <= line.size(); ++i)
-      os << (line[i - 1] == '\t' ? '\t' : ' ');
-    os << "^\n";
-  }
+  for (const Diag &d : diags)
+    file.diagnostic(d.loc,
+                    d.severity == Severity::Error ? llvm::SourceMgr::DK_Error
+                                                  : llvm::SourceMgr::DK_Note,
+                    d.message)
+        .print(/*ProgName=*/nullptr, os, /*ShowColors=*/false);
   if (errorCount > maxErrors)
     os << file.name() << ": error: too many errors (" << errorCount
        << "), stopping\n";

@@ -1,7 +1,8 @@
 //===- Diagnostics.h - source buffers and user-facing errors ---*- C++ -*-===//
 //
 // Every mistake in a model file is reported as `file:line:col: error: msg`,
-// followed by the source line and a caret under the column. The engine
+// followed by the source line and a caret under the column, as LLVM's
+// SourceMgr prints them. The engine
 // collects diagnostics so a run can report several independent errors, and
 // caps the count so a pathological input cannot flood the terminal.
 //
@@ -12,6 +13,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <memory>
@@ -26,19 +28,24 @@ struct SrcLoc {
   unsigned col = 0;
 };
 
-/// One model file held in memory, with a line index for printing snippets.
+/// One model file held in memory by an llvm::SourceMgr, which finds lines
+/// and columns and prints located messages with the source line and caret.
 class SourceFile {
 public:
   SourceFile(std::string name, std::string text);
   llvm::StringRef name() const { return fileName; }
-  llvm::StringRef text() const { return contents; }
-  /// The text of line `line` (1-based) without its newline; empty if absent.
-  llvm::StringRef lineText(unsigned line) const;
+  llvm::StringRef text() const;
+  /// The message `message` at `loc` ("file:line:col: error: ..." and the
+  /// source line with a caret when `loc` is known; "file: error: ..." when
+  /// it is not).
+  llvm::SMDiagnostic diagnostic(SrcLoc loc, llvm::SourceMgr::DiagKind kind,
+                                llvm::StringRef message) const;
 
 private:
   std::string fileName;
-  std::string contents;
-  std::vector<size_t> lineStarts;
+  /// Mutable: looking up a line builds SourceMgr's line cache.
+  mutable llvm::SourceMgr mgr;
+  unsigned bufferId;
 };
 
 /// Collects and prints diagnostics against one SourceFile.

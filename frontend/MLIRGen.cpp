@@ -95,6 +95,7 @@ private:
   Type elt(DType t) {
     switch (t) {
     case DType::F32: return builder.getF32Type();
+    case DType::F64: return builder.getF64Type();
     case DType::BF16: return builder.getBF16Type();
     case DType::F16: return builder.getF16Type();
     case DType::I32: return builder.getI32Type();

@@ -13,6 +13,13 @@
 
 using namespace tgc;
 
+/// The element type a model file names: any DType but f64, which the
+/// language leaves out (docs/language.md) though the builder API has it.
+static std::optional<DType> languageDType(const std::string &name) {
+  std::optional<DType> t = parseDType(name);
+  return t == DType::F64 ? std::nullopt : t;
+}
+
 namespace tgc::sema {
 
 //===----------------------------------------------------------------------===//
@@ -237,7 +244,7 @@ Value Sema::evalName(const Expr &e) {
     return Value::ofBool(e.text == "true");
   if (e.text == "inf")
     return Value::ofFloat(std::numeric_limits<double>::infinity());
-  if (parseDType(e.text)) {
+  if (languageDType(e.text)) {
     Value v = Value::make(Value::DTypeName);
     v.s = e.text;
     return v;
@@ -644,7 +651,7 @@ Value Sema::callDef(const Expr &e, const DefDecl &def) {
 }
 
 bool Sema::evalType(const TypeExpr &ty, TensorType &out) {
-  std::optional<DType> dt = parseDType(ty.dtype);
+  std::optional<DType> dt = languageDType(ty.dtype);
   bool ok = true;
   if (!dt)
     ok = diag.error(ty.loc, withSuggestion("unknown element type '" + ty.dtype +

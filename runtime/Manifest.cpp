@@ -36,48 +36,52 @@ bool parseSpec(const Json &j, const std::string &where, TensorSpec &out,
     err = "manifest: " + where + field + ": " + msg;
     return false;
   };
-  if (!j.isObject())
+  if (!j.is_object())
     return fail("", "expected an object");
-  const Json *name = j.get("name"), *role = j.get("role"),
-             *dtype = j.get("dtype"), *shape = j.get("shape");
-  if (!name || !name->isString() || name->asString().empty())
+  const Json *name = jsonGet(j, "name"), *role = jsonGet(j, "role"),
+             *dtype = jsonGet(j, "dtype"), *shape = jsonGet(j, "shape");
+  if (!name || !name->is_string() || name->get_ref<const std::string &>().empty())
     return fail(".name", "expected a non-empty string");
-  if (!role || !role->isString() || role->asString().empty())
+  if (!role || !role->is_string() || role->get_ref<const std::string &>().empty())
     return fail(".role", "expected a non-empty string");
-  if (!dtype || !dtype->isString())
+  if (!dtype || !dtype->is_string())
     return fail(".dtype", "expected a string");
-  if (!parseDType(dtype->asString(), out.dtype))
-    return fail(".dtype", "unknown dtype '" + dtype->asString() +
+  const std::string &dtypeText = dtype->get_ref<const std::string &>();
+  std::optional<DType> parsed = parseDType(dtypeText);
+  if (!parsed)
+    return fail(".dtype", "unknown dtype '" + dtypeText +
                               "' (expected f32, f64, bf16, f16, i32, i64 or i1)");
-  if (!shape || !shape->isArray())
+  out.dtype = *parsed;
+  if (!shape || !shape->is_array())
     return fail(".shape", "expected an array of dimensions");
-  if (shape->items().size() > 16)
+  if (shape->size() > 16)
     return fail(".shape", "rank above 16");
   out.shape.clear();
-  for (const Json &d : shape->items()) {
-    if (!d.isInt() || d.asInt() < 0)
+  for (const Json &d : *shape) {
+    std::optional<int64_t> dim = jsonInt(d);
+    if (!dim || *dim < 0)
       return fail(".shape", "dimensions must be non-negative integers");
-    out.shape.push_back(d.asInt());
+    out.shape.push_back(*dim);
   }
   // 2^40 elements is far above any host buffer; it keeps sizes in range.
   if (!shapeNumel(out.shape, out.numel, uint64_t(1) << 40))
     return fail(".shape", "too many elements");
-  out.name = name->asString();
-  out.role = role->asString();
+  out.name = name->get<std::string>();
+  out.role = role->get<std::string>();
   return true;
 }
 
 bool parseList(const Json *j, const std::string &where,
                std::vector<TensorSpec> &out, std::string &err) {
-  if (!j || !j->isArray()) {
+  if (!j || !j->is_array()) {
     err = "manifest: " + where + ": expected an array";
     return false;
   }
   std::set<std::pair<std::string, std::string>> seen;
-  for (size_t i = 0; i < j->items().size(); ++i) {
+  for (size_t i = 0; i < j->size(); ++i) {
     TensorSpec s;
     std::string at = where + "[" + std::to_string(i) + "]";
-    if (!parseSpec(j->items()[i], at, s, err))
+    if (!parseSpec((*j)[i], at, s, err))
       return false;
     if (!seen.insert({s.role, s.name}).second) {
       err = "manifest: " + at + ": duplicate " + s.role + " '" + s.name + "'";
@@ -91,74 +95,75 @@ bool parseList(const Json *j, const std::string &where,
 
 bool Manifest::parse(std::string_view text, Manifest &out, std::string &err) {
   Json doc;
-  if (!Json::parse(text, doc, err)) {
+  if (!parseJson(text, doc, err)) {
     err = "manifest: invalid JSON: " + err;
     return false;
   }
-  if (!doc.isObject()) {
+  if (!doc.is_object()) {
     err = "manifest: expected a JSON object";
     return false;
   }
-  const Json *format = doc.get("format");
-  if (!format || !format->isInt()) {
+  const Json *formatJson = jsonGet(doc, "format");
+  std::optional<int64_t> format = formatJson ? jsonInt(*formatJson) : std::nullopt;
+  if (!format) {
     err = "manifest: format: expected an integer";
     return false;
   }
-  if (format->asInt() != kManifestFormat) {
-    err = "manifest: format " + std::to_string(format->asInt()) +
+  if (*format != kManifestFormat) {
+    err = "manifest: format " + std::to_string(*format) +
           " is not supported (this runtime reads format " +
           std::to_string(kManifestFormat) + ")";
     return false;
   }
   Manifest m;
-  m.format = format->asInt();
-  if (const Json *model = doc.get("model")) {
-    if (!model->isString()) {
+  m.format = *format;
+  if (const Json *model = jsonGet(doc, "model")) {
+    if (!model->is_string()) {
       err = "manifest: model: expected a string";
       return false;
     }
-    m.model = model->asString();
+    m.model = model->get<std::string>();
   }
-  const Json *entries = doc.get("entries");
-  if (!entries || !entries->isObject()) {
+  const Json *entries = jsonGet(doc, "entries");
+  if (!entries || !entries->is_object()) {
     err = "manifest: entries: expected an object";
     return false;
   }
-  for (const auto &[name, e] : entries->members()) {
+  for (const auto &[name, e] : entries->items()) {
     std::string where = "entries." + name;
     if (!isIdentifier(name)) {
       err = "manifest: " + where + ": entry names must be C identifiers";
       return false;
     }
-    if (!e.isObject()) {
+    if (!e.is_object()) {
       err = "manifest: " + where + ": expected an object";
       return false;
     }
     EntrySpec spec;
     spec.name = name;
-    if (!parseList(e.get("args"), where + ".args", spec.args, err) ||
-        !parseList(e.get("results"), where + ".results", spec.results, err))
+    if (!parseList(jsonGet(e, "args"), where + ".args", spec.args, err) ||
+        !parseList(jsonGet(e, "results"), where + ".results", spec.results, err))
       return false;
-    if (const Json *inplace = e.get("inplace")) {
-      if (!inplace->isBool()) {
+    if (const Json *inplace = jsonGet(e, "inplace")) {
+      if (!inplace->is_boolean()) {
         err = "manifest: " + where + ".inplace: expected true or false";
         return false;
       }
-      spec.inplace = inplace->asBool();
+      spec.inplace = inplace->get<bool>();
     }
-    if (const Json *arena = e.get("arena_bytes")) {
+    if (const Json *arenaJson = jsonGet(e, "arena_bytes")) {
       // At most 1 TiB: a larger number is a corrupt manifest, not a plan.
-      if (!arena->isInt() || arena->asInt() < 0 ||
-          arena->asInt() > (int64_t(1) << 40)) {
+      std::optional<int64_t> arena = jsonInt(*arenaJson);
+      if (!arena || *arena < 0 || *arena > (int64_t(1) << 40)) {
         err = "manifest: " + where +
               ".arena_bytes: expected a byte count (0 to 1 TiB)";
         return false;
       }
-      spec.arenaBytes = arena->asInt();
+      spec.arenaBytes = *arena;
     }
     m.entries.push_back(std::move(spec));
   }
-  if (const Json *memory = doc.get("memory"))
+  if (const Json *memory = jsonGet(doc, "memory"))
     m.memory = *memory;
   m.raw = std::move(doc);
   out = std::move(m);
@@ -173,52 +178,47 @@ const EntrySpec *Manifest::entry(std::string_view name) const {
 }
 
 static Json specJson(const TensorSpec &s) {
-  Json j = Json::object();
-  j.set("name", Json::string(s.name));
-  j.set("role", Json::string(s.role));
-  j.set("dtype", Json::string(dtypeName(s.dtype)));
-  Json shape = Json::array();
-  for (int64_t d : s.shape)
-    shape.push(Json::integer(d));
-  j.set("shape", std::move(shape));
-  return j;
+  return Json{{"name", s.name},
+              {"role", s.role},
+              {"dtype", dtypeName(s.dtype)},
+              {"shape", s.shape}};
 }
 
 Json Manifest::describe() const {
   Json out = Json::object();
-  out.set("model", Json::string(model));
+  out["model"] = model;
   Json params = Json::array(), state = Json::array(), inputs = Json::array(),
        outputs = Json::array(), entryJson = Json::object();
   std::set<std::string> seenState, seenInputs;
   for (const EntrySpec &e : entries) {
     Json ej = Json::object(), args = Json::array(), results = Json::array();
     for (const TensorSpec &s : e.args) {
-      args.push(specJson(s));
+      args.push_back(specJson(s));
       if (isPersistentRole(s.role)) {
         if (seenState.insert(s.name).second)
-          (s.role == "param" ? params : state).push(specJson(s));
+          (s.role == "param" ? params : state).push_back(specJson(s));
       } else if (e.name != "init" && seenInputs.insert(s.name).second) {
-        inputs.push(specJson(s));
+        inputs.push_back(specJson(s));
       }
     }
     for (const TensorSpec &s : e.results) {
-      results.push(specJson(s));
+      results.push_back(specJson(s));
       if (e.name == "eval")
-        outputs.push(specJson(s));
+        outputs.push_back(specJson(s));
     }
-    ej.set("args", std::move(args));
-    ej.set("results", std::move(results));
+    ej["args"] = std::move(args);
+    ej["results"] = std::move(results);
     if (e.arenaBytes > 0)
-      ej.set("arena_bytes", Json::integer(e.arenaBytes));
-    entryJson.set(e.name, std::move(ej));
+      ej["arena_bytes"] = e.arenaBytes;
+    entryJson[e.name] = std::move(ej);
   }
-  out.set("entries", std::move(entryJson));
-  out.set("parameters", std::move(params));
-  out.set("state", std::move(state));
-  out.set("inputs", std::move(inputs));
-  out.set("outputs", std::move(outputs));
-  if (!memory.isNull())
-    out.set("memory", memory);
+  out["entries"] = std::move(entryJson);
+  out["parameters"] = std::move(params);
+  out["state"] = std::move(state);
+  out["inputs"] = std::move(inputs);
+  out["outputs"] = std::move(outputs);
+  if (!memory.is_null())
+    out["memory"] = memory;
   return out;
 }
 

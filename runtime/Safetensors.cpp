@@ -40,11 +40,11 @@ bool parseSafetensors(std::string_view bytes, TensorMap &out, std::string &err,
     return false;
   }
   Json header;
-  if (!Json::parse(bytes.substr(8, n), header, err)) {
+  if (!parseJson(bytes.substr(8, n), header, err)) {
     err = "invalid JSON header: " + err;
     return false;
   }
-  if (!header.isObject()) {
+  if (!header.is_object()) {
     err = "the header is not a JSON object";
     return false;
   }
@@ -55,21 +55,21 @@ bool parseSafetensors(std::string_view bytes, TensorMap &out, std::string &err,
   };
   std::vector<Extent> extents;
   TensorMap result;
-  for (const auto &member : header.members()) {
-    const std::string &name = member.first;
-    const Json &j = member.second;
+  for (const auto &member : header.items()) {
+    const std::string &name = member.key();
+    const Json &j = member.value();
     if (name == "__metadata__") {
-      if (!j.isObject()) {
+      if (!j.is_object()) {
         err = "__metadata__ is not an object";
         return false;
       }
-      for (const auto &[k, v] : j.members()) {
-        if (!v.isString()) {
+      for (const auto &[k, v] : j.items()) {
+        if (!v.is_string()) {
           err = "__metadata__." + k + " is not a string";
           return false;
         }
         if (metadata)
-          (*metadata)[k] = v.asString();
+          (*metadata)[k] = v.get<std::string>();
       }
       continue;
     }
@@ -77,33 +77,37 @@ bool parseSafetensors(std::string_view bytes, TensorMap &out, std::string &err,
       err = "tensor '" + name + "': " + msg;
       return false;
     };
-    if (!j.isObject())
+    if (!j.is_object())
       return fail("expected an object");
-    const Json *dtype = j.get("dtype"), *shape = j.get("shape"),
-               *offsets = j.get("data_offsets");
+    const Json *dtype = jsonGet(j, "dtype"), *shape = jsonGet(j, "shape"),
+               *offsets = jsonGet(j, "data_offsets");
     Tensor t;
-    if (!dtype || !dtype->isString())
+    if (!dtype || !dtype->is_string())
       return fail("dtype: expected a string");
-    if (!parseSafetensorsDType(dtype->asString(), t.dtype))
-      return fail("dtype '" + dtype->asString() +
+    const std::string &dtypeText = dtype->get_ref<const std::string &>();
+    if (!parseSafetensorsDType(dtypeText, t.dtype))
+      return fail("dtype '" + dtypeText +
                   "' is not supported (F32, F64, BF16, F16, I32, I64, BOOL)");
-    if (!shape || !shape->isArray())
+    if (!shape || !shape->is_array())
       return fail("shape: expected an array");
-    for (const Json &d : shape->items()) {
-      if (!d.isInt() || d.asInt() < 0)
+    for (const Json &d : *shape) {
+      std::optional<int64_t> dim = jsonInt(d);
+      if (!dim || *dim < 0)
         return fail("shape: dimensions must be non-negative integers");
-      t.shape.push_back(d.asInt());
+      t.shape.push_back(*dim);
     }
     uint64_t numel;
     if (!shapeNumel(t.shape, numel))
       return fail("shape " + shapeString(t.shape) + " has too many elements");
-    if (!offsets || !offsets->isArray() || offsets->items().size() != 2 ||
-        !offsets->items()[0].isInt() || !offsets->items()[1].isInt() ||
-        offsets->items()[0].asInt() < 0 || offsets->items()[1].asInt() < 0)
+    std::optional<int64_t> first, last;
+    if (offsets && offsets->is_array() && offsets->size() == 2) {
+      first = jsonInt((*offsets)[0]);
+      last = jsonInt((*offsets)[1]);
+    }
+    if (!first || !last || *first < 0 || *last < 0)
       return fail("data_offsets: expected [begin, end] with non-negative "
                   "integers");
-    uint64_t begin = offsets->items()[0].asInt(),
-             end = offsets->items()[1].asInt();
+    uint64_t begin = *first, end = *last;
     if (begin > end)
       return fail("data_offsets [" + std::to_string(begin) + ", " +
                   std::to_string(end) + "] end before they begin");
@@ -160,26 +164,17 @@ bool readSafetensors(const std::string &path, TensorMap &out, std::string &err,
 std::string serializeSafetensors(const TensorMap &tensors,
                                  const Metadata &metadata) {
   Json header = Json::object();
-  if (!metadata.empty()) {
-    Json m = Json::object();
-    for (const auto &[k, v] : metadata)
-      m.set(k, Json::string(v));
-    header.set("__metadata__", std::move(m));
-  }
+  if (!metadata.empty())
+    header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const auto &[name, t] : tensors) {
-    Json e = Json::object(), shape = Json::array(), offs = Json::array();
-    e.set("dtype", Json::string(dtypeSafetensorsName(t.dtype)));
-    for (int64_t d : t.shape)
-      shape.push(Json::integer(d));
-    e.set("shape", std::move(shape));
-    offs.push(Json::integer(static_cast<int64_t>(offset)));
+    uint64_t begin = offset;
     offset += t.bytes.size();
-    offs.push(Json::integer(static_cast<int64_t>(offset)));
-    e.set("data_offsets", std::move(offs));
-    header.set(name, std::move(e));
+    header[name] = Json{{"dtype", dtypeSafetensorsName(t.dtype)},
+                        {"shape", t.shape},
+                        {"data_offsets", {begin, offset}}};
   }
-  std::string h = header.dump();
+  std::string h = dumpJson(header);
   h.append((8 - h.size() % 8) % 8, ' ');
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i)

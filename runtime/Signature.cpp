@@ -75,8 +75,10 @@ bool parseSignature(std::string_view text, std::vector<SignatureEntry> &out,
     if (out.empty())
       return fail("'" + kind + "' before any entry");
     SignatureBuffer b;
-    if (!(fields >> word >> b.bytes) || !parseDType(word, b.dtype))
+    std::optional<DType> dtype;
+    if (!(fields >> word >> b.bytes) || !(dtype = parseDType(word)))
       return fail("malformed " + kind + " line");
+    b.dtype = *dtype;
     if (kind == "arg") {
       if (!argsLeft || out.back().results.size())
         return fail("unexpected arg line");

@@ -9,6 +9,8 @@
 #ifndef TG_RUNTIME_TENSOR_H
 #define TG_RUNTIME_TENSOR_H
 
+#include "tgc/DType.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -19,21 +21,18 @@
 
 namespace tgrt {
 
-/// Element types of the manifest (`f32`, ...) and of safetensors (`F32`, ...).
-enum class DType { F32, F64, BF16, F16, I32, I64, I1 };
+/// Element types, with the manifest's names (`f32`, ...): TGC's one
+/// definition (include/tgc/DType.h), shared with the compiler's APIs.
+using tgc::DType;
+using tgc::dtypeName;
+using tgc::dtypeSize;
+using tgc::isFloat;
+using tgc::parseDType;
 
-/// Manifest spelling: "f32" ... "i1".
-const char *dtypeName(DType t);
 /// Safetensors spelling: "F32" ... "BOOL".
 const char *dtypeSafetensorsName(DType t);
-/// Parses the manifest spelling; false if unknown.
-bool parseDType(std::string_view s, DType &out);
 /// Parses the safetensors spelling; false if unknown or unsupported.
 bool parseSafetensorsDType(std::string_view s, DType &out);
-/// Bytes per element.
-size_t dtypeSize(DType t);
-/// True for f32, f64, bf16, f16.
-bool isFloat(DType t);
 
 /// Number of elements of `shape`; false on a negative dimension or overflow
 /// of `limit` (elements).
@@ -91,12 +90,6 @@ struct Tensor {
 
 /// Tensors by name, in name order.
 using TensorMap = std::map<std::string, Tensor>;
-
-/// IEEE half / bfloat16 conversions (round to nearest even).
-float halfToFloat(uint16_t h);
-uint16_t floatToHalf(float f);
-float bf16ToFloat(uint16_t h);
-uint16_t floatToBf16(float f);
 
 /// Copies `src` into a new tensor of `dtype` and `shape` (same element
 /// count), converting each element. Returns false with `err` on mismatch.

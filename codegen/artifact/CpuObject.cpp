@@ -309,14 +309,16 @@ LogicalResult addSignature(ModuleOp module, ModuleOp lowered,
   std::vector<tgrt::SignatureEntry> table;
   auto buffer = [&](Type type, tgrt::SignatureBuffer &out) {
     auto tensor = dyn_cast<RankedTensorType>(type);
+    std::optional<tgc::DType> dtype;
     if (!tensor || !tensor.hasStaticShape() ||
-        !tgrt::parseDType(tg::artifactDTypeName(tensor.getElementType()).str(),
-                          out.dtype)) {
+        !(dtype = tgc::parseDType(
+              tg::artifactDTypeName(tensor.getElementType())))) {
       llvm::raw_string_ostream os(error);
       os << "an entry point has a buffer of type " << type
          << ", which an artifact cannot hold";
       return false;
     }
+    out.dtype = *dtype;
     out.bytes = uint64_t(tensor.getNumElements()) * tgrt::dtypeSize(out.dtype);
     return true;
   };

@@ -24,23 +24,6 @@
 using namespace mlir;
 using namespace mlir::tg::cpu;
 
-size_t mlir::tg::cpu::hostTypeSize(HostType type) {
-  switch (type) {
-  case HostType::F64:
-  case HostType::I64:
-    return 8;
-  case HostType::F32:
-  case HostType::I32:
-    return 4;
-  case HostType::F16:
-  case HostType::BF16:
-    return 2;
-  case HostType::I1:
-    return 1;
-  }
-  llvm_unreachable("unknown host type");
-}
-
 FailureOr<HostType> mlir::tg::cpu::hostTypeOf(Type t) {
   if (t.isF32()) return HostType::F32;
   if (t.isF64()) return HostType::F64;
@@ -63,7 +46,7 @@ HostTensor HostTensor::zeros(ArrayRef<int64_t> shape, HostType type) {
   HostTensor t;
   t.shape.assign(shape.begin(), shape.end());
   t.type = type;
-  t.bytes.assign(t.numElements() * hostTypeSize(type), 0);
+  t.bytes.assign(t.numElements() * tgc::dtypeSize(type), 0);
   return t;
 }
 
@@ -236,7 +219,7 @@ JitModule::run(StringRef function, ArrayRef<HostTensor> args,
   for (auto [i, arg] : llvm::enumerate(args)) {
     const HostTensor &want = sig.args[i];
     if (arg.shape != want.shape || arg.type != want.type ||
-        arg.bytes.size() != want.numElements() * hostTypeSize(want.type))
+        arg.bytes.size() != want.numElements() * tgc::dtypeSize(want.type))
       return fail("argument " + Twine(i) + " of '" + function +
                   "' does not match its type");
     buffers.push_back(arg);

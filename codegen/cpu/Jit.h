@@ -12,6 +12,7 @@
 #define TGC_CODEGEN_CPU_JIT_H
 
 #include "codegen/cpu/Passes.h"
+#include "tgc/DType.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
@@ -25,11 +26,10 @@ namespace mlir {
 class ExecutionEngine;
 namespace tg::cpu {
 
-/// Element types a host buffer can hold.
-enum class HostType { F32, F64, F16, BF16, I32, I64, I1 };
+/// Element types a host buffer can hold: TGC's DType (include/tgc/DType.h;
+/// tgc::dtypeSize gives bytes per element, i1 taking one).
+using HostType = tgc::DType;
 
-/// Bytes per element (i1 takes one byte, as in LLVM's memory layout).
-size_t hostTypeSize(HostType type);
 /// The HostType of an MLIR element type, or failure.
 FailureOr<HostType> hostTypeOf(Type elementType);
 

@@ -133,14 +133,7 @@ TmaBox tmaBox(const GemmProblem &p, const TileConfig &c, bool a) {
 }
 
 std::string toString(Target t) { return t == Target::SM80 ? "sm_80" : "sm_90a"; }
-std::string toString(ElemType t) {
-  switch (t) {
-  case ElemType::F32: return "f32";
-  case ElemType::BF16: return "bf16";
-  case ElemType::F16: return "f16";
-  }
-  return "?";
-}
+std::string toString(ElemType t) { return tgc::dtypeName(t); }
 std::string toString(Form f) {
   switch (f) {
   case Form::NN: return "nn";
@@ -163,10 +156,10 @@ std::optional<Target> parseTarget(const std::string &s) {
   return std::nullopt;
 }
 std::optional<ElemType> parseElemType(const std::string &s) {
-  if (s == "f32") return ElemType::F32;
-  if (s == "bf16") return ElemType::BF16;
-  if (s == "f16") return ElemType::F16;
-  return std::nullopt;
+  std::optional<ElemType> t = tgc::parseDType(s);
+  if (t != ElemType::F32 && t != ElemType::BF16 && t != ElemType::F16)
+    return std::nullopt;
+  return t;
 }
 std::optional<Form> parseForm(const std::string &s) {
   if (s == "nn") return Form::NN;
@@ -180,7 +173,7 @@ std::optional<Activation> parseActivation(const std::string &s) {
   if (s == "gelu") return Activation::GELU;
   return std::nullopt;
 }
-int elemBytes(ElemType t) { return t == ElemType::F32 ? 4 : 2; }
+int elemBytes(ElemType t) { return static_cast<int>(tgc::dtypeSize(t)); }
 
 std::string kernelName(const GemmProblem &p, const TileConfig &c) {
   const Epilogue &e = p.epilogue;

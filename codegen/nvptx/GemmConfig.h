@@ -9,8 +9,9 @@
 #ifndef TG_CODEGEN_NVPTX_GEMMCONFIG_H
 #define TG_CODEGEN_NVPTX_GEMMCONFIG_H
 
+#include "tgc/DType.h"
+
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,33 +20,17 @@ namespace tg::nvptx {
 
 /// GPU architectures with a GEMM code path.
 enum class Target { SM80, SM90a };
-/// Element types of operands and results.
-enum class ElemType { F32, BF16, F16 };
+/// Element types of operands and results: TGC's DType (include/tgc/DType.h),
+/// of which the kernels take F32, BF16 and F16 (parseElemType accepts those).
+using ElemType = tgc::DType;
 
-/// Host 16-bit floats, the bits the kernels read and write: bf16 rounded to
-/// nearest even by bit manipulation (inputs are finite), f16 via _Float16.
+/// Host 16-bit floats, the bits the kernels read and write (round to
+/// nearest even; tgc/DType.h has the one definition).
 inline uint16_t toHalfBits(float v, ElemType t) {
-  if (t == ElemType::BF16) {
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
-    u += 0x7FFF + ((u >> 16) & 1);
-    return static_cast<uint16_t>(u >> 16);
-  }
-  _Float16 h = static_cast<_Float16>(v);
-  uint16_t r;
-  std::memcpy(&r, &h, 2);
-  return r;
+  return t == ElemType::BF16 ? tgc::floatToBf16(v) : tgc::floatToHalf(v);
 }
 inline float fromHalfBits(uint16_t v, ElemType t) {
-  if (t == ElemType::BF16) {
-    uint32_t u = uint32_t(v) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  _Float16 h;
-  std::memcpy(&h, &v, 2);
-  return static_cast<float>(h);
+  return t == ElemType::BF16 ? tgc::bf16ToFloat(v) : tgc::halfToFloat(v);
 }
 /// Which product: NN = A[M,K]·B[K,N]; NT = A[M,K]·B[N,K]ᵀ; TN = A[K,M]ᵀ·B[K,N].
 /// All matrices are row-major; C is always [M,N].

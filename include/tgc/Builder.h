@@ -24,6 +24,8 @@
 #ifndef TGC_BUILDER_H
 #define TGC_BUILDER_H
 
+#include "tgc/DType.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,18 +40,6 @@ template <typename OpTy> class OwningOpRef;
 } // namespace mlir
 
 namespace tgc {
-
-/// Element types of tensors.
-enum class DType : uint8_t { F32, BF16, F16, I32, I64, I1 };
-
-/// "f32", "bf16", ...
-const char *dtypeName(DType t);
-/// Parses "f32" etc.; nullopt when unknown.
-std::optional<DType> parseDType(const std::string &name);
-inline bool isFloat(DType t) {
-  return t == DType::F32 || t == DType::BF16 || t == DType::F16;
-}
-inline bool isInteger(DType t) { return t == DType::I32 || t == DType::I64; }
 
 using Shape = std::vector<int64_t>;
 

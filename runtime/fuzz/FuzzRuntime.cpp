@@ -20,14 +20,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string_view text(reinterpret_cast<const char *>(data), size);
   std::string err;
   tgrt::Json j, back;
-  if (tgrt::Json::parse(text, j, err)) {
+  if (tgrt::parseJson(text, j, err)) {
     for (int indent : {-1, 1})
-      if (!tgrt::Json::parse(j.dump(indent), back, err) || !(back == j))
+      if (!tgrt::parseJson(tgrt::dumpJson(j, indent), back, err) ||
+          !(back == j))
         __builtin_trap();
   }
   tgrt::Manifest m;
   if (tgrt::Manifest::parse(text, m, err))
-    (void)m.describe().dump();
+    (void)tgrt::dumpJson(m.describe());
   if (auto a = tgrt::Artifact::fromBytes(std::string(text), "fuzz.tgx", err))
     for (const auto &s : a->sections())
       (void)a->section(s.name);

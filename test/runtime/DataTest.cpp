@@ -144,7 +144,32 @@ TEST_CASE("rows are sliced, reshaped, converted and wrapped", "[runtime][data]")
   f.as<float>()[0] = 1.5f;
   REQUIRE(sliceRows(f, 0, 2, DType::BF16, {2}, out, err));
   CHECK(out.at(0) == 1.5);
-  CHECK(halfToFloat(floatToHalf(0.333f)) == Approx(0.333f).epsilon(1e-3));
-  CHECK(halfToFloat(floatToHalf(1e-6f)) == Approx(1e-6f).epsilon(0.05));
-  CHECK(halfToFloat(floatToHalf(70000.0f)) == INFINITY);
+  CHECK(tgc::halfToFloat(tgc::floatToHalf(0.333f)) == Approx(0.333f).epsilon(1e-3));
+  CHECK(tgc::halfToFloat(tgc::floatToHalf(1e-6f)) == Approx(1e-6f).epsilon(0.05));
+  CHECK(tgc::halfToFloat(tgc::floatToHalf(70000.0f)) == INFINITY);
+}
+
+TEST_CASE("one DType: names, sizes and the 16-bit encodings", "[runtime][dtype]") {
+  for (tgc::DType t : tgc::kAllDTypes) {
+    INFO(tgc::dtypeName(t));
+    CHECK(tgc::parseDType(tgc::dtypeName(t)) == t);
+    DType back;
+    REQUIRE(parseSafetensorsDType(dtypeSafetensorsName(t), back));
+    CHECK(back == t);
+  }
+  CHECK_FALSE(tgc::parseDType("f8"));
+  CHECK(tgc::dtypeSize(DType::BF16) == 2);
+  CHECK(tgc::dtypeSize(DType::I1) == 1);
+  CHECK(tgc::isFloat(DType::F64));
+  CHECK_FALSE(tgc::isInteger(DType::I1));
+  // bf16: round to nearest even at the 16-bit boundary; NaN stays NaN.
+  CHECK(tgc::floatToBf16(1.0f) == 0x3f80);
+  CHECK(tgc::floatToBf16(tgc::bf16ToFloat(0x3f80) + 0x1p-8f) == 0x3f80); // tie, even
+  CHECK(tgc::floatToBf16(tgc::bf16ToFloat(0x3f81) + 0x1p-8f) == 0x3f82); // tie, even
+  CHECK(std::isnan(tgc::bf16ToFloat(tgc::floatToBf16(NAN))));
+  CHECK(tgc::floatToBf16(3.4e38f) == 0x7f80); // rounds past the largest: inf
+  // f16: every bit pattern but NaN survives decode and encode.
+  for (uint32_t h = 0; h < 0x10000; ++h)
+    if ((h & 0x7c00) != 0x7c00 || (h & 0x3ff) == 0)
+      REQUIRE(tgc::floatToHalf(tgc::halfToFloat(uint16_t(h))) == h);
 }

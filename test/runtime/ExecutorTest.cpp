@@ -218,7 +218,8 @@ TEST_CASE("executor: load errors", "[runtime][executor]") {
   CHECK(load("{\"format\":1,\"entries\":{\"a-b\":{}}}") ==
         "t.tgx: manifest: entries.a-b: entry names must be C identifiers");
   CHECK(load("{\"format\":1") ==
-        "t.tgx: manifest: invalid JSON: byte 11: unexpected end of input in an object");
+        "t.tgx: manifest: invalid JSON: byte 11: syntax error while parsing "
+        "object - unexpected end of input; expected '}'");
   std::string mismatch = m, b = R"("name": "b", "role": "param", "dtype": "f32", "shape": [10])";
   mismatch.replace(mismatch.find(b, mismatch.find("train_step")) + b.size() - 3, 2, "11");
   CHECK(load(mismatch) == "t.tgx: manifest: train_step: param 'b' is f32[11] here but f32[10] elsewhere");

@@ -58,15 +58,15 @@ TEST_CASE("tg-run --describe prints the interface", "[runtime][tg-run]") {
   REQUIRE(r.status == 0);
   Json j;
   std::string err;
-  REQUIRE(Json::parse(r.out, j, err));
-  CHECK(j.get("model")->asString() == "tiny");
-  CHECK(j.get("entries")->get("train_step"));
-  REQUIRE(j.get("parameters")->items().size() == 2);
-  CHECK(j.get("parameters")->items()[0].get("name")->asString() == "w");
-  CHECK(j.get("state")->items().size() == 3);
-  CHECK(j.get("inputs")->items().size() == 2);
-  CHECK(j.get("outputs")->items()[1].get("name")->asString() == "logits");
-  CHECK(j.get("memory")->get("peak_bytes")->asInt() == 65536);
+  REQUIRE(parseJson(r.out, j, err));
+  CHECK(j["model"] == "tiny");
+  CHECK(j["entries"].contains("train_step"));
+  REQUIRE(j["parameters"].size() == 2);
+  CHECK(j["parameters"][0]["name"] == "w");
+  CHECK(j["state"].size() == 3);
+  CHECK(j["inputs"].size() == 2);
+  CHECK(j["outputs"][1]["name"] == "logits");
+  CHECK(j["memory"]["peak_bytes"] == 65536);
 }
 
 TEST_CASE("tg-run cross-check mode", "[runtime][tg-run]") {

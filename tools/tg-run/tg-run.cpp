@@ -13,6 +13,7 @@
 // docs/runtime.md describes the modes and the data formats.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/Checkpoint.h"
 #include "runtime/Data.h"
 #include "runtime/Executor.h"
 #include "runtime/Safetensors.h"
@@ -45,6 +46,7 @@ const char *kUsage =
     "       tg-run MODEL.tgx --data fashion-mnist|safetensors:P|u8:P|u16:P|u32:P\n"
     "              [--epochs N] [--batch-limit N] [--save P] [--resume P]\n"
     "              [--metrics m.csv] [--seed S] [--data-dir D]\n"
+    "              [--init-from PRETRAINED.safetensors]\n"
     "       tg-run MODEL.tgx --load P.safetensors --batch B.safetensors\n"
     "              [--steps N] [--save-params OUT.safetensors]\n"
     "              [--save-grads G.safetensors] [--print-loss] [--seed S]\n"
@@ -53,7 +55,7 @@ const char *kUsage =
 
 struct Options {
   std::string model, data, dataDir = kFashionMnistDir, save, resume, metrics;
-  std::string load, batch, saveParams, saveGrads;
+  std::string load, batch, saveParams, saveGrads, initFrom;
   int64_t epochs = 1, batchLimit = -1, steps = 1, seed = 0;
   bool describe = false, printLoss = false, memory = false;
 };
@@ -91,6 +93,7 @@ Options parseArgs(int argc, char **argv) {
     else if (a == "--seed") o.seed = parseInt(a, value(), INT64_MIN);
     else if (a == "--save") o.save = value();
     else if (a == "--resume") o.resume = value();
+    else if (a == "--init-from") o.initFrom = value();
     else if (a == "--metrics") o.metrics = value();
     else if (a == "--load") o.load = value();
     else if (a == "--batch") o.batch = value();
@@ -108,6 +111,8 @@ Options parseArgs(int argc, char **argv) {
   if (modes != 1)
     die(modes ? "choose one of --describe, --data, or --load/--batch"
               : "nothing to do: give --describe, --data, or --load and --batch");
+  if (!o.initFrom.empty() && (!o.resume.empty() || !o.load.empty()))
+    die("--init-from sets the parameters; it cannot go with --resume or --load");
   if (!o.load.empty() && o.batch.empty())
     die("--load needs --batch B.safetensors (the batch to train on)");
   return o;
@@ -322,7 +327,7 @@ int describe(const Options &o) {
   Manifest m;
   if (!Manifest::parse(artifact->section("manifest"), m, err))
     die(o.model + ": " + err);
-  std::printf("%s\n", m.describe().dump(2).c_str());
+  std::printf("%s\n", dumpJson(m.describe(), 2).c_str());
   return 0;
 }
 
@@ -349,8 +354,8 @@ const TensorSpec *logitsSpec(const EntrySpec &eval) {
 void printMemory(const Executor &ex) {
   const Json &plan = ex.manifest().memory;
   auto planned = [&](const char *key) -> int64_t {
-    const Json *v = plan.isObject() ? plan.get(key) : nullptr;
-    return v && v->isInt() ? v->asInt() : -1;
+    const Json *v = jsonGet(plan, key);
+    return v ? jsonInt(*v).value_or(-1) : -1;
   };
   Executor::MemoryUse use = ex.memoryUse();
   int64_t persistent = use.persistentBytes;
@@ -377,6 +382,8 @@ int train(const Options &o) {
   if (ex->hasEntry("init") && !ex->init(o.seed, err))
     die(err);
   if (!o.resume.empty() && !ex->loadCheckpoint(o.resume, false, err))
+    die(err);
+  if (!o.initFrom.empty() && !initFromCheckpoint(*ex, o.initFrom, err))
     die(err);
 
   std::vector<TensorSpec> inputs = ex->inputsOf("train_step");
@@ -505,6 +512,8 @@ int crossCheck(const Options &o) {
   if (ex->hasEntry("init") && !ex->init(o.seed, err))
     die(err);
   if (!o.load.empty() && !ex->loadCheckpoint(o.load, false, err))
+    die(err);
+  if (!o.initFrom.empty() && !initFromCheckpoint(*ex, o.initFrom, err))
     die(err);
   TensorMap file;
   if (!readSafetensors(o.batch, file, err))
