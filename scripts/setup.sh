@@ -9,7 +9,7 @@ PKGS=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
   libclang-rt-22-dev libfuzzer-22-dev
   catch2 ninja-build cmake ccache make python3
-  libopenblas-dev dataset-fashion-mnist zlib1g-dev
+  libopenblas-dev dataset-fashion-mnist zlib1g-dev libcli11-dev
 )
 # Extra packages for `make bench` only (PyTorch is the peer we measure against).
 if [[ "${TGC_SETUP_BENCH:-0}" == 1 ]]; then
