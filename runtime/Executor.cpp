@@ -271,13 +271,14 @@ bool Executor::readIndexRanges(std::string &err) {
       }
       if (!bound)
         continue;
+      // One range per input name across entries: the tightest bound, and
+      // an ignore_index where any entry records one.
       IndexRange r{bound->asInt(), ignore != nullptr, ignore ? ignore->asInt() : 0};
       auto [it, fresh] = ranges_.emplace(s.name, r);
-      if (!fresh && (it->second.bound != r.bound || it->second.hasIgnore != r.hasIgnore ||
-                     it->second.ignore != r.ignore)) {
-        err = at + "index_bound: the input '" + s.name +
-              "' has another range in another entry";
-        return false;
+      if (!fresh) {
+        it->second.bound = std::min(it->second.bound, r.bound);
+        if (r.hasIgnore && !it->second.hasIgnore)
+          it->second.hasIgnore = true, it->second.ignore = r.ignore;
       }
     }
   }
