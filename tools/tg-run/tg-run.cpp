@@ -392,9 +392,12 @@ Source safetensorsData(const std::string &path, const Executor &ex) {
     if (it == all->end())
       continue;
     std::string where = path + ": tensor '" + in.name + "'";
-    if (it->second.dtype != in.dtype &&
-        !convertTensor(it->second, in.dtype, it->second.shape, it->second, err))
-      die(where + ": " + err);
+    if (it->second.dtype != in.dtype) {
+      Tensor converted;
+      if (!convertTensor(it->second, in.dtype, it->second.shape, converted, err))
+        die(where + ": " + err);
+      it->second = std::move(converted);
+    }
     if (!checkIndices(it->second, ex.indexRange(in.name), where, in.name, err))
       die(err);
   }
