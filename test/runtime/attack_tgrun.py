@@ -221,43 +221,58 @@ def attack_safetensors(count):
                   [MLP, "--data", p, "--batch-limit", "2"], must_fail=must)
 
 
+def good_data(name, rows=32):
+    """A fresh, valid training set (an attack may have overwritten the last)."""
+    p = path(name)
+    write(p, safetensors({
+        "images": ("F32", [rows, 784], struct.pack("<%df" % (rows * 784), *([0.25] * rows * 784))),
+        "labels": ("I64", [rows], struct.pack("<%dq" % rows, *[i % 10 for i in range(rows)]))}))
+    return p
+
+
 def attack_outputs(count):
-    data = path("good.safetensors")
-    write(data, safetensors({
-        "images": ("F32", [32, 784], struct.pack("<%df" % (32 * 784), *([0.25] * 32 * 784))),
-        "labels": ("I64", [32], struct.pack("<32q", *[i % 10 for i in range(32)]))}))
+    data = good_data("good.safetensors")
+    batch = good_data("good16.safetensors", 16)
     fifo = path("fifo")
     if not os.path.exists(fifo):
         os.mkfifo(fifo)
     os.makedirs(path("adir"), exist_ok=True)
+    # Our own device nodes: a tg-run that replaces devices (as root) must
+    # never get the system's /dev/null.
+    devices = own_devices()
     link = path("link-to-null")
-    if not os.path.lexists(link):
-        os.symlink("/dev/null", link)
-    targets = ["/dev/null", "/dev/full", "/dev/zero", fifo, path("adir"), link,
-               path("missing/dir/out"), MLP, data, "/proc/self/status"]
+    if devices and not os.path.lexists(link):
+        os.symlink(devices[0], link)
+    targets = devices + ([link] if devices else []) + [
+        fifo, path("adir"), path("missing/dir/out"), MLP, data]
     model_bytes = open(MLP, "rb").read()
     for i in range(count):
+        devices = own_devices()
+        if devices and not os.path.islink(link):
+            if os.path.lexists(link):
+                os.unlink(link)
+            os.symlink(devices[0], link)
+        good_data("good.safetensors")
+        good_data("good16.safetensors", 16)
+        if open(MLP, "rb").read() != model_bytes:
+            write(MLP, model_bytes)
         target = rng.choice(targets)
         flag = rng.choice(["--save", "--metrics", "--save-params", "--save-grads"])
         if flag in ("--save", "--metrics"):
             args = [MLP, "--data", data, flag, target]
         else:
             # In cross-check mode the batch is the input to protect.
-            target = target if target != data else data.replace("good", "good16")
-            args = [MLP, "--batch", data.replace("good", "good16"), flag, target]
-            if not os.path.exists(args[2]):
-                write(args[2], safetensors({
-                    "images": ("F32", [16, 784], struct.pack("<%df" % (16 * 784), *([0.25] * 16 * 784))),
-                    "labels": ("I64", [16], struct.pack("<16q", *[i % 10 for i in range(16)]))}))
+            target = batch if target == data else target
+            args = [MLP, "--batch", batch, flag, target]
         rc, err = run(args)
         kind = "outputs (devices, FIFO, folder, symlink, missing dir, inputs)"
         if rc is None:
             record(kind, hang=True, why=" ".join(args))
             continue
-        replaced = (target.startswith("/dev/") and not os.path.exists(target) or
-                    target.startswith("/dev/") and not _is_dev(target) or
-                    os.path.islink(link) is False or open(MLP, "rb").read() != model_bytes or
-                    checkpoint_step(data) is not None or
+        replaced = (any(not _is_dev(d) for d in devices) or
+                    (devices and not os.path.islink(link)) or
+                    open(MLP, "rb").read() != model_bytes or
+                    checkpoint_step(data) is not None or checkpoint_step(batch) is not None or
                     not os.path.isdir(path("adir")) or not _is_fifo(fifo))
         one = len(err.splitlines()) == 1 and err.startswith("tg-run: error: ")
         if rc != 1 or not one:
@@ -271,7 +286,24 @@ def attack_outputs(count):
 
 def _is_dev(p):
     import stat
-    return stat.S_ISCHR(os.stat(p).st_mode)
+    return os.path.exists(p) and stat.S_ISCHR(os.lstat(p).st_mode)
+
+
+def own_devices():
+    """null, full and zero device nodes in the work folder (root only);
+    recreated if a run replaced one."""
+    out = []
+    for name, minor in (("null", 3), ("full", 7), ("zero", 5)):
+        p = path("dev-" + name)
+        if os.path.lexists(p) and not _is_dev(p):
+            os.unlink(p)
+        if not os.path.lexists(p):
+            try:
+                os.mknod(p, 0o666 | __import__("stat").S_IFCHR, os.makedev(1, minor))
+            except OSError:
+                return []
+        out.append(p)
+    return out
 
 
 def _is_fifo(p):
@@ -301,7 +333,7 @@ def temporaries(d):
 def attack_kills(count, sig, double=False):
     d = path("kill")
     os.makedirs(d, exist_ok=True)
-    data = path("good.safetensors")
+    data = good_data("kill.safetensors")
     ckpt = os.path.join(d, "c.safetensors")
     kind = {signal.SIGKILL: "kill -9 during training and saves",
             signal.SIGINT: "Ctrl-C (SIGINT) mid-training",
@@ -372,12 +404,12 @@ def attack_full_disk(count):
         print("full disk: cannot mount a small tmpfs here (needs root); skipped")
         return
     try:
-        data = path("good.safetensors")
+        data = good_data("disk.safetensors")
         for i in range(count):
             for f in os.listdir(d):
                 os.unlink(os.path.join(d, f))
             # Fill most of the disk first, leaving a random amount free.
-            free = rng.randrange(0, 900 * 1024)
+            free = rng.choice([0, 100, 1000, 3000, 10000, rng.randrange(900 * 1024)])
             with open(os.path.join(d, "filler"), "wb") as f:
                 try:
                     f.write(b"x" * (1024 * 1024 - free))
@@ -415,8 +447,9 @@ def attack_args(count):
              "--metrics", "--describe", "--memory", "--print-loss", "--batch-limit", "-x",
              "--", "-1", "0", "99999999999999999999", "-9223372036854775809", "", "u16:",
              "safetensors:", "fashion-mnist", "--data-dir", "--resume", "=", "--steps=",
-             "--seed=-1", MLP, "/dev/zero", "x" * 5000]
+             "--seed=-1", MLP, "x" * 5000] + own_devices()
     for i in range(count):
+        own_devices()
         args = [rng.choice(words) for _ in range(rng.randint(0, 6))]
         if rng.random() < 0.7:
             args = [MLP] + args
