@@ -7,9 +7,13 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/Artifact.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -67,17 +71,61 @@ uint32_t crc32Of(std::string_view data, uint32_t crc) {
   return static_cast<uint32_t>(c);
 }
 
+uint64_t machineMemoryBytes() {
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  return pages > 0 && pageSize > 0 ? uint64_t(pages) * uint64_t(pageSize) : 0;
+}
+
+bool fitsInMemory(uint64_t bytes, const std::string &what, std::string &err) {
+  uint64_t physical = machineMemoryBytes();
+  if (physical == 0 || bytes <= physical)
+    return true;
+  err = what + " needs " + std::to_string(bytes) +
+        " bytes, more than this machine's " + std::to_string(physical) +
+        " bytes of memory";
+  return false;
+}
+
+bool statRegularInput(const std::string &path, uint64_t &size,
+                      std::string &err) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    err = "cannot open '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    // A device or pipe has no size to check against: /dev/zero would be
+    // read until memory runs out.
+    err = "'" + path + "' is not a regular file";
+    return false;
+  }
+  size = static_cast<uint64_t>(st.st_size);
+  return true;
+}
+
 bool readFile(const std::string &path, std::string &out, std::string &err) {
+  uint64_t size = 0;
+  if (!statRegularInput(path, size, err) ||
+      !fitsInMemory(size, "'" + path + "'", err))
+    return false;
   FILE *f = std::fopen(path.c_str(), "rb");
   if (!f) {
     err = "cannot open '" + path + "': " + std::strerror(errno);
     return false;
   }
   out.clear();
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
-    out.append(buf, n);
+  try {
+    out.reserve(size);
+    char buf[1 << 16];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+      out.append(buf, n);
+  } catch (const std::bad_alloc &) {
+    std::fclose(f);
+    err = "cannot allocate " + std::to_string(size) + " bytes to read '" +
+          path + "'";
+    return false;
+  }
   bool bad = std::ferror(f);
   std::fclose(f);
   if (bad) {
@@ -87,14 +135,106 @@ bool readFile(const std::string &path, std::string &out, std::string &err) {
   return true;
 }
 
-bool writeFileAtomic(const std::string &path, std::string_view data,
-                     std::string &err) {
-  std::string tmp = path + ".tmp.XXXXXX";
+namespace {
+/// The temporary file a write is filling now, for the signal handler
+/// (a fixed buffer: the handler may only call async-signal-safe functions).
+char gPendingTemp[4096];
+volatile sig_atomic_t gHavePendingTemp = 0;
+
+void setPending(const std::string &tmp) {
+  gHavePendingTemp = 0;
+  size_t n = std::min(tmp.size(), sizeof gPendingTemp - 1);
+  std::memcpy(gPendingTemp, tmp.data(), n);
+  gPendingTemp[n] = '\0';
+  gHavePendingTemp = n == tmp.size();
+}
+
+std::string dirOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// Our temporaries are "<file>.tmp.<pid>.<random>"; one whose process is
+/// gone (killed during a save) is removed before the next save of <file>.
+void sweepStaleTemporaries(const std::string &path) {
+  std::string dir = dirOf(path);
+  std::string base = path.substr(path.rfind('/') == std::string::npos
+                                     ? 0
+                                     : path.rfind('/') + 1);
+  std::string prefix = base + ".tmp.";
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return;
+  while (struct dirent *e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    char *end = nullptr;
+    long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+    if (pid <= 0 || !end || *end != '.' || std::strlen(end) != 7)
+      continue;
+    if (pid != ::getpid() && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH)
+      ::unlink((dir + "/" + name).c_str());
+  }
+  ::closedir(d);
+}
+
+/// Creates "<path>.tmp.<pid>.XXXXXX" beside `path`.
+int createTemporary(const std::string &path, std::string &tmp,
+                    std::string &err) {
+  tmp = path + ".tmp." + std::to_string(::getpid()) + ".XXXXXX";
   int fd = mkstemp(tmp.data());
-  if (fd < 0) {
+  if (fd < 0)
     err = "cannot write '" + path + "': " + std::strerror(errno);
+  return fd;
+}
+} // namespace
+
+void removePendingTemporary() {
+  if (gHavePendingTemp)
+    ::unlink(gPendingTemp);
+  gHavePendingTemp = 0;
+}
+
+bool checkOutputPath(const std::string &path, std::string &err) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    err = "cannot write '" + path + "': not a regular file";
     return false;
   }
+  return true;
+}
+
+bool checkWritable(const std::string &path, std::string &err) {
+  if (!checkOutputPath(path, err))
+    return false;
+  std::string tmp;
+  int fd = createTemporary(path, tmp, err);
+  if (fd < 0)
+    return false;
+  ::close(fd);
+  ::unlink(tmp.c_str());
+  return true;
+}
+
+bool writeFileAtomic(const std::string &path, std::string_view data,
+                     std::string &err) {
+  // rename() would replace a device or a FIFO with a regular file.
+  if (!checkOutputPath(path, err))
+    return false;
+  sweepStaleTemporaries(path);
+  std::string tmp;
+  int fd = createTemporary(path, tmp, err);
+  if (fd < 0)
+    return false;
+  setPending(tmp);
+  auto fail = [&](const std::string &what) {
+    err = what + "'" + path + "': " + std::strerror(errno);
+    if (fd >= 0)
+      ::close(fd);
+    removePendingTemporary();
+    return false;
+  };
   const char *p = data.data();
   size_t left = data.size();
   while (left > 0) {
@@ -102,10 +242,9 @@ bool writeFileAtomic(const std::string &path, std::string_view data,
     if (w < 0 && errno == EINTR)
       continue;
     if (w <= 0) {
-      err = "cannot write '" + path + "': " + std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return false;
+      if (w == 0)
+        errno = ENOSPC;
+      return fail("cannot write ");
     }
     p += w;
     left -= static_cast<size_t>(w);
@@ -114,16 +253,15 @@ bool writeFileAtomic(const std::string &path, std::string_view data,
   mode_t mask = ::umask(0);
   ::umask(mask);
   ::fchmod(fd, 0666 & ~mask);
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    err = "cannot write '" + path + "': " + std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return false;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = "cannot rename to '" + path + "': " + std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return false;
-  }
+  if (::fsync(fd) != 0)
+    return fail("cannot write ");
+  int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0)
+    return fail("cannot write ");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return fail("cannot rename to ");
+  gHavePendingTemp = 0;
   return true;
 }
 

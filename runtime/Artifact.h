@@ -82,12 +82,36 @@ private:
 /// CRC-32 (zlib's polynomial) of `data`, continuing from `crc`.
 uint32_t crc32Of(std::string_view data, uint32_t crc = 0);
 
-/// Writes `data` to `path` atomically: temp file in the same folder, fsync,
-/// rename. Shared by the artifact writer and the checkpoint writer.
+/// Writes `data` to `path` atomically: temp file "<path>.tmp.<pid>.XXXXXX"
+/// in the same folder, fsync, rename. Refuses a `path` that exists and is not
+/// a regular file (a device, FIFO or folder), and first removes temporaries
+/// of `path` left by a process that no longer runs (killed during a save).
+/// Shared by the artifact writer and the checkpoint writer.
 bool writeFileAtomic(const std::string &path, std::string_view data,
                      std::string &err);
-/// Reads a whole file. Errors: "cannot open 'p': No such file or directory".
+/// Checks, before any work, that writeFileAtomic(path) can succeed as far as
+/// the file system can tell now: the target is absent or a regular file and
+/// its folder takes a new file. Errors: "cannot write 'p': Permission denied".
+bool checkWritable(const std::string &path, std::string &err);
+/// False with "cannot write 'p': not a regular file" for an existing
+/// non-regular `path`.
+bool checkOutputPath(const std::string &path, std::string &err);
+/// Removes the temporary file of a writeFileAtomic in progress, if any.
+/// Async-signal-safe: for a signal handler that exits during a save.
+void removePendingTemporary();
+/// Reads a whole regular file. Errors: "cannot open 'p': No such file or
+/// directory", "'/dev/zero' is not a regular file", or a size beyond this
+/// machine's memory.
 bool readFile(const std::string &path, std::string &out, std::string &err);
+/// Stats an input file: false with one line unless it is a regular file.
+bool statRegularInput(const std::string &path, uint64_t &size,
+                      std::string &err);
+/// Physical memory of this machine in bytes (0 if unknown).
+uint64_t machineMemoryBytes();
+/// False with "<what> needs N bytes, more than this machine's M bytes of
+/// memory" when `bytes` exceeds physical memory: checked before allocating a
+/// size read from a file.
+bool fitsInMemory(uint64_t bytes, const std::string &what, std::string &err);
 
 } // namespace tgrt
 

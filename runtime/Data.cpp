@@ -38,6 +38,9 @@ std::string gzError(gzFile f) {
 
 bool readIdx(const std::string &path, IdxArray &out, std::string &err,
              bool headerOnly) {
+  uint64_t fileSize = 0;
+  if (!statRegularInput(path, fileSize, err))
+    return false;
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f) {
     err = "cannot open '" + path + "': " +
@@ -88,10 +91,23 @@ bool readIdx(const std::string &path, IdxArray &out, std::string &err,
     numel *= v;
   }
   if (!headerOnly) {
-    uint64_t want = numel * elem;
-    if (want > (uint64_t(1) << 34))
-      return fail("data too large (" + std::to_string(want) + " bytes)");
-    a.data.resize(want);
+    // The header's size is checked against the file and the machine before
+    // anything is allocated: a plain file holds exactly its data, and gzip
+    // cannot compress better than 1032:1 (RFC 1951's longest match).
+    uint64_t want = numel * elem, header = 4 + 4 * uint64_t(magic[3]);
+    uint64_t most = gzdirect(f) ? fileSize - std::min(fileSize, header)
+                                : fileSize * 1032;
+    if (want > most)
+      return fail("truncated: the header claims " + std::to_string(want) +
+                  " data bytes but the file has " + std::to_string(fileSize) +
+                  " bytes" + (gzdirect(f) ? "" : " of gzip data"));
+    if (!fitsInMemory(want, "the data", err))
+      return fail(err);
+    try {
+      a.data.resize(want);
+    } catch (const std::bad_alloc &) {
+      return fail("cannot allocate " + std::to_string(want) + " bytes");
+    }
     got = gzReadFully(f, a.data.data(), want);
     if (got < 0)
       return fail(gzError(f));
@@ -144,6 +160,7 @@ bool loadFashionMnist(const std::string &dir, bool train, Dataset &out,
     }
     py[i] = labels.data[i];
   }
+  d.labelsPath = prefix + "-labels-idx1-ubyte.gz";
   out = std::move(d);
   return true;
 }
@@ -216,6 +233,54 @@ bool sliceRows(const Tensor &all, int64_t begin, int64_t count, DType dtype,
     return true;
   }
   return convertTensor(raw, dtype, shape, out, err);
+}
+
+std::string IndexRange::str() const {
+  std::string s = "[0, " + std::to_string(bound) + ")";
+  return hasIgnore ? s + " (or the ignore_index " + std::to_string(ignore) + ")"
+                   : s;
+}
+
+namespace {
+template <class At>
+bool checkEach(uint64_t n, At at, const IndexRange &range,
+               const std::string &where, const std::string &input,
+               std::string &err) {
+  if (range.bound <= 0)
+    return true;
+  for (uint64_t i = 0; i < n; ++i) {
+    int64_t v = at(i);
+    if (!range.contains(v)) {
+      err = where + ": value " + std::to_string(v) + " at index " +
+            std::to_string(i) + " is outside " + range.str() +
+            ", the range of the model's input '" + input + "'";
+      return false;
+    }
+  }
+  return true;
+}
+} // namespace
+
+bool checkIndices(const Tensor &t, const IndexRange &range,
+                  const std::string &where, const std::string &input,
+                  std::string &err) {
+  switch (t.dtype) {
+  case DType::I64:
+    return checkEach(t.numel(), [&](uint64_t i) { return t.as<int64_t>()[i]; },
+                     range, where, input, err);
+  case DType::I32:
+    return checkEach(t.numel(), [&](uint64_t i) { return int64_t(t.as<int32_t>()[i]); },
+                     range, where, input, err);
+  default:
+    return true;
+  }
+}
+
+bool checkIndices(const std::vector<uint32_t> &tokens, const IndexRange &range,
+                  const std::string &where, const std::string &input,
+                  std::string &err) {
+  return checkEach(tokens.size(), [&](uint64_t i) { return int64_t(tokens[i]); },
+                   range, where, input, err);
 }
 
 } // namespace tgrt

@@ -38,8 +38,9 @@ bool readIdx(const std::string &path, IdxArray &out, std::string &err,
 
 /// A labelled data set held in memory: `inputs` rows along dimension 0.
 struct Dataset {
-  Tensor inputs; ///< f32 [N, ...] (images scaled to [0, 1])
-  Tensor labels; ///< i64 [N]
+  Tensor inputs;          ///< f32 [N, ...] (images scaled to [0, 1])
+  Tensor labels;          ///< i64 [N]
+  std::string labelsPath; ///< the file the labels came from, for errors
   int64_t size() const { return labels.shape.empty() ? 0 : labels.shape[0]; }
 };
 
@@ -67,6 +68,31 @@ void tokenBatch(const std::vector<uint32_t> &tok, int64_t index, int64_t batch,
 bool sliceRows(const Tensor &all, int64_t begin, int64_t count, DType dtype,
                const std::vector<int64_t> &shape, Tensor &out,
                std::string &err);
+
+/// The values an integer input that indexes something (class labels, token
+/// ids, embedding rows) may hold: [0, bound), and `ignore` too where the
+/// model says so (cross_entropy's ignore_index). A bound of 0 is unknown:
+/// every value passes.
+struct IndexRange {
+  int64_t bound = 0;
+  bool hasIgnore = false;
+  int64_t ignore = 0;
+  bool contains(int64_t v) const {
+    return bound <= 0 || (v >= 0 && v < bound) || (hasIgnore && v == ignore);
+  }
+  /// "[0, 10)" or "[0, 10) (or the ignore_index -100)".
+  std::string str() const;
+};
+
+/// Checks every element of the integer tensor `t` (or of a token list)
+/// against `range`; false with "<where>: value 12 at index 5 is outside
+/// [0, 10), the range of the model's input 'labels'". Float tensors pass.
+bool checkIndices(const Tensor &t, const IndexRange &range,
+                  const std::string &where, const std::string &input,
+                  std::string &err);
+bool checkIndices(const std::vector<uint32_t> &tokens, const IndexRange &range,
+                  const std::string &where, const std::string &input,
+                  std::string &err);
 
 } // namespace tgrt
 

@@ -134,6 +134,8 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
     return fail("no 'manifest' section");
   if (!Manifest::parse(artifact.section("manifest"), ex->manifest_, err))
     return fail(err);
+  if (!ex->readIndexRanges(err))
+    return fail(err);
   // Persistent tensors: every param/state/step argument or result of any
   // entry; all mentions must agree on dtype and shape.
   for (const EntrySpec &e : ex->manifest_.entries)
@@ -243,6 +245,79 @@ Executor::~Executor() {
     ::close(fd_);
 }
 
+bool Executor::readIndexRanges(std::string &err) {
+  const Json *entries = jsonGet(manifest_.raw, "entries");
+  for (const EntrySpec &e : manifest_.entries) {
+    const Json *entry = entries ? jsonGet(*entries, e.name) : nullptr;
+    const Json *args = entry ? jsonGet(*entry, "args") : nullptr;
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      const TensorSpec &s = e.args[i];
+      const Json *arg = args && args->is_array() && i < args->size()
+                            ? &(*args)[i]
+                            : nullptr;
+      if (!arg || !arg->is_object())
+        continue;
+      std::string at = "manifest: entries." + e.name + ".args[" +
+                       std::to_string(i) + "].";
+      const Json *boundJ = jsonGet(*arg, "index_bound"),
+                 *ignoreJ = jsonGet(*arg, "ignore_index");
+      std::optional<int64_t> bound = boundJ ? jsonInt(*boundJ) : std::nullopt;
+      std::optional<int64_t> ignore = ignoreJ ? jsonInt(*ignoreJ) : std::nullopt;
+      if (boundJ && (!bound || *bound < 1 || isFloat(s.dtype))) {
+        err = at + "index_bound: expected a positive integer on an integer input";
+        return false;
+      }
+      if (ignoreJ && (!ignore || !boundJ)) {
+        err = at + "ignore_index: expected an integer beside index_bound";
+        return false;
+      }
+      if (!bound)
+        continue;
+      // One range per input name across entries: the tightest bound, and
+      // an ignore_index where any entry records one.
+      IndexRange r{*bound, ignore.has_value(), ignore.value_or(0)};
+      auto [it, fresh] = ranges_.emplace(s.name, r);
+      if (!fresh) {
+        it->second.bound = std::min(it->second.bound, r.bound);
+        if (r.hasIgnore && !it->second.hasIgnore)
+          it->second.hasIgnore = true, it->second.ignore = r.ignore;
+      }
+    }
+  }
+  // Derived where the compiler recorded nothing: class labels beside logits.
+  const TensorSpec *l = logits();
+  if (!l || l->shape.empty())
+    return true;
+  std::vector<int64_t> rows(l->shape.begin(), l->shape.end() - 1);
+  for (const EntrySpec &e : manifest_.entries)
+    for (const TensorSpec &s : e.args)
+      if (!isPersistentRole(s.role) && !isFloat(s.dtype) && s.shape == rows)
+        ranges_.emplace(s.name, IndexRange{l->shape.back(), true, -100});
+  return true;
+}
+
+IndexRange Executor::indexRange(const std::string &name) const {
+  auto it = ranges_.find(name);
+  return it == ranges_.end() ? IndexRange{} : it->second;
+}
+
+const TensorSpec *Executor::logits() const {
+  const EntrySpec *eval = manifest_.entry("eval");
+  if (!eval)
+    return nullptr;
+  const TensorSpec *found = nullptr;
+  for (const TensorSpec &s : eval->results)
+    if (s.name == "logits")
+      return &s;
+  for (const TensorSpec &s : eval->results)
+    if (isFloat(s.dtype) && s.shape.size() == 2) {
+      if (found)
+        return nullptr;
+      found = &s;
+    }
+  return found;
+}
+
 bool Executor::call(std::string_view name, const TensorMap &inputs,
                     TensorMap &outputs, std::string &err) {
   const EntrySpec *e = manifest_.entry(name);
@@ -275,6 +350,11 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
             dtypeName(s.dtype) + shapeString(s.shape);
       return false;
     }
+    // An index out of range would not fail in the compiled code: it
+    // gathers garbage or counts as a loss of 0.
+    if (!checkIndices(t, indexRange(s.name), e->name + ": input '" + s.name + "'",
+                      s.name, err))
+      return false;
     // train_step's inputs are staged in their planned place; elsewhere the
     // ABI passes the caller's buffer (the code does not write inputs).
     auto staged = inputSlots_.find(s.name);

@@ -20,6 +20,7 @@
 #define TG_RUNTIME_EXECUTOR_H
 
 #include "runtime/Artifact.h"
+#include "runtime/Data.h"
 #include "runtime/Manifest.h"
 #include "runtime/Tensor.h"
 
@@ -85,6 +86,16 @@ public:
   /// Starts a new measurement of the code's own allocations.
   void resetHeapPeak();
 
+  /// The values the integer input `name` may hold (bound 0: unchecked).
+  /// From the manifest's "index_bound" and "ignore_index" of the argument
+  /// where the compiler recorded them; otherwise an integer input with the
+  /// shape of eval's logits without their last dimension is a class label
+  /// with that many classes (and cross_entropy's default ignore_index -100).
+  IndexRange indexRange(const std::string &name) const;
+  /// eval's output used for accuracy: "logits", else its only float output
+  /// of rank 2; nullptr if neither.
+  const TensorSpec *logits() const;
+
   /// The non-persistent arguments of `entry` (its inputs), in order.
   std::vector<TensorSpec> inputsOf(std::string_view entry) const;
 
@@ -110,6 +121,8 @@ private:
     std::vector<int64_t> shape;
     size_t offset = 0, bytes = 0;
   };
+  /// Fills ranges_ from the manifest (explicit, else derived).
+  bool readIndexRanges(std::string &err);
   uint8_t *data(const Slot &s) { return persistent_.data() + s.offset; }
   const uint8_t *data(const Slot &s) const {
     return persistent_.data() + s.offset;
@@ -125,6 +138,7 @@ private:
   void (*heapReset_)() = nullptr;
   std::map<std::string, std::vector<Tensor>> scratch_; ///< results, by entry
   std::map<std::string, std::string> roles_;
+  std::map<std::string, IndexRange> ranges_; ///< integer inputs, by name
   std::string label_;
 };
 

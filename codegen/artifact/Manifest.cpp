@@ -6,9 +6,11 @@
 
 #include "codegen/artifact/Manifest.h"
 #include "dialects/TGDialect.h"
+#include "dialects/TGOps.h"
 #include "runtime/Artifact.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 
@@ -28,6 +30,44 @@ StringRef mlir::tg::artifactDTypeName(Type t) {
   if (t.isInteger(1))
     return "i1";
   return "";
+}
+
+/// The values an integer argument may hold, from what its value indexes:
+/// cross_entropy's labels (or, decomposed, one_hot's indices) the class
+/// dimension (its ignore_index, or the constant of `labels != c`, allowed), embedding's indices the table's rows; through
+/// reshape, slice, transpose, cast and the micro-batch's extract_slice. `bound` stays 0 when nothing is indexed.
+static void indexRange(Value arg, int64_t &bound,
+                       std::optional<int64_t> &ignore) {
+  auto tighten = [&](int64_t b) { bound = bound ? std::min(bound, b) : b; };
+  SmallVector<Value> work{arg};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *op = use.getOwner();
+      if (auto ce = dyn_cast<tg::CrossEntropyOp>(op);
+          ce && use.get() == ce.getLabels()) {
+        tighten(cast<RankedTensorType>(ce.getLogits().getType()).getShape().back());
+        ignore = ce.getIgnoreIndex();
+      } else if (auto em = dyn_cast<tg::EmbeddingOp>(op);
+                 em && use.get() == em.getIndices()) {
+        tighten(cast<RankedTensorType>(em.getTable().getType()).getShape().front());
+      } else if (auto oh = dyn_cast<tg::OneHotOp>(op)) {
+        // cross_entropy after differentiation: one_hot over the classes.
+        tighten(cast<RankedTensorType>(oh.getType()).getShape().back());
+      } else if (auto cmp = dyn_cast<tg::CmpOp>(op);
+                 cmp && cmp.getPredicate() == tg::CmpPredicate::ne &&
+                 use.get() == cmp.getLhs()) {
+        // ... and its ignore_index: labels != constant.
+        auto c = cmp.getRhs().getDefiningOp<tg::ConstantOp>();
+        auto v = c ? dyn_cast<DenseIntElementsAttr>(c.getValue()) : nullptr;
+        if (v && v.isSplat())
+          ignore = v.getSplatValue<APInt>().getSExtValue();
+      } else if (isa<tg::ReshapeOp, tg::SliceOp, tg::TransposeOp, tg::CastOp,
+                     tensor::ExtractSliceOp>(op)) {
+        work.push_back(op->getResult(0));
+      }
+    }
+  }
 }
 
 FailureOr<llvm::json::Object>
@@ -53,11 +93,22 @@ mlir::tg::buildManifest(ModuleOp module, const llvm::json::Object *memory) {
       for (int64_t d : tensor.getShape())
         shape.push_back(d);
       std::string fallbackName = (isArg ? "arg" : "result") + std::to_string(index);
-      return llvm::json::Value(llvm::json::Object{
-          {"name", str(attr::name, fallbackName)},
-          {"role", str(attr::role, isArg ? "input" : "output")},
-          {"dtype", dtype},
-          {"shape", std::move(shape)}});
+      llvm::json::Object desc{{"name", str(attr::name, fallbackName)},
+                              {"role", str(attr::role, isArg ? "input" : "output")},
+                              {"dtype", dtype},
+                              {"shape", std::move(shape)}};
+      // The runtime checks the data against these before a step: an index
+      // out of range would train silently with a loss of 0.
+      if (isArg && isa<IntegerType>(tensor.getElementType()) && !fn.isExternal()) {
+        int64_t bound = 0;
+        std::optional<int64_t> ignore;
+        indexRange(fn.getArgument(index), bound, ignore);
+        if (bound > 0)
+          desc["index_bound"] = bound;
+        if (bound > 0 && ignore)
+          desc["ignore_index"] = *ignore;
+      }
+      return llvm::json::Value(std::move(desc));
     };
     llvm::json::Array args, results;
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {

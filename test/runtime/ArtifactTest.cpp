@@ -2,6 +2,8 @@
 #include "TestUtil.h"
 
 #include <catch2/catch.hpp>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 using namespace tgrt;
 using namespace tgrt::test;
@@ -108,4 +110,41 @@ TEST_CASE("artifact: wrong magic, version and trailing bytes", "[runtime][artifa
   CHECK(err.rfind("m.tgx: corrupt: file checksum mismatch", 0) == 0);
   CHECK_FALSE(Artifact::open("/nonexistent/m.tgx", err));
   CHECK(err == "cannot open '/nonexistent/m.tgx': No such file or directory");
+}
+
+TEST_CASE("atomic writes: devices, stale temporaries, writability", "[runtime][artifact]") {
+  TempDir dir;
+  std::string err;
+  // rename() would replace a device with a regular file.
+  CHECK_FALSE(writeFileAtomic("/dev/null", "x", err));
+  CHECK(err == "cannot write '/dev/null': not a regular file");
+  struct stat st;
+  REQUIRE(stat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  REQUIRE(mkfifo(dir.file("fifo").c_str(), 0600) == 0);
+  CHECK_FALSE(writeFileAtomic(dir.file("fifo"), "x", err));
+  CHECK_FALSE(checkWritable(dir.file("fifo"), err));
+  CHECK_FALSE(checkWritable(dir.file("no/such/c.safetensors"), err));
+  CHECK(err == "cannot write '" + dir.file("no/such/c.safetensors") +
+                   "': No such file or directory");
+  CHECK(checkWritable(dir.file("c.safetensors"), err));
+  // A temporary of a dead process (a save killed with -9) is swept by the
+  // next save; a live process's, a foreign name and other files stay.
+  pid_t dead = fork();
+  if (dead == 0)
+    _exit(0);
+  waitpid(dead, nullptr, 0);
+  std::string stale = dir.file("c.safetensors.tmp." + std::to_string(dead) + ".AbC123");
+  std::string live = dir.file("c.safetensors.tmp." + std::to_string(getppid()) + ".AbC123");
+  std::string foreign = dir.file("c.safetensors.tmp.notmine");
+  std::string other = dir.file("d.safetensors.tmp." + std::to_string(dead) + ".AbC123");
+  for (const std::string &f : {stale, live, foreign, other})
+    spit(f, "partial");
+  REQUIRE(writeFileAtomic(dir.file("c.safetensors"), "data", err));
+  CHECK(slurp(dir.file("c.safetensors")) == "data");
+  CHECK(access(stale.c_str(), F_OK) != 0);
+  for (const std::string &f : {live, foreign, other})
+    CHECK(access(f.c_str(), F_OK) == 0);
+  // Nothing of ours is left beside the file.
+  CHECK(std::system(("test $(ls '" + dir.path + "' | grep -c '^c.safetensors.tmp.') = 2").c_str()) == 0);
 }

@@ -173,3 +173,55 @@ TEST_CASE("one DType: names, sizes and the 16-bit encodings", "[runtime][dtype]"
     if ((h & 0x7c00) != 0x7c00 || (h & 0x3ff) == 0)
       REQUIRE(tgc::floatToHalf(tgc::halfToFloat(uint16_t(h))) == h);
 }
+
+TEST_CASE("IDX: sizes are checked against the file before allocating", "[runtime][data]") {
+  TempDir dir;
+  IdxArray a;
+  std::string err, p = dir.file("big.idx");
+  // A plain header claiming 4 billion items in an 8-byte file.
+  spit(p, idx({4000000000u}, ""));
+  CHECK_FALSE(readIdx(p, a, err));
+  CHECK(err == p + ": truncated: the header claims 4000000000 data bytes but the file has 8 bytes");
+  // Compressed: more than gzip's best ratio could hold.
+  gzipTo(p, idx({3000000000u}, "abc"));
+  CHECK_FALSE(readIdx(p, a, err));
+  CHECK(err.rfind(p + ": truncated: the header claims 3000000000 data bytes but the file has ", 0) == 0);
+  CHECK(err.find(" bytes of gzip data") != std::string::npos);
+  // Devices have no size to check: refused, not read until memory runs out.
+  CHECK_FALSE(readIdx("/dev/zero", a, err));
+  CHECK(err == "'/dev/zero' is not a regular file");
+  std::vector<uint32_t> tok;
+  CHECK_FALSE(readTokenFile("/dev/zero", 2, tok, err));
+  CHECK(err == "'/dev/zero' is not a regular file");
+  CHECK_FALSE(fitsInMemory(uint64_t(1) << 62, "the data", err));
+  CHECK(err.rfind("the data needs 4611686018427387904 bytes, more than this machine's ", 0) == 0);
+}
+
+TEST_CASE("index ranges: labels and token ids", "[runtime][data]") {
+  std::string err;
+  Tensor y = Tensor::zeros(DType::I64, {4});
+  y.as<int64_t>()[2] = 10;
+  IndexRange r{10, false, 0};
+  CHECK_FALSE(checkIndices(y, r, "y.safetensors: tensor 'labels'", "labels", err));
+  CHECK(err == "y.safetensors: tensor 'labels': value 10 at index 2 is outside [0, 10), "
+               "the range of the model's input 'labels'");
+  CHECK(checkIndices(y, IndexRange{11, false, 0}, "f", "labels", err));
+  CHECK(checkIndices(y, IndexRange{}, "f", "labels", err)); // unknown bound
+  y.as<int64_t>()[2] = -100;
+  CHECK_FALSE(checkIndices(y, r, "f", "labels", err));
+  CHECK(err == "f: value -100 at index 2 is outside [0, 10), the range of the model's input 'labels'");
+  CHECK(checkIndices(y, IndexRange{10, true, -100}, "f", "labels", err));
+  y.as<int64_t>()[1] = -1;
+  CHECK_FALSE(checkIndices(y, IndexRange{10, true, -100}, "f", "labels", err));
+  CHECK(err == "f: value -1 at index 1 is outside [0, 10) (or the ignore_index -100), the "
+               "range of the model's input 'labels'");
+  Tensor y32 = Tensor::zeros(DType::I32, {3});
+  y32.as<int32_t>()[1] = 7;
+  CHECK_FALSE(checkIndices(y32, IndexRange{5, false, 0}, "f", "t", err));
+  CHECK(err.rfind("f: value 7 at index 1 ", 0) == 0);
+  std::vector<uint32_t> tok{1, 2, 50257, 3};
+  CHECK_FALSE(checkIndices(tok, IndexRange{50257, false, 0}, "t.u16", "tokens", err));
+  CHECK(err == "t.u16: value 50257 at index 2 is outside [0, 50257), the range of the "
+               "model's input 'tokens'");
+  CHECK(checkIndices(tok, IndexRange{50258, false, 0}, "t.u16", "tokens", err));
+}

@@ -286,3 +286,55 @@ TEST_CASE("executor: the state lives in one aligned block", "[runtime][executor]
   CHECK(use.persistentBytes % 256 == 0);
   CHECK(use.persistentBytes >= 256);
 }
+
+TEST_CASE("executor: integer inputs are range-checked", "[runtime][executor]") {
+  std::string m = tinyManifest();
+  std::unique_ptr<Artifact> a;
+  auto ex = loadTiny(a);
+  std::string err;
+  REQUIRE(ex->init(1, err));
+  // Recorded by the compiler: "index_bound": 10, no ignore_index.
+  IndexRange r = ex->indexRange("labels");
+  CHECK(r.bound == 10);
+  CHECK_FALSE(r.hasIgnore);
+  CHECK(ex->indexRange("x").bound == 0);
+  TensorMap in = batch(1);
+  double loss = 0;
+  for (int64_t bad : {10, -1, -100}) {
+    in["labels"].as<int64_t>()[3] = bad;
+    CHECK_FALSE(ex->trainStep(in, loss, err));
+    CHECK(err == "train_step: input 'labels': value " + std::to_string(bad) +
+                     " at index 3 is outside [0, 10), the range of the model's input 'labels'");
+    TensorMap out;
+    CHECK_FALSE(ex->eval(in, out, err));
+  }
+  CHECK(ex->step() == 0); // nothing ran
+  // Without the field, labels beside eval's logits [32, 10] have 10 classes
+  // and cross_entropy's default ignore_index.
+  std::string derived = m;
+  for (size_t at; (at = derived.find(", \"index_bound\": 10")) != std::string::npos;)
+    derived.erase(at, 19);
+  std::unique_ptr<Artifact> a2;
+  auto ex2 = loadTiny(a2, derived);
+  r = ex2->indexRange("labels");
+  CHECK(r.bound == 10);
+  CHECK(r.hasIgnore);
+  CHECK(r.ignore == -100);
+  // The tightest bound of all entries; ignore_index where any records it.
+  std::string two = m;
+  two.replace(two.find("\"index_bound\": 10"), 17, "\"index_bound\": 7, \"ignore_index\": -1");
+  std::unique_ptr<Artifact> a3;
+  r = loadTiny(a3, two)->indexRange("labels");
+  CHECK(r.bound == 7);
+  CHECK(r.ignore == -1);
+  // A corrupt field is a load error.
+  for (const char *bad : {"\"index_bound\": \"ten\"", "\"index_bound\": 0",
+                          "\"ignore_index\": -100"}) {
+    std::string c = m;
+    c.replace(c.find("\"index_bound\": 10"), 17, bad);
+    auto art = Artifact::fromBytes(tinyArtifact(c), "t.tgx", err);
+    REQUIRE(art);
+    CHECK_FALSE(Executor::load(*art, err));
+    CHECK(err.rfind("t.tgx: manifest: entries.", 0) == 0);
+  }
+}

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,6 +82,32 @@ inline Run tgRun(const std::string &args) {
   int st = pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
+}
+
+/// Starts `TG_RUN args` with output to `log`, sends `sig` once `log`
+/// contains `when` (or after 20 s), and returns the exit status (128 + a
+/// signal that killed it) and the output.
+inline Run tgRunSignalled(const std::string &args, const std::string &log,
+                          const std::string &when, int sig) {
+  ::unlink(log.c_str());
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::string cmd = "exec " + std::string(TG_RUN) + " " + args + " >'" + log + "' 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), (char *)nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 2000; ++i) {
+    std::string out, err;
+    if (readFile(log, out, err) && out.find(when) != std::string::npos)
+      break;
+    usleep(10000);
+  }
+  kill(pid, sig);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  std::string out, err;
+  readFile(log, out, err);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
 }
 
 } // namespace tgrt::test

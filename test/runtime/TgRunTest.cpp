@@ -14,6 +14,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <sys/stat.h>
 
 using namespace tgrt;
 using namespace tgrt::test;
@@ -207,4 +208,177 @@ TEST_CASE("libtgrt and tg-run link neither LLVM nor MLIR", "[runtime][links]") {
                      TGC_RUNTIME_SOURCE_DIR + "/runtime' '" + TGC_RUNTIME_SOURCE_DIR +
                      "/tools/tg-run'";
   CHECK(std::system(grep.c_str()) != 0);
+}
+
+namespace {
+/// A safetensors training set for the tiny model: `rows` images and labels.
+std::string trainingSet(const TempDir &dir, int64_t rows, int64_t badLabelAt = -1,
+                        int64_t badLabel = 0) {
+  TensorMap d;
+  d["x"] = Tensor::zeros(DType::F32, {rows, 1, 28, 28});
+  for (uint64_t i = 0; i < d["x"].numel(); ++i)
+    d["x"].as<float>()[i] = (i % 23) / 23.0f;
+  d["labels"] = Tensor::zeros(DType::I32, {rows});
+  for (int64_t i = 0; i < rows; ++i)
+    d["labels"].as<int32_t>()[i] = i == badLabelAt ? badLabel : i % 10;
+  std::string path = dir.file("train.safetensors"), err;
+  REQUIRE(writeSafetensors(path, d, err));
+  return path;
+}
+} // namespace
+
+TEST_CASE("tg-run refuses indices outside the model's range where they enter",
+          "[runtime][tg-run]") {
+  Fixture f;
+  std::string d = f.dir.path;
+  // Training data: a label of 10 for a model with 10 classes.
+  std::string data = trainingSet(f.dir, 64, 37, 10);
+  expectError(f.model + " --data " + data,
+              data + ": tensor 'labels': value 10 at index 37 is outside [0, 10), the range "
+                     "of the model's input 'labels'");
+  // The cross-check batch.
+  TensorMap b;
+  std::string err;
+  REQUIRE(readSafetensors(d + "/b.safetensors", b, err));
+  b["labels"].as<int32_t>()[5] = -3;
+  REQUIRE(writeSafetensors(d + "/bad.safetensors", b, err));
+  expectError(f.model + " --batch " + d + "/bad.safetensors",
+              d + "/bad.safetensors: tensor 'labels': value -3 at index 5 is outside [0, 10), "
+                  "the range of the model's input 'labels'");
+  // Fashion-MNIST's labels 0-9 against a model with 5 classes.
+  if (access((std::string(kFashionMnistDir) + "/train-labels-idx1-ubyte.gz").c_str(), R_OK) == 0) {
+    std::string m = tinyManifest();
+    for (size_t at; (at = m.find("\"index_bound\": 10")) != std::string::npos;)
+      m.replace(at, 17, "\"index_bound\": 5");
+    spit(d + "/five.tgx", tinyArtifact(m));
+    Run r = tgRun(d + "/five.tgx --data fashion-mnist");
+    CHECK(r.status == 1);
+    CHECK(r.out.rfind("tg-run: error: " + std::string(kFashionMnistDir) +
+                          "/train-labels-idx1-ubyte.gz: value ", 0) == 0);
+    CHECK(r.out.find(" is outside [0, 5), the range of the model's input 'labels'\n") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("tg-run checks its outputs before any work", "[runtime][tg-run]") {
+  Fixture f;
+  std::string d = f.dir.path, data = trainingSet(f.dir, 64);
+  std::string train = f.model + " --data " + data;
+  expectError(train + " --save /dev/null", "cannot write '/dev/null': not a regular file");
+  struct stat st;
+  REQUIRE(stat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  expectError(train + " --metrics /dev/full", "cannot write '/dev/full': not a regular file");
+  expectError(train + " --save " + d + "/none/c.safetensors",
+              "cannot write '" + d + "/none/c.safetensors': No such file or directory");
+  expectError(train + " --save " + f.model,
+              "--save '" + f.model + "' is an input of this run; refusing to overwrite it");
+  expectError(train + " --metrics " + data,
+              "--metrics '" + data + "' is an input of this run; refusing to overwrite it");
+  expectError(train + " --save " + d + "/c --metrics " + d + "/c",
+              "--metrics and --save name the same file '" + d + "/c'");
+  expectError(f.model + " --batch " + d + "/b.safetensors --save-params " + d + "/b.safetensors",
+              "--save-params '" + d + "/b.safetensors' is an input of this run; refusing to "
+              "overwrite it");
+  CHECK(slurp(f.model) == tinyArtifact());
+  // --save onto the --resume checkpoint continues in place.
+  Run r = tgRun(train + " --save " + d + "/c.safetensors");
+  REQUIRE(r.status == 0);
+  r = tgRun(train + " --save " + d + "/c.safetensors --resume " + d + "/c.safetensors");
+  INFO(r.out);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("starting at step 2") != std::string::npos);
+}
+
+TEST_CASE("tg-run reports every write error", "[runtime][tg-run]") {
+  Fixture f;
+  std::string d = f.dir.path, data = trainingSet(f.dir, 64);
+  // A file size limit stands in for a full disk (the model's 15 KB of code
+  // still fits in its memfd): the CSV and the checkpoint fail, and say so.
+  std::string limited = "sh -c 'ulimit -f 40; exec " + std::string(TG_RUN) + " ";
+  auto run = [&](const std::string &args) {
+    std::string cmd = limited + args + "' 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    Run r{-1, ""};
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+      r.out.append(buf, n);
+    int st = pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return r;
+  };
+  Run r = run(f.model + " --data " + data + " --epochs 1000 --metrics " + d + "/m.csv");
+  CHECK(r.status == 1);
+  CHECK(r.out.find("tg-run: error: cannot write '" + d + "/m.csv': File too large\n") !=
+        std::string::npos);
+  r = run(f.model + " --data " + data + " --save " + d + "/c.safetensors");
+  CHECK(r.status == 1);
+  CHECK(r.out.find("tg-run: error: cannot write '" + d + "/c.safetensors': File too large\n") !=
+        std::string::npos);
+  // No temporary is left behind.
+  CHECK(std::system(("test -z \"$(ls '" + d + "' | grep tmp)\"").c_str()) == 0);
+}
+
+TEST_CASE("tg-run refuses devices and impossible sizes as inputs", "[runtime][tg-run]") {
+  Fixture f;
+  std::string d = f.dir.path;
+  expectError(f.model + " --data u16:/dev/zero", "'/dev/zero' is not a regular file");
+  expectError("/dev/zero --describe", "'/dev/zero' is not a regular file");
+  std::string header("\0\0\x08\x01\xee\x6b\x28\x00", 8); // 4 billion labels
+  spit(d + "/train-images-idx3-ubyte.gz", header);
+  spit(d + "/train-labels-idx1-ubyte.gz", header);
+  expectError(f.model + " --data fashion-mnist --data-dir " + d,
+              d + "/train-images-idx3-ubyte.gz: truncated: the header claims 4000000000 data "
+                  "bytes but the file has 8 bytes (install Debian's dataset-fashion-mnist, or "
+                  "--data-dir)");
+}
+
+TEST_CASE("tg-run stops on Ctrl-C at a step boundary and saves", "[runtime][tg-run]") {
+  Fixture f;
+  std::string d = f.dir.path, data = trainingSet(f.dir, 320), ckpt = d + "/c.safetensors";
+  for (int sig : {SIGINT, SIGTERM}) {
+    Run r = tgRunSignalled(f.model + " --data " + data + " --epochs 100000 --save " + ckpt,
+                           d + "/log", "epoch 3: mean loss", sig);
+    INFO(r.out);
+    CHECK(r.status == 128 + sig);
+    size_t at = r.out.find("tg-run: interrupted at epoch ");
+    REQUIRE(at != std::string::npos);
+    long long stepCounter = -1;
+    REQUIRE(sscanf(r.out.c_str() + r.out.find("(step counter ", at), "(step counter %lld)",
+                   &stepCounter) == 1);
+    CHECK(r.out.find("; checkpoint saved to '" + ckpt + "'\n", at) != std::string::npos);
+    TensorMap c;
+    std::string err;
+    REQUIRE(readSafetensors(ckpt, c, err));
+    CHECK(c.at("step").as<int64_t>()[0] == stepCounter);
+    CHECK(stepCounter >= 30);
+    CHECK(std::system(("test -z \"$(ls '" + d + "' | grep tmp)\"").c_str()) == 0);
+  }
+  // Cross-check mode writes nothing when interrupted.
+  Run r = tgRunSignalled(f.model + " --batch " + d + "/b.safetensors --steps 100000000 "
+                         "--print-loss --save-params " + d + "/p2.safetensors",
+                         d + "/log", "step 5 ", SIGINT);
+  CHECK(r.status == 130);
+  CHECK(r.out.find("; nothing saved\n") != std::string::npos);
+  CHECK(access((d + "/p2.safetensors").c_str(), F_OK) != 0);
+}
+
+TEST_CASE("tg-run options through CLI11", "[runtime][tg-run]") {
+  Fixture f;
+  std::string d = f.dir.path;
+  Run r = tgRun("--help");
+  CHECK(r.status == 0);
+  CHECK(r.out.rfind("usage: tg-run MODEL.tgx --describe\n", 0) == 0);
+  expectError(f.model + " extra --describe", "unexpected argument 'extra'");
+  expectError(f.model + " --batch", "--batch needs a value");
+  expectError(f.model + " --data fashion-mnist --seed 1x", "--seed expects an integer >= "
+              "-9223372036854775808, got '1x'");
+  // The last of a repeated option wins; negative numbers are values.
+  std::string args = f.model + " --batch " + d + "/b.safetensors --print-loss --seed -5";
+  r = tgRun(args + " --steps 3 --steps 1");
+  CHECK(r.status == 0);
+  CHECK(r.out.rfind("step 0 loss ", 0) == 0);
+  CHECK(r.out.find("step 1 ") == std::string::npos);
+  CHECK(tgRun(args + " --steps=1").out == r.out);
 }

@@ -10,6 +10,8 @@
 //          [--print-loss]
 //
 // Every user mistake is one line, "tg-run: error: ...", and exit status 1.
+// Outputs are checked before any work (writable, regular, not an input);
+// Ctrl-C stops training at the next step boundary, saves, and exits 130.
 // docs/runtime.md describes the modes and the data formats.
 //
 //===----------------------------------------------------------------------===//
@@ -18,17 +20,20 @@
 #include "runtime/Executor.h"
 #include "runtime/Safetensors.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
+#include <csignal>
+#include <cstdarg>
 #include <cstdio>
-#include <cstring>
-#include <functional>
-#include <random>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <random>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace tgrt;
@@ -60,50 +65,71 @@ struct Options {
   bool describe = false, printLoss = false, memory = false;
 };
 
-int64_t parseInt(const std::string &flag, const char *s, int64_t min) {
+int64_t parseInt(const std::string &flag, const std::string &s, int64_t min) {
   char *end = nullptr;
   errno = 0;
-  long long v = std::strtoll(s, &end, 10);
-  if (errno || !*s || *end || v < min)
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno || s.empty() || *end || v < min)
     die(flag + " expects an integer >= " + std::to_string(min) + ", got '" +
         s + "'");
   return v;
 }
 
+/// CLI11 recognises the options; the values are checked here so that every
+/// mistake reads as one of our lines. Each option takes 0 or 1 values so a
+/// missing one is ours to report, and the last of a repeated option wins.
 Options parseArgs(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> const char * {
-      if (i + 1 >= argc)
-        die(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (a == "--describe") o.describe = true;
-    else if (a == "--print-loss") o.printLoss = true;
-    else if (a == "--memory") o.memory = true;
-    else if (a == "--data") o.data = value();
-    else if (a == "--data-dir") o.dataDir = value();
-    else if (a == "--epochs") o.epochs = parseInt(a, value(), 1);
-    else if (a == "--batch-limit") o.batchLimit = parseInt(a, value(), 1);
-    else if (a == "--steps") o.steps = parseInt(a, value(), 0);
-    else if (a == "--seed") o.seed = parseInt(a, value(), INT64_MIN);
-    else if (a == "--save") o.save = value();
-    else if (a == "--resume") o.resume = value();
-    else if (a == "--init-from") o.initFrom = value();
-    else if (a == "--metrics") o.metrics = value();
-    else if (a == "--load") o.load = value();
-    else if (a == "--batch") o.batch = value();
-    else if (a == "--save-params") o.saveParams = value();
-    else if (a == "--save-grads") o.saveGrads = value();
-    else if (a.size() > 1 && a[0] == '-')
-      die("unknown option '" + a + "' (see tg-run --help)");
-    else if (o.model.empty()) o.model = a;
-    else die("unexpected argument '" + a + "'");
+  CLI::App app;
+  app.set_help_flag();
+  app.allow_extras();
+  bool help = false;
+  app.add_flag("-h,--help", help);
+  app.add_flag("--describe", o.describe);
+  app.add_flag("--print-loss", o.printLoss);
+  app.add_flag("--memory", o.memory);
+  app.add_option("model", o.model);
+  std::string epochs, batchLimit, steps, seed;
+  std::vector<std::pair<CLI::Option *, std::string *>> valued;
+  auto value = [&](const char *name, std::string &into) {
+    CLI::Option *opt = app.add_option(name, into)->expected(0, 1)->multi_option_policy(
+        CLI::MultiOptionPolicy::TakeLast);
+    valued.emplace_back(opt, &into);
+  };
+  value("--data", o.data);
+  value("--data-dir", o.dataDir);
+  value("--epochs", epochs);
+  value("--batch-limit", batchLimit);
+  value("--steps", steps);
+  value("--seed", seed);
+  value("--save", o.save);
+  value("--resume", o.resume);
+  value("--init-from", o.initFrom);
+  value("--metrics", o.metrics);
+  value("--load", o.load);
+  value("--batch", o.batch);
+  value("--save-params", o.saveParams);
+  value("--save-grads", o.saveGrads);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    die(e.what());
   }
+  if (help) {
+    std::fputs(kUsage, stdout);
+    std::exit(0);
+  }
+  for (const std::string &a : app.remaining())
+    die(a.size() > 1 && a[0] == '-'
+            ? "unknown option '" + a + "' (see tg-run --help)"
+            : "unexpected argument '" + a + "'");
+  for (auto &[opt, into] : valued)
+    if (opt->count() && into->empty())
+      die(opt->get_name() + " needs a value");
+  if (!epochs.empty()) o.epochs = parseInt("--epochs", epochs, 1);
+  if (!batchLimit.empty()) o.batchLimit = parseInt("--batch-limit", batchLimit, 1);
+  if (!steps.empty()) o.steps = parseInt("--steps", steps, 0);
+  if (!seed.empty()) o.seed = parseInt("--seed", seed, INT64_MIN);
   if (o.model.empty())
     die("no model given; usage: tg-run MODEL.tgx --describe | --data ... | "
         "--load ... --batch ...");
@@ -117,6 +143,129 @@ Options parseArgs(int argc, char **argv) {
     die("--load needs --batch B.safetensors (the batch to train on)");
   return o;
 }
+
+//===----------------------------------------------------------------------===//
+// Signals and files
+//===----------------------------------------------------------------------===//
+
+/// The signal that asked training to stop (0: none).
+volatile sig_atomic_t gStop = 0;
+
+/// The first SIGINT/SIGTERM/SIGHUP asks to stop at the next step boundary
+/// (so the checkpoint written then is a consistent one); a second one quits
+/// at once, removing the temporary file of a save in progress.
+extern "C" void onStopSignal(int sig) {
+  if (gStop) {
+    removePendingTemporary();
+    _exit(128 + sig);
+  }
+  gStop = sig;
+}
+
+void installSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = onStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    sigaction(sig, &sa, nullptr);
+  // Past a file size limit, write() then fails with EFBIG, which we report,
+  // instead of the process dying silently.
+  std::signal(SIGXFSZ, SIG_IGN);
+}
+
+/// The input files of a run (the model, data, checkpoints and batches that
+/// are read): an output must not be one of them.
+std::vector<std::string> inputFiles(const Options &o) {
+  std::vector<std::string> in{o.model, o.load, o.batch};
+  const std::string &d = o.data;
+  if (d == "fashion-mnist")
+    for (const char *f : {"/train-images-idx3-ubyte.gz", "/train-labels-idx1-ubyte.gz",
+                          "/t10k-images-idx3-ubyte.gz", "/t10k-labels-idx1-ubyte.gz"})
+      in.push_back(o.dataDir + f);
+  else if (size_t colon = d.find(':'); colon != std::string::npos)
+    in.push_back(d.substr(colon + 1));
+  else
+    in.push_back(d);
+  return in;
+}
+
+bool sameFile(const std::string &a, const std::string &b) {
+  struct stat sa, sb;
+  if (a.empty() || b.empty())
+    return false;
+  if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0)
+    return a == b;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/// Every output is checked before anything runs: writable, a regular file
+/// or absent, not an input, not another output. --save may be the --resume
+/// checkpoint (training continues in place; the write is atomic).
+void checkOutputs(const Options &o) {
+  std::vector<std::pair<const char *, std::string>> outs{
+      {"--save", o.save}, {"--metrics", o.metrics},
+      {"--save-params", o.saveParams}, {"--save-grads", o.saveGrads}};
+  std::vector<std::string> ins = inputFiles(o);
+  std::string err;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const auto &[flag, path] = outs[i];
+    if (path.empty())
+      continue;
+    for (const std::string &in : ins)
+      if (sameFile(path, in))
+        die(std::string(flag) + " '" + path + "' is an input of this run; "
+            "refusing to overwrite it");
+    for (size_t j = 0; j < i; ++j)
+      if (sameFile(path, outs[j].second))
+        die(std::string(flag) + " and " + outs[j].first + " name the same file '" +
+            path + "'");
+    if (!checkWritable(path, err))
+      die(err);
+  }
+}
+
+/// The metrics CSV: every write error is reported, never a silently short
+/// file (a full disk shows at the flush, at the latest at the close).
+struct MetricsFile {
+  std::string path;
+  FILE *f = nullptr;
+  void open(const std::string &p) {
+    path = p;
+    if (p.empty())
+      return;
+    f = std::fopen(p.c_str(), "w");
+    if (!f)
+      fail();
+    row("kind,epoch,step,loss,samples_per_s,test_accuracy\n");
+  }
+  __attribute__((format(printf, 2, 3))) void row(const char *fmt, ...) {
+    if (!f)
+      return;
+    va_list args;
+    va_start(args, fmt);
+    int n = std::vfprintf(f, fmt, args);
+    va_end(args);
+    if (n < 0)
+      fail();
+  }
+  void flush() {
+    if (f && (std::fflush(f) != 0 || std::ferror(f)))
+      fail();
+  }
+  void close() {
+    if (!f)
+      return;
+    bool bad = std::ferror(f);
+    bad |= std::fclose(f) != 0;
+    f = nullptr;
+    if (bad)
+      fail();
+  }
+  [[noreturn]] void fail() {
+    die("cannot write '" + path + "': " + std::strerror(errno ? errno : EIO));
+  }
+};
 
 double now() {
   using namespace std::chrono;
@@ -201,12 +350,29 @@ BatchFn labelledBatches(std::shared_ptr<Dataset> d) {
   };
 }
 
-Source fashionMnist(const Options &o) {
+/// The integer inputs of train_step and eval (the ones whose values index).
+std::vector<TensorSpec> integerInputs(const Executor &ex) {
+  std::vector<TensorSpec> out;
+  for (const char *entry : {"train_step", "eval"})
+    for (const TensorSpec &s : ex.inputsOf(entry))
+      if (!isFloat(s.dtype) &&
+          std::none_of(out.begin(), out.end(),
+                       [&](const TensorSpec &t) { return t.name == s.name; }))
+        out.push_back(s);
+  return out;
+}
+
+Source fashionMnist(const Options &o, const Executor &ex) {
   auto train = std::make_shared<Dataset>(), test = std::make_shared<Dataset>();
   std::string err;
   if (!loadFashionMnist(o.dataDir, true, *train, err) ||
       !loadFashionMnist(o.dataDir, false, *test, err))
     die(err + " (install Debian's dataset-fashion-mnist, or --data-dir)");
+  // Labels 0-9 against a model with fewer classes train with a loss of 0.
+  for (const TensorSpec &in : integerInputs(ex))
+    for (const Dataset *d : {train.get(), test.get()})
+      if (!checkIndices(d->labels, ex.indexRange(in.name), d->labelsPath, in.name, err))
+        die(err);
   Source s;
   s.trainRows = train->size();
   s.testRows = test->size();
@@ -221,11 +387,25 @@ Source fashionMnist(const Options &o) {
 
 /// A safetensors file whose tensors are named after the model's inputs, all
 /// with the same number of rows.
-Source safetensorsData(const std::string &path) {
+Source safetensorsData(const std::string &path, const Executor &ex) {
   auto all = std::make_shared<TensorMap>();
   std::string err;
   if (!readSafetensors(path, *all, err))
     die(err);
+  for (const TensorSpec &in : integerInputs(ex)) {
+    auto it = all->find(in.name);
+    if (it == all->end())
+      continue;
+    std::string where = path + ": tensor '" + in.name + "'";
+    if (it->second.dtype != in.dtype) {
+      Tensor converted;
+      if (!convertTensor(it->second, in.dtype, it->second.shape, converted, err))
+        die(where + ": " + err);
+      it->second = std::move(converted);
+    }
+    if (!checkIndices(it->second, ex.indexRange(in.name), where, in.name, err))
+      die(err);
+  }
   Source s;
   for (const auto &[name, t] : *all) {
     if (t.shape.empty())
@@ -257,11 +437,16 @@ Source safetensorsData(const std::string &path) {
 }
 
 /// A flat token file: the first two integer inputs get (tokens, targets).
-Source tokenData(const std::string &path, int width) {
+Source tokenData(const std::string &path, int width, const Executor &ex) {
   auto tok = std::make_shared<std::vector<uint32_t>>();
   std::string err;
   if (!readTokenFile(path, width, *tok, err))
     die(err);
+  // Every token is both an input id and a target: both ranges apply.
+  std::vector<TensorSpec> ints = integerInputs(ex);
+  for (size_t i = 0; i < ints.size() && i < 2; ++i)
+    if (!checkIndices(*tok, ex.indexRange(ints[i].name), path, ints[i].name, err))
+      die(err);
   Source s;
   s.trainRows = static_cast<int64_t>(tok->size()); // refined per batch shape
   s.train = [tok, path](const std::vector<TensorSpec> &inputs, int64_t begin,
@@ -283,21 +468,21 @@ Source tokenData(const std::string &path, int width) {
   return s;
 }
 
-Source openData(const Options &o) {
+Source openData(const Options &o, const Executor &ex) {
   const std::string &d = o.data;
   auto after = [&](const char *p) { return d.substr(std::strlen(p)); };
   if (d == "fashion-mnist")
-    return fashionMnist(o);
+    return fashionMnist(o, ex);
   if (d.rfind("safetensors:", 0) == 0)
-    return safetensorsData(after("safetensors:"));
+    return safetensorsData(after("safetensors:"), ex);
   if (d.size() > 12 && d.compare(d.size() - 12, 12, ".safetensors") == 0)
-    return safetensorsData(d);
+    return safetensorsData(d, ex);
   if (d.rfind("u8:", 0) == 0) // bytes of any file: a text file, byte-level
-    return tokenData(after("u8:"), 1);
+    return tokenData(after("u8:"), 1, ex);
   if (d.rfind("u16:", 0) == 0)
-    return tokenData(after("u16:"), 2);
+    return tokenData(after("u16:"), 2, ex);
   if (d.rfind("u32:", 0) == 0)
-    return tokenData(after("u32:"), 4);
+    return tokenData(after("u32:"), 4, ex);
   die("unknown --data '" + d +
       "' (expected fashion-mnist, safetensors:PATH, u8:PATH, u16:PATH or u32:PATH)");
 }
@@ -331,22 +516,6 @@ int describe(const Options &o) {
   return 0;
 }
 
-/// Index of the output used for accuracy: "logits", else the only float
-/// output of rank 2.
-const TensorSpec *logitsSpec(const EntrySpec &eval) {
-  const TensorSpec *found = nullptr;
-  for (const TensorSpec &s : eval.results)
-    if (s.name == "logits")
-      return &s;
-  for (const TensorSpec &s : eval.results)
-    if (isFloat(s.dtype) && s.shape.size() == 2) {
-      if (found)
-        return nullptr;
-      found = &s;
-    }
-  return found;
-}
-
 /// One line: the plan's memory of train_step (from the manifest) next to
 /// what this process measured around the steps it ran: the runtime's two
 /// allocations (the persistent block with parameters, optimizer state and
@@ -372,12 +541,60 @@ void printMemory(const Executor &ex) {
   std::fflush(stdout);
 }
 
+/// Saves the checkpoint if --save was given (the state after a whole step).
+void saveIfAsked(const Options &o, const Executor &ex) {
+  std::string err;
+  if (!o.save.empty() && !ex.saveCheckpoint(o.save, err))
+    die(err);
+}
+
+/// Stops after a SIGINT/SIGTERM/SIGHUP at a step boundary: the checkpoint
+/// (if any steps ran), one line saying where, and exit 128 + the signal.
+[[noreturn]] void stopOnSignal(const Options &o, const Executor &ex,
+                               MetricsFile &metrics, const std::string &where,
+                               bool ranSteps) {
+  if (ranSteps)
+    saveIfAsked(o, ex);
+  metrics.close();
+  std::fflush(stdout);
+  std::fprintf(stderr, "tg-run: interrupted %s (step counter %" PRId64 ")%s\n",
+               where.c_str(), ex.step(),
+               ranSteps && !o.save.empty()
+                   ? ("; checkpoint saved to '" + o.save + "'").c_str()
+                   : "; nothing saved");
+  std::exit(128 + gStop);
+}
+
+/// Accuracy (%) of `eval` on the test split, or -1 if interrupted.
+double testAccuracy(Executor &ex, Source &src, const TensorSpec &logits) {
+  std::vector<TensorSpec> evalInputs = ex.inputsOf("eval");
+  int64_t EB = batchSizeOf(evalInputs), correct = 0;
+  int64_t classes = logits.shape[1];
+  std::string err;
+  for (int64_t begin = 0; EB > 0 && begin < src.testRows; begin += EB) {
+    if (gStop)
+      return -1;
+    TensorMap in, out;
+    if (!src.test(evalInputs, begin, in, err) || !ex.eval(in, out, err))
+      die(err);
+    const Tensor &l = out.at(logits.name);
+    for (int64_t r = 0; r < EB && begin + r < src.testRows; ++r) {
+      int64_t best = 0;
+      for (int64_t c = 1; c < classes; ++c)
+        if (l.at(r * classes + c) > l.at(r * classes + best))
+          best = c;
+      correct += best == src.testLabels.as<int64_t>()[begin + r];
+    }
+  }
+  return 100.0 * correct / src.testRows;
+}
+
 int train(const Options &o) {
   std::unique_ptr<Artifact> artifact;
   auto ex = loadModel(o.model, artifact);
   if (!ex->hasEntry("train_step"))
     die(o.model + ": the model has no entry point 'train_step'");
-  Source src = openData(o);
+  Source src = openData(o, *ex);
   std::string err;
   if (ex->hasEntry("init") && !ex->init(o.seed, err))
     die(err);
@@ -401,15 +618,9 @@ int train(const Options &o) {
   if (o.batchLimit > 0)
     steps = std::min(steps, o.batchLimit);
 
-  FILE *metrics = nullptr;
-  if (!o.metrics.empty()) {
-    metrics = std::fopen(o.metrics.c_str(), "w");
-    if (!metrics)
-      die("cannot write '" + o.metrics + "': " + std::strerror(errno));
-    std::fprintf(metrics, "kind,epoch,step,loss,samples_per_s,test_accuracy\n");
-  }
-  const EntrySpec *evalEntry = ex->manifest().entry("eval");
-  const TensorSpec *logits = evalEntry ? logitsSpec(*evalEntry) : nullptr;
+  MetricsFile metrics;
+  metrics.open(o.metrics);
+  const TensorSpec *logits = ex->logits();
   bool tty = isatty(fileno(stdout));
   std::printf("%s: %" PRId64 " steps per epoch, batch %" PRId64 ", %zu tensors "
               "of state, starting at step %" PRId64 "\n",
@@ -417,6 +628,8 @@ int train(const Options &o) {
                                            : ex->manifest().model.c_str(),
               steps, B, ex->state().size(), ex->step());
   std::fflush(stdout);
+  if (gStop)
+    stopOnSignal(o, *ex, metrics, "before the first step", false);
 
   for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
     // A new order of the training set each epoch, reproducible from --seed.
@@ -424,6 +637,14 @@ int train(const Options &o) {
       src.shuffle(uint64_t(o.seed) * 1000003u + uint64_t(epoch));
     double start = now(), lastPrint = 0, sum = 0;
     for (int64_t i = 0; i < steps; ++i) {
+      if (gStop) {
+        if (tty)
+          std::printf("\n");
+        stopOnSignal(o, *ex, metrics,
+                     "at epoch " + std::to_string(epoch) + " after step " +
+                         std::to_string(i) + "/" + std::to_string(steps),
+                     epoch > 1 || i > 0);
+      }
       TensorMap batch;
       double loss = 0;
       bool first = epoch == 1 && i == 0;
@@ -439,9 +660,8 @@ int train(const Options &o) {
       sum += loss;
       double t = now() - start, rate = (i + 1) * B / std::max(t, 1e-9);
       double eta = (steps - i - 1) * B / std::max(rate, 1e-9);
-      if (metrics)
-        std::fprintf(metrics, "step,%" PRId64 ",%" PRId64 ",%.9g,%.1f,\n", epoch,
-                     ex->step(), loss, rate);
+      metrics.row("step,%" PRId64 ",%" PRId64 ",%.9g,%.1f,\n", epoch, ex->step(),
+                  loss, rate);
       bool last = i + 1 == steps;
       if (tty && (t - lastPrint > 0.1 || last)) {
         std::printf("\repoch %" PRId64 " step %" PRId64 "/%" PRId64
@@ -461,24 +681,12 @@ int train(const Options &o) {
       std::printf("\n");
     std::string acc = "";
     double accuracy = -1;
-    if (evalEntry && logits && src.test && src.testRows > 0) {
-      std::vector<TensorSpec> evalInputs = ex->inputsOf("eval");
-      int64_t EB = batchSizeOf(evalInputs), correct = 0;
-      int64_t classes = logits->shape[1];
-      for (int64_t begin = 0; EB > 0 && begin < src.testRows; begin += EB) {
-        TensorMap in, out;
-        if (!src.test(evalInputs, begin, in, err) || !ex->eval(in, out, err))
-          die(err);
-        const Tensor &l = out.at(logits->name);
-        for (int64_t r = 0; r < EB && begin + r < src.testRows; ++r) {
-          int64_t best = 0;
-          for (int64_t c = 1; c < classes; ++c)
-            if (l.at(r * classes + c) > l.at(r * classes + best))
-              best = c;
-          correct += best == src.testLabels.as<int64_t>()[begin + r];
-        }
-      }
-      accuracy = 100.0 * correct / src.testRows;
+    if (logits && src.test && src.testRows > 0) {
+      accuracy = testAccuracy(*ex, src, *logits);
+      if (accuracy < 0)
+        stopOnSignal(o, *ex, metrics,
+                     "at epoch " + std::to_string(epoch) + " during evaluation",
+                     true);
       char buf[96];
       std::snprintf(buf, sizeof buf, ", test accuracy %.2f%% (%" PRId64 " samples)",
                     accuracy, src.testRows);
@@ -488,19 +696,15 @@ int train(const Options &o) {
                 epoch, sum / steps, secs, steps * B / std::max(secs, 1e-9),
                 acc.c_str());
     std::fflush(stdout);
-    if (metrics) {
-      std::fprintf(metrics, "epoch,%" PRId64 ",%" PRId64 ",%.9g,%.1f,", epoch,
-                   ex->step(), sum / steps, steps * B / std::max(secs, 1e-9));
-      if (accuracy >= 0)
-        std::fprintf(metrics, "%.4f", accuracy);
-      std::fprintf(metrics, "\n");
-      std::fflush(metrics);
-    }
-    if (!o.save.empty() && !ex->saveCheckpoint(o.save, err))
-      die(err);
+    metrics.row("epoch,%" PRId64 ",%" PRId64 ",%.9g,%.1f,", epoch, ex->step(),
+                sum / steps, steps * B / std::max(secs, 1e-9));
+    if (accuracy >= 0)
+      metrics.row("%.4f", accuracy);
+    metrics.row("\n");
+    metrics.flush();
+    saveIfAsked(o, *ex);
   }
-  if (metrics && std::fclose(metrics) != 0)
-    die("cannot write '" + o.metrics + "'");
+  metrics.close();
   return 0;
 }
 
@@ -531,8 +735,11 @@ int crossCheck(const Options &o) {
         die(o.batch + ": tensor '" + s.name + "' is " +
             shapeString(it->second.shape) + " but the model expects " +
             dtypeName(s.dtype) + shapeString(s.shape));
+      std::string where = o.batch + ": tensor '" + s.name + "'";
       if (!convertTensor(it->second, s.dtype, s.shape, in[s.name], err))
-        die(o.batch + ": tensor '" + s.name + "': " + err);
+        die(where + ": " + err);
+      if (!checkIndices(in[s.name], ex->indexRange(s.name), where, s.name, err))
+        die(err);
     }
     return in;
   };
@@ -555,6 +762,13 @@ int crossCheck(const Options &o) {
     TensorMap in = inputsFor("train_step");
     ex->resetHeapPeak();
     for (int64_t i = 0; i < o.steps; ++i) {
+      // A cross-check's outputs are only meaningful whole: write none.
+      if (gStop) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "tg-run: interrupted after step %" PRId64 " of %" PRId64
+                             "; nothing saved\n", i, o.steps);
+        std::exit(128 + gStop);
+      }
       double loss = 0;
       if (!ex->trainStep(in, loss, err))
         die(err);
@@ -578,10 +792,20 @@ int crossCheck(const Options &o) {
 } // namespace
 
 int main(int argc, char **argv) {
-  Options o = parseArgs(argc, argv);
-  if (o.describe)
-    return describe(o);
-  if (!o.data.empty())
-    return train(o);
-  return crossCheck(o);
+  installSignalHandlers();
+  // The last line of defence: an allocation that fails despite the checks
+  // of sizes read from files is still one line, not an abort.
+  try {
+    Options o = parseArgs(argc, argv);
+    if (o.describe)
+      return describe(o);
+    checkOutputs(o);
+    if (!o.data.empty())
+      return train(o);
+    return crossCheck(o);
+  } catch (const std::bad_alloc &) {
+    die("out of memory");
+  } catch (const std::exception &e) {
+    die(std::string("internal error: ") + e.what());
+  }
 }
