@@ -21,8 +21,11 @@ os.makedirs(tmp, exist_ok=True)
 for f in os.listdir(tmp):
     os.remove(os.path.join(tmp, f))
 env = dict(os.environ, TMPDIR=tmp)
+# lit may run us with SIGINT ignored, which the child would inherit.
 p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL)
+                     stderr=subprocess.DEVNULL,
+                     preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                      signal.SIG_DFL))
 deadline = time.time() + 300
 seen = False
 while time.time() < deadline and p.poll() is None:
