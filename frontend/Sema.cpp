@@ -13,8 +13,7 @@
 
 using namespace tgc;
 
-/// The element type a model file names: any DType but f64, which the
-/// language leaves out (docs/language.md) though the builder API has it.
+/// A model file's element type: any DType but f64 (docs/language.md).
 static std::optional<DType> languageDType(const std::string &name) {
   std::optional<DType> t = parseDType(name);
   return t == DType::F64 ? std::nullopt : t;

@@ -49,6 +49,17 @@ double nanMax(double a, double b) {
   return std::isnan(a) || std::isnan(b) ? nan : std::max(a, b);
 }
 
+/// The row's NaN-propagating maximum m and sum of exp(row[k] - m): the
+/// pieces of a numerically stable log-sum-exp.
+std::pair<double, double> maxAndExpSum(const double *row, int64_t n) {
+  double m = -inf, sum = 0;
+  for (int64_t k = 0; k < n; ++k)
+    m = nanMax(m, row[k]);
+  for (int64_t k = 0; k < n; ++k)
+    sum += std::exp(row[k] - m);
+  return {m, sum};
+}
+
 /// sgn for reals: 0 at +-0 and NaN.
 double sgn(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }
 
@@ -390,11 +401,7 @@ Case crossEntropy(const char *name, std::vector<double> logits,
     if (labels[r] < 0 || labels[r] >= n)
       continue;
     const double *row = &logits[r * n];
-    double m = -inf, sum = 0;
-    for (int64_t k = 0; k < n; ++k)
-      m = nanMax(m, row[k]);
-    for (int64_t k = 0; k < n; ++k)
-      sum += std::exp(row[k] - m);
+    auto [m, sum] = maxAndExpSum(row, n);
     total += -(row[int64_t(labels[r])] - m - std::log(sum));
   }
   c.y = {used ? total / used : allIgnoredLoss};
@@ -402,11 +409,7 @@ Case crossEntropy(const char *name, std::vector<double> logits,
     if (labels[r] == -100 || labels[r] < 0 || labels[r] >= n)
       continue;
     const double *row = &logits[r * n];
-    double m = -inf, sum = 0;
-    for (int64_t k = 0; k < n; ++k)
-      m = nanMax(m, row[k]);
-    for (int64_t k = 0; k < n; ++k)
-      sum += std::exp(row[k] - m);
+    auto [m, sum] = maxAndExpSum(row, n);
     for (int64_t k = 0; k < n; ++k)
       dx[r * n + k] =
           (std::exp(row[k] - m) / sum - double(k == labels[r])) / used;

@@ -70,9 +70,8 @@ struct Run {
   std::string out;
 };
 
-/// Runs `TG_RUN args` with stdout and stderr captured.
-inline Run tgRun(const std::string &args) {
-  std::string cmd = std::string(TG_RUN) + " " + args + " 2>&1";
+/// Runs the shell command `cmd` with its output captured.
+inline Run runCommand(const std::string &cmd) {
   FILE *p = popen(cmd.c_str(), "r");
   Run r{-1, ""};
   char buf[4096];
@@ -82,6 +81,11 @@ inline Run tgRun(const std::string &args) {
   int st = pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
+}
+
+/// Runs `TG_RUN args` with stdout and stderr captured.
+inline Run tgRun(const std::string &args) {
+  return runCommand(std::string(TG_RUN) + " " + args + " 2>&1");
 }
 
 /// Starts `TG_RUN args` with output to `log`, sends `sig` once `log`

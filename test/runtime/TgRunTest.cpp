@@ -297,16 +297,7 @@ TEST_CASE("tg-run reports every write error", "[runtime][tg-run]") {
   // still fits in its memfd): the CSV and the checkpoint fail, and say so.
   std::string limited = "sh -c 'ulimit -f 40; exec " + std::string(TG_RUN) + " ";
   auto run = [&](const std::string &args) {
-    std::string cmd = limited + args + "' 2>&1";
-    FILE *p = popen(cmd.c_str(), "r");
-    Run r{-1, ""};
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-      r.out.append(buf, n);
-    int st = pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return r;
+    return runCommand(limited + args + "' 2>&1");
   };
   Run r = run(f.model + " --data " + data + " --epochs 1000 --metrics " + d + "/m.csv");
   CHECK(r.status == 1);
