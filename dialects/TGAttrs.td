@@ -1,7 +1,10 @@
 //===- TGAttrs.td - tg attributes and enums ----------------*- tablegen -*-===//
 //
-// Enums of op semantics and the parameter-initializer attribute that tags
-// model parameters.
+// Enums of op semantics, the parameter-initializer attribute that tags model
+// parameters, and the typed attributes that passes hand to each other (the
+// role of a function argument or result, the memory plan's summary, the
+// rematerialisation record). The dialect's discardable attributes that carry
+// them are declared in TGDialect.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,7 +39,7 @@ def TG_InitializerAttr : AttrDef<TG_Dialect, "Initializer"> {
 
     ```mlir
     func.func @forward(%w: tensor<784x256xf32> {tg.name = "fc1.weight",
-        tg.role = "param", tg.init = #tg.init<normal(0.0, 2.0e-02)>})
+        tg.role = #tg.role<param>, tg.init = #tg.init<normal(0.0, 2.0e-02)>})
     ```
   }];
   let parameters = (ins StringRefParameter<"initializer kind">:$kind,
@@ -52,6 +55,65 @@ def TG_InitializerAttr : AttrDef<TG_Dialect, "Initializer"> {
   }];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
+}
+
+def TG_Role : I32EnumAttr<"Role",
+    "what a model function's argument or result is", [
+    I32EnumAttrCase<"input", 0>, I32EnumAttrCase<"param", 1>,
+    I32EnumAttrCase<"state", 2>, I32EnumAttrCase<"step", 3>,
+    I32EnumAttrCase<"loss", 4>, I32EnumAttrCase<"output", 5>,
+    I32EnumAttrCase<"grad", 6>]> {
+  let cppNamespace = "::mlir::tg";
+  let genSpecializedAttr = 0;
+}
+
+def TG_RoleAttr : EnumAttr<TG_Dialect, TG_Role, "role"> {
+  let summary = "Role of a model function's argument or result";
+  let description = [{
+    `#tg.role<param>`. Arguments are `input`, `param`, `state` (optimizer
+    state) or `step` (the step counter); results are `loss`, `output`,
+    `grad`, or the next value of a `param`, `state` or `step` argument.
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def TG_MemoryPlanAttr : AttrDef<TG_Dialect, "MemoryPlan"> {
+  let mnemonic = "memory";
+  let summary = "Summary of a function's memory plan (tg-plan-memory)";
+  let description = [{
+    Bytes per category of the planned function, the persistent block
+    (parameters, optimizer state, step), the transient arena, the planned
+    peak, the lower bound and the unplanned (naive) total:
+    `#tg.memory<params_bytes = 16384, ..., transient_bytes = 32768, ...>`.
+    Backends size the arena from `transient_bytes`. Every field is printed
+    (and required), so that `tg-opt` shows the whole plan.
+  }];
+  let parameters = (ins
+    "int64_t":$params_bytes,
+    "int64_t":$optimizer_bytes,
+    "int64_t":$inputs_bytes,
+    "int64_t":$grads_bytes,
+    "int64_t":$activations_bytes,
+    "int64_t":$workspace_bytes,
+    "int64_t":$persistent_bytes,
+    "int64_t":$transient_bytes,
+    "int64_t":$peak_bytes,
+    "int64_t":$lower_bound_bytes,
+    "int64_t":$naive_bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def TG_RematAttr : AttrDef<TG_Dialect, "Remat"> {
+  let mnemonic = "remat";
+  let summary = "What tg-rematerialize did to a gradient function";
+  let description = [{
+    `#tg.remat<bytes = N, flops = M>`: activation bytes no longer saved by
+    the forward pass, and the extra flops spent recomputing them.
+  }];
+  let parameters = (ins "int64_t":$bytes,
+                        "int64_t":$flops);
+  let assemblyFormat = "`<` struct(params) `>`";
 }
 
 #endif // TG_ATTRS_TD

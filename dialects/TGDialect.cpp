@@ -135,17 +135,18 @@ static LogicalResult verifyModelAttr(Operation *op, NamedAttribute attr,
     return success();
   }
   if (name == attr::role) {
-    auto str = dyn_cast<StringAttr>(attr.getValue());
+    auto role = dyn_cast<RoleAttr>(attr.getValue());
     // Training-step functions also pass optimizer state and the step
     // counter in and out; parameters come back updated.
-    static constexpr llvm::StringLiteral argRoles[] = {"param", "input",
-                                                       "state", "step"};
-    static constexpr llvm::StringLiteral resultRoles[] = {
-        "loss", "output", "grad", "param", "state", "step"};
-    bool ok = str && (isArg ? llvm::is_contained(argRoles, str.getValue())
-                            : llvm::is_contained(resultRoles, str.getValue()));
+    static constexpr Role argRoles[] = {Role::param, Role::input, Role::state,
+                                        Role::step};
+    static constexpr Role resultRoles[] = {Role::loss,  Role::output,
+                                           Role::grad,  Role::param,
+                                           Role::state, Role::step};
+    bool ok = role && (isArg ? llvm::is_contained(argRoles, role.getValue())
+                             : llvm::is_contained(resultRoles, role.getValue()));
     if (!ok)
-      return fail() << "'" << name << "' must be one of "
+      return fail() << "'" << name << "' must be #tg.role<R> with R one of "
                     << (isArg ? "param, input, state, step"
                               : "loss, output, grad, param, state, step");
     return success();
@@ -153,6 +154,11 @@ static LogicalResult verifyModelAttr(Operation *op, NamedAttribute attr,
   if (name == attr::init && isArg) {
     if (!isa<InitializerAttr>(attr.getValue()))
       return fail() << "'" << name << "' must be a #tg.init attribute";
+    return success();
+  }
+  if (name == attr::arena && isArg) { // tg-bind-arena's appended arena
+    if (!isa<UnitAttr>(attr.getValue()))
+      return fail() << "'" << name << "' must be a unit attribute";
     return success();
   }
   return fail() << "unknown tg attribute '" << name << "'";
@@ -185,33 +191,41 @@ LogicalResult TGDialect::verifyRegionResultAttribute(Operation *op, unsigned,
 LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().strref();
-  if (name == attr::model) {
-    if (!isa<StringAttr>(attr.getValue()))
-      return op->emitOpError() << "'" << name << "' must be a string";
-    return success();
-  }
+  Attribute value = attr.getValue();
+  auto expect = [&](bool ok, StringRef kind) -> LogicalResult {
+    if (ok)
+      return success();
+    return op->emitOpError() << "'" << name << "' must be " << kind;
+  };
+  if (name == attr::model)
+    return expect(isa<StringAttr>(value), "a string");
+  if (name == attr::hyper || name == attr::train || name == attr::arenaBytes)
+    return expect(isa<DictionaryAttr>(value), "a dictionary");
   // The memory plan (tg-plan-memory): offsets and sizes on ops, a summary
   // on the planned function.
-  if (name == "tg.recomputed") {
-    if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitOpError() << "'" << name << "' must be a unit attribute";
-    return success();
-  }
-  if (name == "tg.offset" || name == "tg.bytes" || name == "tg.alias_arg") {
-    if (!isa<IntegerAttr>(attr.getValue()))
-      return op->emitOpError() << "'" << name << "' must be an integer";
-    return success();
-  }
-  if (name == "tg.offsets") { // per result of a multi-result op (-1: none)
-    if (!isa<DenseI64ArrayAttr>(attr.getValue()))
-      return op->emitOpError() << "'" << name << "' must be an i64 array";
-    return success();
-  }
-  if (name == attr::hyper || name == attr::train || name == "tg.memory" ||
-      name == "tg.remat") {
-    if (!isa<DictionaryAttr>(attr.getValue()))
-      return op->emitOpError() << "'" << name << "' must be a dictionary";
-    return success();
-  }
+  if (name == attr::offset || name == attr::bytes || name == attr::aliasArg)
+    return expect(isa<IntegerAttr>(value), "an integer");
+  if (name == attr::offsets) // per result of a multi-result op (-1: none)
+    return expect(isa<DenseI64ArrayAttr>(value), "an i64 array");
+  if (name == attr::memory)
+    return expect(isa<MemoryPlanAttr>(value), "a #tg.memory<...> plan");
+  // Rematerialisation (tg-rematerialize).
+  if (name == attr::recomputed)
+    return expect(isa<UnitAttr>(value), "a unit attribute");
+  if (name == attr::remat)
+    return expect(isa<RematAttr>(value), "a #tg.remat<...> record");
   return op->emitOpError() << "unknown tg attribute '" << name << "'";
+}
+
+LogicalResult
+MemoryPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       int64_t params, int64_t optimizer, int64_t inputs,
+                       int64_t grads, int64_t activations, int64_t workspace,
+                       int64_t persistent, int64_t transient, int64_t peak,
+                       int64_t lowerBound, int64_t naive) {
+  for (int64_t v : {params, optimizer, inputs, grads, activations, workspace,
+                    persistent, transient, peak, lowerBound, naive})
+    if (v < 0)
+      return emitError() << "#tg.memory sizes must not be negative";
+  return success();
 }

@@ -10,23 +10,64 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/Operation.h"
 
-#include "dialects/TGDialect.h.inc"
+// Attributes before the dialect: its discardable-attribute helpers name them.
 #include "dialects/TGEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/TGAttrs.h.inc"
 
+#include "dialects/TGDialect.h.inc"
+
 namespace mlir::tg {
-/// Argument, result and module attribute names of model functions.
+/// The names of the tg dialect's discardable attributes, spelled once in
+/// TGDialect.td (`discardableAttrs`); typed access goes through the
+/// generated helpers (`tg::dialect(ctx).getOffsetAttrHelper()`).
 namespace attr {
-inline constexpr llvm::StringLiteral name = "tg.name";
-inline constexpr llvm::StringLiteral role = "tg.role";
-inline constexpr llvm::StringLiteral init = "tg.init";
-inline constexpr llvm::StringLiteral model = "tg.model";
-inline constexpr llvm::StringLiteral hyper = "tg.hyper";
-inline constexpr llvm::StringLiteral train = "tg.train";
+inline constexpr llvm::StringLiteral name = TGDialect::NameAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral role = TGDialect::RoleAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral init = TGDialect::InitAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral model = TGDialect::ModelAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral hyper = TGDialect::HyperAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral train = TGDialect::TrainAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral offset = TGDialect::OffsetAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral offsets = TGDialect::OffsetsAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral bytes = TGDialect::BytesAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral aliasArg = TGDialect::AliasArgAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral memory = TGDialect::MemoryAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral recomputed = TGDialect::RecomputedAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral remat = TGDialect::RematAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral arena = TGDialect::ArenaAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral arenaBytes = TGDialect::ArenaBytesAttrHelper::getNameStr();
 } // namespace attr
+
+/// The tg dialect of `ctx`, loaded on demand: the owner of the typed
+/// discardable-attribute helpers.
+inline TGDialect &dialect(MLIRContext *ctx) {
+  return *ctx->getOrLoadDialect<TGDialect>();
+}
+
+/// The tg.role of argument `i` of a function (func.func, llvm.func...), if
+/// it has one.
+template <typename FnOp>
+std::optional<Role> getArgRole(FnOp fn, unsigned i) {
+  if (auto r = fn.template getArgAttrOfType<RoleAttr>(i, attr::role))
+    return r.getValue();
+  return std::nullopt;
+}
+/// The tg.role of result `i` of a function, if it has one.
+template <typename FnOp>
+std::optional<Role> getResultRole(FnOp fn, unsigned i) {
+  if (auto r = fn.template getResultAttrOfType<RoleAttr>(i, attr::role))
+    return r.getValue();
+  return std::nullopt;
+}
+
+/// The memory plan summary of a planned function (tg-plan-memory), if any.
+inline MemoryPlanAttr getMemoryPlan(Operation *fn) {
+  return dialect(fn->getContext()).getMemoryAttrHelper().getAttr(fn);
+}
 } // namespace mlir::tg
 
 #endif // TGC_DIALECTS_TGDIALECT_H

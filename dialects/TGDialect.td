@@ -28,6 +28,37 @@ def TG_Dialect : Dialect {
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
   let hasOperationAttrVerify = 1;
+  // Every attribute the passes, backends and tools exchange through the IR,
+  // declared once: the generated helpers (getOffsetAttrHelper(), ...) give
+  // typed access, and verifyOperationAttribute / verifyRegion*AttrVerify
+  // check each of them where it may appear.
+  let discardableAttrs = (ins
+    // On model functions' arguments and results (frontend, autodiff).
+    "::mlir::StringAttr":$name,
+    "::mlir::tg::RoleAttr":$role,
+    "::mlir::tg::InitializerAttr":$init,
+    // On the module (frontend).
+    "::mlir::StringAttr":$model,
+    "::mlir::DictionaryAttr":$hyper,
+    "::mlir::DictionaryAttr":$train,
+    // The memory plan (tg-plan-memory): byte offset of an op's result in the
+    // arena, one offset per result of a multi-result op (-1: none), the
+    // bytes it occupies, the argument a result lives in place of, and the
+    // plan's summary on the planned function.
+    "::mlir::IntegerAttr":$offset,
+    "::mlir::DenseI64ArrayAttr":$offsets,
+    "::mlir::IntegerAttr":$bytes,
+    "::mlir::IntegerAttr":$alias_arg,
+    "::mlir::tg::MemoryPlanAttr":$memory,
+    // Rematerialisation (tg-rematerialize): a recomputed op, and the record
+    // on the gradient function.
+    "::mlir::UnitAttr":$recomputed,
+    "::mlir::tg::RematAttr":$remat,
+    // CPU backend (tg-bind-arena, tg-plan-scratch): the arena argument of an
+    // entry point and, on the module, each entry's arena bytes by name.
+    "::mlir::UnitAttr":$arena,
+    "::mlir::DictionaryAttr":$arena_bytes
+  );
   let extraClassDeclaration = [{
     void registerAttributes();
   }];

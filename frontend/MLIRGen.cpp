@@ -59,7 +59,7 @@ public:
       arg.setLoc(loc(n.loc));
       values[g.args[i]] = arg;
       func.setArgAttr(i, tg::attr::name, builder.getStringAttr(n.name));
-      func.setArgAttr(i, tg::attr::role, builder.getStringAttr(n.role));
+      func.setArgAttr(i, tg::attr::role, roleAttr(n.role));
       if (n.role == "param")
         func.setArgAttr(i, tg::attr::init,
                         tg::InitializerAttr::get(&ctx, n.init.kind, n.init.args));
@@ -73,7 +73,7 @@ public:
       const tgc::Result &r = g.results[i];
       results.push_back(values[r.node]);
       func.setResultAttr(i, tg::attr::name, builder.getStringAttr(r.name));
-      func.setResultAttr(i, tg::attr::role, builder.getStringAttr(r.role));
+      func.setResultAttr(i, tg::attr::role, roleAttr(r.role));
     }
     Location retLoc = g.results.empty() ? funcLoc : loc(g.results.back().loc);
     func::ReturnOp::create(builder, retLoc, results);
@@ -86,6 +86,11 @@ public:
   }
 
 private:
+  /// The builder API's role names are the enum's ("input", "param", ...).
+  tg::RoleAttr roleAttr(const std::string &role) {
+    return tg::RoleAttr::get(&ctx, *tg::symbolizeRole(role));
+  }
+
   Location loc(const tgc::Location &l) {
     if (l.file.empty())
       return builder.getUnknownLoc();

@@ -28,13 +28,12 @@ StringRef argAttr(func::FuncOp fn, unsigned i, StringRef name) {
   return attr ? attr.getValue() : StringRef();
 }
 
-/// Index of the loss result: the one tagged tg.role = "loss", or the only
+/// Index of the loss result: the one tagged tg.role = #tg.role<loss>, or the only
 /// result if it is a scalar.
 FailureOr<unsigned> findLoss(func::FuncOp fn) {
   for (unsigned i = 0; i < fn.getNumResults(); ++i)
-    if (auto role = fn.getResultAttrOfType<StringAttr>(i, attr::role))
-      if (role.getValue() == "loss")
-        return i;
+    if (getResultRole(fn, i) == Role::loss)
+      return i;
   if (fn.getNumResults() == 1 &&
       cast<RankedTensorType>(fn.getResultTypes()[0]).getRank() == 0)
     return 0u;
@@ -155,10 +154,10 @@ FailureOr<func::FuncOp> mlir::tg::buildGradientFunction(func::FuncOp fn,
   SmallVector<Value> results(ret.getOperands());
   SmallVector<unsigned> wrt;
   for (unsigned i = 0; i < grad.getNumArguments(); ++i) {
-    StringRef role = argAttr(grad, i, attr::role);
+    std::optional<Role> role = getArgRole(grad, i);
     Value arg = grad.getArgument(i);
     if (!isFloatTensor(arg) ||
-        !(role == "param" || (wrtInputs && role == "input")))
+        !(role == Role::param || (wrtInputs && role == Role::input)))
       continue;
     Value g = cot.lookup(arg);
     results.push_back(g ? g : t.filled(arg.getType(), 0.0));
@@ -175,7 +174,7 @@ FailureOr<func::FuncOp> mlir::tg::buildGradientFunction(func::FuncOp fn,
     resultAttrs.push_back(grad.getResultAttrDict(i));
   for (unsigned i : wrt) {
     NamedAttrList attrs;
-    attrs.set(attr::role, b.getStringAttr("grad"));
+    attrs.set(attr::role, RoleAttr::get(b.getContext(), Role::grad));
     StringRef name = argAttr(grad, i, attr::name);
     attrs.set(attr::name,
               b.getStringAttr(name.empty() ? "arg" + std::to_string(i)

@@ -25,7 +25,7 @@ namespace {
 /// One argument or result of a generated function: type, role and name.
 struct Slot {
   Type type;
-  StringRef role;
+  Role role;
   std::string name;
 };
 
@@ -42,7 +42,7 @@ func::FuncOp createFunction(OpBuilder &b, ModuleOp module, StringRef name,
       b.getFunctionType(types(args), types(results)));
   auto tag = [&](const Slot &s) {
     NamedAttrList attrs;
-    attrs.set(attr::role, b.getStringAttr(s.role));
+    attrs.set(attr::role, RoleAttr::get(b.getContext(), s.role));
     attrs.set(attr::name, b.getStringAttr(s.name));
     return attrs.getDictionary(b.getContext());
   };
@@ -71,10 +71,10 @@ FailureOr<Model> analyse(func::FuncOp fn) {
   Model m;
   m.forward = fn;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-    auto role = fn.getArgAttrOfType<StringAttr>(i, attr::role);
+    std::optional<Role> role = getArgRole(fn, i);
     if (!role)
       return fn.emitOpError("argument #") << i << " has no tg.role";
-    if (role == "param") {
+    if (*role == Role::param) {
       if (!isa<FloatType>(m.type(i).getElementType()))
         return fn.emitOpError("parameter '")
                << m.name(i) << "' must have a float element type";
@@ -88,9 +88,8 @@ FailureOr<Model> analyse(func::FuncOp fn) {
     return failure();
   m.grad = *grad;
   for (unsigned i = 0; i < fn.getNumResults(); ++i)
-    if (auto role = fn.getResultAttrOfType<StringAttr>(i, attr::role))
-      if (role == "loss")
-        m.loss = i;
+    if (getResultRole(fn, i) == Role::loss)
+      m.loss = i;
   return m;
 }
 
@@ -130,7 +129,7 @@ struct BuildTrainStepPass final
     SmallVector<Slot> slots;
     for (StringRef slot : cfg.stateSlots())
       for (unsigned p : m.params)
-        slots.push_back({m.type(p), "state", (m.name(p) + "." + slot).str()});
+        slots.push_back({m.type(p), Role::state, (m.name(p) + "." + slot).str()});
     return slots;
   }
 
@@ -154,7 +153,7 @@ struct BuildTrainStepPass final
         shape[0] *= k;
         type = RankedTensorType::get(shape, type.getElementType());
       }
-      inputSlots.push_back({type, "input", m.name(i).str()});
+      inputSlots.push_back({type, Role::input, m.name(i).str()});
     }
     if (cfg.batch && rows > 0 && *cfg.batch != rows)
       return module.emitError()
@@ -165,16 +164,16 @@ struct BuildTrainStepPass final
 
     SmallVector<Slot> paramSlots;
     for (unsigned p : m.params)
-      paramSlots.push_back({m.type(p), "param", m.name(p).str()});
+      paramSlots.push_back({m.type(p), Role::param, m.name(p).str()});
     SmallVector<Slot> state = stateSlots(m, cfg);
-    Slot stepSlot{RankedTensorType::get({}, b.getI64Type()), "step", "step"};
+    Slot stepSlot{RankedTensorType::get({}, b.getI64Type()), Role::step, "step"};
     Type lossType = m.forward.getResultTypes()[m.loss];
 
     SmallVector<Slot> args(paramSlots);
     llvm::append_range(args, state);
     args.push_back(stepSlot);
     llvm::append_range(args, inputSlots);
-    SmallVector<Slot> results{{lossType, "loss", "loss"}};
+    SmallVector<Slot> results{{lossType, Role::loss, "loss"}};
     llvm::append_range(results, paramSlots);
     llvm::append_range(results, state);
     results.push_back(stepSlot);
@@ -301,12 +300,12 @@ struct BuildTrainStepPass final
     OpBuilder b(&getContext());
     SmallVector<Slot> results;
     for (unsigned p : m.params)
-      results.push_back({m.type(p), "param", m.name(p).str()});
+      results.push_back({m.type(p), Role::param, m.name(p).str()});
     SmallVector<Slot> state = stateSlots(m, cfg);
     llvm::append_range(results, state);
-    Slot stepSlot{RankedTensorType::get({}, b.getI64Type()), "step", "step"};
+    Slot stepSlot{RankedTensorType::get({}, b.getI64Type()), Role::step, "step"};
     results.push_back(stepSlot);
-    Slot seed{stepSlot.type, "input", "seed"};
+    Slot seed{stepSlot.type, Role::input, "seed"};
     func::FuncOp init =
         createFunction(b, getOperation(), "init", {seed}, results);
     TensorBuilder t{b, m.forward.getLoc()};

@@ -355,14 +355,14 @@ void aliasUpdatesToArguments(func::FuncOp fn, Block &block,
   auto ret = block.getTerminator();
   DenseMap<StringRef, unsigned> argByName;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-    if (auto name = fn.getArgAttrOfType<StringAttr>(i, "tg.name"))
+    if (auto name = fn.getArgAttrOfType<StringAttr>(i, attr::name))
       argByName[name.getValue()] = i;
   DenseMap<size_t, unsigned> claims; // buffer -> number of results in it
   for (Value v : ret->getOperands())
     if (bufferOf.count(v))
       ++claims[bufferOf.lookup(v)];
   for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
-    auto name = fn.getResultAttrOfType<StringAttr>(i, "tg.name");
+    auto name = fn.getResultAttrOfType<StringAttr>(i, attr::name);
     if (!name || !argByName.count(name.getValue()) || !bufferOf.count(v))
       continue;
     unsigned argIndex = argByName[name.getValue()];
@@ -428,8 +428,8 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     ops.push_back(&op);
     // Attributes of an earlier plan of this block (planBlock tries two
     // schedules) must not survive into this one.
-    for (StringRef stale : {"tg.offset", "tg.offsets", "tg.alias_arg",
-                            "tg.bytes"})
+    for (StringRef stale :
+         {attr::offset, attr::offsets, attr::aliasArg, attr::bytes})
       op.removeAttr(stale);
   }
   DenseMap<Operation *, int64_t> step;
@@ -513,20 +513,23 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     if (Operation *def = v.getDefiningOp()) {
       const Buffer &buf = plan.buffers[id];
       // In-place updates name the argument they overwrite instead.
-      def->setAttr(buf.aliasOf >= 0 ? "tg.alias_arg" : "tg.offset",
-                   b.getI64IntegerAttr(buf.aliasOf >= 0 ? buf.aliasOf
-                                                        : buf.offset));
-      def->setAttr("tg.bytes", b.getI64IntegerAttr(buf.bytes));
+      TGDialect &tgd = dialect(b.getContext());
+      if (buf.aliasOf >= 0)
+        tgd.getAliasArgAttrHelper().setAttr(def,
+                                            b.getI64IntegerAttr(buf.aliasOf));
+      else
+        tgd.getOffsetAttrHelper().setAttr(def, b.getI64IntegerAttr(buf.offset));
+      tgd.getBytesAttrHelper().setAttr(def, b.getI64IntegerAttr(buf.bytes));
       // A multi-result op (the accumulation loop) needs one offset per
       // result: tg.offset alone would name only one of them.
       if (def->getNumResults() > 1) {
         SmallVector<int64_t> offs(def->getNumResults(), -1);
-        if (auto old = def->getAttrOfType<DenseI64ArrayAttr>("tg.offsets"))
+        if (auto old = tgd.getOffsetsAttrHelper().getAttr(def))
           if (old.size() == static_cast<int64_t>(offs.size()))
             offs.assign(old.asArrayRef().begin(), old.asArrayRef().end());
         offs[cast<OpResult>(v).getResultNumber()] =
             buf.aliasOf >= 0 ? -1 : buf.offset;
-        def->setAttr("tg.offsets", b.getDenseI64ArrayAttr(offs));
+        tgd.getOffsetsAttrHelper().setAttr(def, b.getDenseI64ArrayAttr(offs));
       }
     }
   // The moment with the most live bytes: the lower bound, and what is live
@@ -564,15 +567,17 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     // The body's attributes were relative to its own region: make them
     // absolute, so that a backend reads every tg.offset as an arena offset.
     // (A holder starts at its loop's step, and ops are indexed by step.)
+    auto offsetAttr = dialect(b.getContext()).getOffsetAttrHelper();
+    auto offsetsAttr = dialect(b.getContext()).getOffsetsAttrHelper();
     ops[plan.buffers[id].start]->getRegion(0).walk([&](Operation *inner) {
-      if (auto off = inner->getAttrOfType<IntegerAttr>("tg.offset"))
-        inner->setAttr("tg.offset", b.getI64IntegerAttr(off.getInt() + base));
-      if (auto offs = inner->getAttrOfType<DenseI64ArrayAttr>("tg.offsets")) {
+      if (auto off = offsetAttr.getAttr(inner))
+        offsetAttr.setAttr(inner, b.getI64IntegerAttr(off.getInt() + base));
+      if (auto offs = offsetsAttr.getAttr(inner)) {
         SmallVector<int64_t> shifted(offs.asArrayRef());
         for (int64_t &o : shifted)
           if (o >= 0)
             o += base;
-        inner->setAttr("tg.offsets", b.getDenseI64ArrayAttr(shifted));
+        offsetsAttr.setAttr(inner, b.getDenseI64ArrayAttr(shifted));
       }
     });
     for (Buffer buf : inner.buffers) {
@@ -646,14 +651,14 @@ FailureOr<MemoryPlan> mlir::tg::planMemory(func::FuncOp fn,
   int64_t offset = 0;
   for (BlockArgument arg : block.getArguments()) {
     Buffer buf;
-    auto role = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tg.role");
-    auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tg.name");
+    auto role = fn.getArgAttrOfType<RoleAttr>(arg.getArgNumber(), attr::role);
+    auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::name);
     buf.name = name ? name.str() : ("arg" + Twine(arg.getArgNumber())).str();
     buf.op = "argument";
-    StringRef r = role ? role.getValue() : "input";
-    buf.kind = r == "param"                      ? BufferKind::Param
-               : (r == "state" || r == "step") ? BufferKind::Optimizer
-                                               : BufferKind::Input;
+    Role r = role ? role.getValue() : Role::input;
+    buf.kind = r == Role::param                          ? BufferKind::Param
+               : (r == Role::state || r == Role::step) ? BufferKind::Optimizer
+                                                       : BufferKind::Input;
     buf.bytes = bytesOf(arg.getType());
     buf.persistent = true;
     buf.offset = offset;
@@ -677,21 +682,14 @@ FailureOr<MemoryPlan> mlir::tg::planMemory(func::FuncOp fn,
   for (auto [kind, bytes] : top.peakByKind)
     plan.peakByKind[kind] = bytes;
 
-  NamedAttrList summary;
-  auto put = [&](StringRef key, int64_t v) {
-    summary.set(key, b.getI64IntegerAttr(v));
-  };
-  put("params_bytes", plan.bytesOf(BufferKind::Param));
-  put("optimizer_bytes", plan.bytesOf(BufferKind::Optimizer));
-  put("inputs_bytes", plan.bytesOf(BufferKind::Input));
-  put("grads_bytes", plan.bytesOf(BufferKind::Gradient));
-  put("activations_bytes", plan.bytesOf(BufferKind::Activation));
-  put("workspace_bytes", plan.bytesOf(BufferKind::Workspace));
-  put("persistent_bytes", plan.persistentBytes);
-  put("transient_bytes", plan.transientBytes);
-  put("peak_bytes", plan.peakBytes());
-  put("lower_bound_bytes", plan.persistentBytes + plan.lowerBoundBytes);
-  put("naive_bytes", plan.persistentBytes + plan.naiveBytes);
-  fn->setAttr("tg.memory", summary.getDictionary(fn.getContext()));
+  auto summary = MemoryPlanAttr::get(
+      fn.getContext(), plan.bytesOf(BufferKind::Param),
+      plan.bytesOf(BufferKind::Optimizer), plan.bytesOf(BufferKind::Input),
+      plan.bytesOf(BufferKind::Gradient), plan.bytesOf(BufferKind::Activation),
+      plan.bytesOf(BufferKind::Workspace), plan.persistentBytes,
+      plan.transientBytes, plan.peakBytes(),
+      plan.persistentBytes + plan.lowerBoundBytes,
+      plan.persistentBytes + plan.naiveBytes);
+  dialect(fn.getContext()).getMemoryAttrHelper().setAttr(fn, summary);
   return plan;
 }

@@ -43,10 +43,10 @@ def AutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of a model's forward function";
   let description = [{
     Adds `@<func>_grad`, a copy of the forward function that also returns the
-    gradient of its loss (the result tagged `tg.role = "loss"`) with respect
-    to every parameter (arguments tagged `tg.role = "param"`), and with
+    gradient of its loss (the result tagged `tg.role = #tg.role<loss>`) with respect
+    to every parameter (arguments tagged `tg.role = #tg.role<param>`), and with
     `wrt-inputs` to every float input too. Gradient results are tagged
-    `tg.role = "grad"` and carry the parameter's `tg.name`.
+    `tg.role = #tg.role<grad>` and carry the parameter's `tg.name`.
 
     The backward ops come from each op's `DifferentiableOpInterface::buildVJP`;
     this pass only walks the graph in reverse, sums cotangents where a value
@@ -55,12 +55,12 @@ def AutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
     constant) as constants.
 
     ```mlir
-    func.func @forward(%x: tensor<4x3xf32> {tg.role = "input", ...},
-                       %w: tensor<3x2xf32> {tg.role = "param", tg.name = "w"}, ...)
-        -> (tensor<f32> {tg.role = "loss"})
+    func.func @forward(%x: tensor<4x3xf32> {tg.role = #tg.role<input>, ...},
+                       %w: tensor<3x2xf32> {tg.role = #tg.role<param>, tg.name = "w"}, ...)
+        -> (tensor<f32> {tg.role = #tg.role<loss>})
     // gains
-    func.func @forward_grad(...) -> (tensor<f32> {tg.role = "loss"},
-                                     tensor<3x2xf32> {tg.role = "grad", tg.name = "w"})
+    func.func @forward_grad(...) -> (tensor<f32> {tg.role = #tg.role<loss>},
+                                     tensor<3x2xf32> {tg.role = #tg.role<grad>, tg.name = "w"})
     ```
   }];
   let dependentDialects = ["::mlir::tg::TGDialect"];
@@ -153,7 +153,7 @@ def RematerializePass : Pass<"tg-rematerialize", "::mlir::ModuleOp"> {
     most `max-flops-per-byte` floating-point operations per byte it frees.
     Recomputed dropout uses the same seed and stream, so results are
     unchanged. Each recomputed op is marked `tg.recomputed`; the function
-    gets `tg.remat = {bytes, flops}`. Run it after CSE, which would merge a
+    gets `tg.remat = #tg.remat<bytes = N, flops = M>`. Run it after CSE, which would merge a
     recomputation back into its original.
   }];
   let dependentDialects = ["::mlir::tg::TGDialect"];

@@ -151,7 +151,8 @@ struct RematerializePass final
       IRMapping map;
       for (Operation *op : chain) {
         Operation *clone = b.clone(*op, map);
-        clone->setAttr("tg.recomputed", b.getUnitAttr());
+        dialect(b.getContext()).getRecomputedAttrHelper().setAttr(
+            clone, b.getUnitAttr());
       }
       Value replay = map.lookup(act);
       for (Operation *user : users)
@@ -160,11 +161,9 @@ struct RematerializePass final
       savedBytes += bytesOf(act);
       extraFlops += flops;
     }
-    Builder b(&getContext());
-    fn->setAttr("tg.remat",
-                b.getDictionaryAttr(
-                    {b.getNamedAttr("bytes", b.getI64IntegerAttr(savedBytes)),
-                     b.getNamedAttr("flops", b.getI64IntegerAttr(extraFlops))}));
+    dialect(&getContext())
+        .getRematAttrHelper()
+        .setAttr(fn, RematAttr::get(&getContext(), savedBytes, extraFlops));
   }
 };
 

@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/TGOps.h"
-#include "passes/InitAll.h"
+#include "codegen/registry/InitAll.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

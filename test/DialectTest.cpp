@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/TGOps.h"
-#include "passes/InitAll.h"
+#include "codegen/registry/InitAll.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -65,12 +65,13 @@ OwningOpRef<ModuleOp> buildClassifier(MLIRContext &ctx) {
   const char *names[] = {"x", "y", "fc.weight", "fc.bias"};
   for (unsigned i = 0; i < 4; ++i) {
     fn.setArgAttr(i, tg::attr::name, b.getStringAttr(names[i]));
-    fn.setArgAttr(i, tg::attr::role, b.getStringAttr(i < 2 ? "input" : "param"));
+    fn.setArgAttr(i, tg::attr::role,
+                  tg::RoleAttr::get(&ctx, i < 2 ? tg::Role::input : tg::Role::param));
   }
   fn.setArgAttr(2, tg::attr::init,
                 tg::InitializerAttr::get(&ctx, "glorot_uniform", ArrayRef<double>{}));
   fn.setArgAttr(3, tg::attr::init, tg::InitializerAttr::get(&ctx, "zeros", ArrayRef<double>{}));
-  fn.setResultAttr(0, tg::attr::role, b.getStringAttr("loss"));
+  fn.setResultAttr(0, tg::attr::role, tg::RoleAttr::get(&ctx, tg::Role::loss));
 
   b.setInsertionPointToStart(fn.addEntryBlock());
   Value h = tg::MatmulOp::create(b, loc, fn.getArgument(0), fn.getArgument(2),
@@ -90,7 +91,7 @@ TEST_CASE("a model built in C++ verifies and round-trips", "[dialect]") {
   std::string text = print(*module);
   CHECK_THAT(text, Catch::Contains("tg.cross_entropy") &&
                        Catch::Contains("#tg.init<glorot_uniform>") &&
-                       Catch::Contains("tg.role = \"param\""));
+                       Catch::Contains("tg.role = #tg.role<param>"));
 
   auto reparsed = parseSourceString<ModuleOp>(text, &c.ctx);
   REQUIRE(reparsed);
@@ -120,8 +121,8 @@ TEST_CASE("bad argument roles are rejected", "[dialect]") {
   fn.setArgAttr(0, tg::attr::role, StringAttr::get(&c.ctx, "weights"));
   CHECK(failed(verify(*module)));
   CHECK_THAT(c.diagnostics,
-             Catch::Contains("argument #0: 'tg.role' must be one of param, "
-                             "input, state, step"));
+             Catch::Contains("argument #0: 'tg.role' must be #tg.role<R> with "
+                             "R one of param, input, state, step"));
 }
 
 TEST_CASE("tg-decompose leaves only primitive ops", "[passes]") {

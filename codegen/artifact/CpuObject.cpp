@@ -389,11 +389,9 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
     SmallVector<SmallVector<int64_t>> shapes;
     for (Type t : fn.getArgumentTypes())
       shapes.emplace_back(cast<RankedTensorType>(t).getShape());
-    if (auto memory = opts.arena ? fn->getAttrOfType<DictionaryAttr>("tg.memory")
-                                 : DictionaryAttr())
-      if (auto bytes = memory.getAs<IntegerAttr>("transient_bytes"))
-        if (bytes.getInt() > 0)
-          shapes.push_back({bytes.getInt()});
+    if (tg::MemoryPlanAttr memory = opts.arena ? tg::getMemoryPlan(fn) : nullptr)
+      if (memory.getTransientBytes() > 0)
+        shapes.push_back({memory.getTransientBytes()});
     for (Type t : fn.getResultTypes())
       shapes.emplace_back(cast<RankedTensorType>(t).getShape());
     entries.push_back({name.str(), shapes});

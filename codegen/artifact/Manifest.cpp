@@ -36,6 +36,14 @@ StringRef mlir::tg::artifactDTypeName(Type t) {
 /// cross_entropy's labels (or, decomposed, one_hot's indices) the class
 /// dimension (its ignore_index, or the constant of `labels != c`, allowed), embedding's indices the table's rows; through
 /// reshape, slice, transpose, cast and the micro-batch's extract_slice. `bound` stays 0 when nothing is indexed.
+/// The manifest's spelling of a role: the enum's own name ("param", ...).
+static std::string roleName(DictionaryAttr attrs, bool isArg) {
+  auto role = attrs ? attrs.getAs<tg::RoleAttr>(tg::attr::role) : nullptr;
+  return tg::stringifyRole(role ? role.getValue()
+                                : (isArg ? tg::Role::input : tg::Role::output))
+      .str();
+}
+
 static void indexRange(Value arg, int64_t &bound,
                        std::optional<int64_t> &ignore) {
   auto tighten = [&](int64_t b) { bound = bound ? std::min(bound, b) : b; };
@@ -94,7 +102,7 @@ mlir::tg::buildManifest(ModuleOp module, const llvm::json::Object *memory) {
         shape.push_back(d);
       std::string fallbackName = (isArg ? "arg" : "result") + std::to_string(index);
       llvm::json::Object desc{{"name", str(attr::name, fallbackName)},
-                              {"role", str(attr::role, isArg ? "input" : "output")},
+                              {"role", roleName(attrs, isArg)},
                               {"dtype", dtype},
                               {"shape", std::move(shape)}};
       // The runtime checks the data against these before a step: an index
@@ -127,9 +135,8 @@ mlir::tg::buildManifest(ModuleOp module, const llvm::json::Object *memory) {
                              {"results", std::move(results)}};
     // A planned entry takes its arena after its arguments, and updates
     // parameters and state in their own storage (docs/artifact.md).
-    if (auto memory = fn->getAttrOfType<DictionaryAttr>("tg.memory")) {
-      auto bytes = memory.getAs<IntegerAttr>("transient_bytes");
-      entry["arena_bytes"] = bytes ? bytes.getInt() : 0;
+    if (MemoryPlanAttr memory = getMemoryPlan(fn)) {
+      entry["arena_bytes"] = memory.getTransientBytes();
       entry["inplace"] = true;
     }
     entries[name] = std::move(entry);

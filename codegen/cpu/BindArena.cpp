@@ -42,13 +42,10 @@ namespace {
 
 /// The transient bytes of a planned function, or nullopt if it has no plan.
 std::optional<int64_t> arenaBytes(func::FuncOp fn) {
-  auto memory = fn->getAttrOfType<DictionaryAttr>("tg.memory");
+  tg::MemoryPlanAttr memory = tg::getMemoryPlan(fn);
   if (!memory)
     return std::nullopt;
-  auto bytes = dyn_cast_if_present<IntegerAttr>(memory.get("transient_bytes"));
-  if (!bytes)
-    return std::nullopt;
-  return bytes.getInt();
+  return memory.getTransientBytes();
 }
 
 class Binder {
@@ -140,18 +137,22 @@ public:
   }
 
   LogicalResult run() {
+    tg::TGDialect &tgd = tg::dialect(fn.getContext());
+    auto offsetAttr = tgd.getOffsetAttrHelper();
+    auto offsetsAttr = tgd.getOffsetsAttrHelper();
+    auto aliasAttr = tgd.getAliasArgAttrHelper();
     SmallVector<Operation *> planned;
     fn.walk([&](Operation *op) {
-      if (op->hasAttr("tg.offset") || op->hasAttr("tg.offsets") ||
-          op->hasAttr("tg.alias_arg"))
+      if (offsetAttr.isAttrPresent(op) || offsetsAttr.isAttrPresent(op) ||
+          aliasAttr.isAttrPresent(op))
         planned.push_back(op);
     });
     for (Operation *op : planned) {
       if (auto loop = dyn_cast<scf::ForOp>(op)) {
         SmallVector<int64_t> offsets;
-        if (auto offs = op->getAttrOfType<DenseI64ArrayAttr>("tg.offsets"))
+        if (auto offs = offsetsAttr.getAttr(op))
           offsets.assign(offs.asArrayRef().begin(), offs.asArrayRef().end());
-        else if (auto off = op->getAttrOfType<IntegerAttr>("tg.offset"))
+        else if (auto off = offsetAttr.getAttr(op))
           offsets.push_back(off.getInt());
         if (failed(bindLoop(loop, offsets)))
           return failure();
@@ -160,12 +161,12 @@ public:
       if (op->getNumResults() != 1 ||
           !isa<RankedTensorType>(op->getResult(0).getType()))
         continue;
-      if (auto alias = op->getAttrOfType<IntegerAttr>("tg.alias_arg")) {
+      if (auto alias = aliasAttr.getAttr(op)) {
         if (failed(bindAlias(op, alias.getInt())))
           return failure();
         continue;
       }
-      auto offset = op->getAttrOfType<IntegerAttr>("tg.offset");
+      auto offset = offsetAttr.getAttr(op);
       if (offset && arena && failed(bindValue(op, offset.getInt())))
         return failure();
     }

@@ -35,16 +35,17 @@ FailureOr<HostType> mlir::tg::cpu::hostTypeOf(Type t) {
   return failure();
 }
 
-int64_t HostTensor::numElements() const {
+int64_t tgc::HostTensor::numElements() const {
   int64_t n = 1;
   for (int64_t s : shape)
     n *= s;
   return n;
 }
 
-HostTensor HostTensor::zeros(ArrayRef<int64_t> shape, HostType type) {
+HostTensor tgc::HostTensor::zeros(const std::vector<int64_t> &shape,
+                                  HostType type) {
   HostTensor t;
-  t.shape.assign(shape.begin(), shape.end());
+  t.shape = shape;
   t.type = type;
   t.bytes.assign(t.numElements() * tgc::dtypeSize(type), 0);
   return t;
@@ -57,7 +58,7 @@ const llvm::fltSemantics &halfSemantics(HostType t) {
 }
 } // namespace
 
-double HostTensor::get(int64_t i) const {
+double tgc::HostTensor::get(int64_t i) const {
   switch (type) {
   case HostType::F32: return data<float>()[i];
   case HostType::F64: return data<double>()[i];
@@ -73,7 +74,7 @@ double HostTensor::get(int64_t i) const {
   llvm_unreachable("unknown host type");
 }
 
-void HostTensor::set(int64_t i, double v) {
+void tgc::HostTensor::set(int64_t i, double v) {
   switch (type) {
   case HostType::F32: data<float>()[i] = static_cast<float>(v); return;
   case HostType::F64: data<double>()[i] = v; return;

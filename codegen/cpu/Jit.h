@@ -12,7 +12,7 @@
 #define TGC_CODEGEN_CPU_JIT_H
 
 #include "codegen/cpu/Passes.h"
-#include "tgc/DType.h"
+#include "tgc/HostTensor.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
@@ -26,31 +26,12 @@ namespace mlir {
 class ExecutionEngine;
 namespace tg::cpu {
 
-/// Element types a host buffer can hold: TGC's DType (include/tgc/DType.h;
-/// tgc::dtypeSize gives bytes per element, i1 taking one).
-using HostType = tgc::DType;
+/// Host buffers are the public API's (include/tgc/HostTensor.h).
+using HostType = tgc::HostType;
+using HostTensor = tgc::HostTensor;
 
 /// The HostType of an MLIR element type, or failure.
 FailureOr<HostType> hostTypeOf(Type elementType);
-
-/// A dense row-major tensor in host memory.
-struct HostTensor {
-  SmallVector<int64_t, 4> shape;
-  HostType type = HostType::F32;
-  std::vector<uint8_t> bytes;
-
-  int64_t numElements() const;
-  /// Zero-filled, with storage for every element.
-  static HostTensor zeros(ArrayRef<int64_t> shape, HostType type);
-  template <typename T> T *data() { return reinterpret_cast<T *>(bytes.data()); }
-  template <typename T> const T *data() const {
-    return reinterpret_cast<const T *>(bytes.data());
-  }
-  /// Element `i` widened to double (bf16/f16 decoded, integers exact).
-  double get(int64_t i) const;
-  /// Sets element `i` from a double (rounded to nearest even for bf16/f16).
-  void set(int64_t i, double v);
-};
 
 /// A module compiled for the host CPU.
 class JitModule {

@@ -21,17 +21,18 @@ using namespace mlir;
 
 namespace {
 
-/// Drops the tg.* argument and result attributes (tg.name, tg.role,
-/// tg.init): they describe the model, not the code, and once results become
-/// out-parameters a result's tg.role would land on an argument, where the
-/// tg dialect's verifier rejects it.
+/// Drops the argument and result attributes that describe the model, not the
+/// code (tg.name, tg.role, tg.init): once results become out-parameters a
+/// result's tg.role would land on an argument, where the tg dialect's
+/// verifier rejects it. tg.arena (tg-bind-arena's marker) stays.
 void stripTGAttributes(func::FuncOp fn) {
   auto strip = [](DictionaryAttr attrs) {
     SmallVector<NamedAttribute> kept;
     if (!attrs)
       return kept;
     for (NamedAttribute a : attrs)
-      if (!a.getName().strref().starts_with("tg."))
+      if (!llvm::is_contained({tg::attr::name, tg::attr::role, tg::attr::init},
+                              a.getName().strref()))
         kept.push_back(a);
     return kept;
   };

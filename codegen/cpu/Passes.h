@@ -10,6 +10,7 @@
 #define TGC_CODEGEN_CPU_PASSES_H
 
 #include "codegen/cpu/Registration.h"
+#include "dialects/TGDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -28,10 +29,11 @@ namespace mlir::tg::cpu {
 #define GEN_PASS_DECL
 #include "codegen/cpu/Passes.h.inc"
 
-/// The argument attribute tg-bind-arena puts on the arena it appends.
-inline constexpr llvm::StringLiteral kArenaArgAttr = "tgc.arena";
+/// The argument attribute tg-bind-arena puts on the arena it appends
+/// (declared in dialects/TGDialect.td).
+inline constexpr llvm::StringLiteral kArenaArgAttr = attr::arena;
 /// The module attribute where tg-plan-scratch records final arena sizes.
-inline constexpr llvm::StringLiteral kArenaBytesAttr = "tgc.arena_bytes";
+inline constexpr llvm::StringLiteral kArenaBytesAttr = attr::arenaBytes;
 
 /// The arena size of `function` in a module lowered with `arena` (the
 /// plan's transient bytes plus its ops' scratch), or 0 if it has none.
@@ -70,7 +72,7 @@ struct CpuPipelineOptions {
   bool genericAllocations = false;
   /// Stop after tg-plan-scratch (with `arena`): enough to learn each
   /// planned function's final arena size (module attribute
-  /// tgc.arena_bytes) without lowering to LLVM.
+  /// tg.arena_bytes) without lowering to LLVM.
   bool stopAfterScratch = false;
 };
 

@@ -90,7 +90,7 @@ def PlanScratchPass : Pass<"tg-plan-scratch", "::mlir::ModuleOp"> {
     op's lowering (a padded input, argmax indices); their lifetimes over the
     function's ops are planned with best fit into a region appended to the
     arena, and each becomes a `memref.view` of it. The arena argument grows
-    accordingly and the module attribute `tgc.arena_bytes` records every
+    accordingly and the module attribute `tg.arena_bytes` records every
     function's arena size. Buffers that escape (returned, yielded, passed to
     a call) stay allocations.
   }];

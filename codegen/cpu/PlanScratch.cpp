@@ -9,7 +9,7 @@
 // (tg::assignOffsets, 256-byte aligned) in a scratch region appended to the
 // arena, and each `memref.alloc` becomes a `memref.view` of it. The arena
 // argument grows by the scratch region; the module attribute
-// `tgc.arena_bytes` records each function's final arena size for the
+// `tg.arena_bytes` records each function's final arena size for the
 // artifact writer. A buffer that escapes (returned, yielded, passed to a
 // call) stays on the heap, where the artifact's allocator counts it.
 //

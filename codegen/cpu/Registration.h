@@ -1,6 +1,6 @@
 //===- Registration.h - register the CPU backend's passes -------*- C++ -*-===//
 //
-// A header free of generated code, so that passes/InitAll.cpp can register
+// A header free of generated code, so that codegen/registry can register
 // the CPU passes and pipeline without depending on codegen/cpu's tablegen.
 //
 //===----------------------------------------------------------------------===//

@@ -16,7 +16,7 @@
 #ifndef TGC_JIT_H
 #define TGC_JIT_H
 
-#include "codegen/cpu/Jit.h"
+#include "tgc/HostTensor.h"
 
 #include <map>
 #include <memory>
@@ -24,17 +24,10 @@
 #include <utility>
 #include <vector>
 
-namespace mlir {
-class MLIRContext;
-} // namespace mlir
-
 namespace tgc {
 
 class Builder;
 
-/// A host buffer: shape, element type and bytes (see codegen/cpu/Jit.h).
-using HostTensor = mlir::tg::cpu::HostTensor;
-using HostType = mlir::tg::cpu::HostType;
 /// Tensors keyed by their tg.name.
 using TensorMap = std::map<std::string, HostTensor>;
 
@@ -64,22 +57,16 @@ public:
   bool eval(const TensorMap &inputs, TensorMap &outputs, std::string &error);
 
   /// Parameters, optimizer state and the step counter, by name.
-  const TensorMap &state() const { return persistent; }
+  const TensorMap &state() const;
   /// Names and types of the inputs of a training step.
-  const TensorMap &inputSpecs() const { return inputs; }
+  const TensorMap &inputSpecs() const;
 
 private:
-  Model();
-  bool call(const std::string &entry, const TensorMap &given,
-            TensorMap &results, std::string &error);
-
-  std::unique_ptr<mlir::MLIRContext> context;
-  std::unique_ptr<mlir::tg::cpu::JitModule> jit;
-  /// Each entry's arguments and results as (role, name), in order.
-  std::map<std::string, std::pair<std::vector<std::pair<std::string, std::string>>,
-                                  std::vector<std::pair<std::string, std::string>>>>
-      signatures;
-  TensorMap persistent, inputs;
+  /// The MLIR context, the JIT-compiled module and the tensors kept between
+  /// calls (jit/Model.cpp); hidden so that this header needs no MLIR.
+  struct Impl;
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
 };
 
 } // namespace tgc

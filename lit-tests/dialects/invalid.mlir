@@ -382,8 +382,19 @@ func.func @f(%w: tensor<4xf32> {tg.init = #tg.init<uniform(1.0, 0.0)>}) {
   return
 }
 // -----
-// expected-error @+1 {{'func.func' op argument #0: 'tg.role' must be one of param, input, state, step}}
-func.func @f(%w: tensor<4xf32> {tg.role = "weight"}) {
+// expected-error @+1 {{'func.func' op argument #0: 'tg.role' must be #tg.role<R> with R one of param, input, state, step}}
+func.func @f(%w: tensor<4xf32> {tg.role = #tg.role<loss>}) {
+  return
+}
+// -----
+// expected-error @+1 {{'func.func' op argument #0: 'tg.role' must be #tg.role<R> with R one of param, input, state, step}}
+func.func @f(%w: tensor<4xf32> {tg.role = "param"}) {
+  return
+}
+// -----
+// expected-error @+2 {{expected ::mlir::tg::Role to be one of: input, param, state, step, loss, output, grad}}
+// expected-error @+1 {{failed to parse TG_RoleAttr parameter 'value'}}
+func.func @f(%w: tensor<4xf32> {tg.role = #tg.role<weight>}) {
   return
 }
 // -----
@@ -407,8 +418,8 @@ func.func @f(%w: tensor<4xf32> {tg.shape = 3}) {
   return
 }
 // -----
-// expected-error @+1 {{'func.func' op result #0: 'tg.role' must be one of loss, output, grad, param, state, step}}
-func.func @f(%w: tensor<4xf32>) -> (tensor<4xf32> {tg.role = "weights"}) {
+// expected-error @+1 {{'func.func' op result #0: 'tg.role' must be #tg.role<R> with R one of loss, output, grad, param, state, step}}
+func.func @f(%w: tensor<4xf32>) -> (tensor<4xf32> {tg.role = #tg.role<input>}) {
   return %w : tensor<4xf32>
 }
 // -----
@@ -422,6 +433,38 @@ module attributes {tg.model = 3} {
 // -----
 // expected-error @+1 {{'builtin.module' op unknown tg attribute 'tg.optimizer'}}
 module attributes {tg.optimizer = "adam"} {
+}
+// -----
+// expected-error @+1 {{'func.func' op 'tg.memory' must be a #tg.memory<...> plan}}
+func.func @f() attributes {tg.memory = {transient_bytes = 8 : i64}} {
+  return
+}
+// -----
+// expected-error @+1 {{#tg.memory sizes must not be negative}}
+func.func @f() attributes {tg.memory = #tg.memory<params_bytes = 0, optimizer_bytes = 0, inputs_bytes = 0, grads_bytes = 0, activations_bytes = 0, workspace_bytes = 0, persistent_bytes = 0, transient_bytes = -8, peak_bytes = 0, lower_bound_bytes = 0, naive_bytes = 0>} {
+  return
+}
+// -----
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.relu' op 'tg.offset' must be an integer}}
+  %0 = tg.relu %x {tg.offset = "0"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+// -----
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.relu' op 'tg.offsets' must be an i64 array}}
+  %0 = tg.relu %x {tg.offsets = [0]} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+// -----
+// expected-error @+1 {{'func.func' op 'tg.remat' must be a #tg.remat<...> record}}
+func.func @f() attributes {tg.remat = {bytes = 1 : i64}} {
+  return
+}
+// -----
+// expected-error @+1 {{'func.func' op argument #0: 'tg.arena' must be a unit attribute}}
+func.func @f(%a: memref<8xi8> {tg.arena = 1}) {
+  return
 }
 
 // -----

@@ -157,10 +157,10 @@ func.func @conv(%x: tensor<8x4x28x28xf32>, %w: tensor<6x2x5x5xf32>) {
 // CHECK: %{{[a-z0-9_]+}} = tg.matmul %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : tensor<4x784xf32>, tensor<784x10xf32> -> tensor<4x10xf32>
 // CHECK-NEXT: %{{[a-z0-9_]+}} = tg.add %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : tensor<4x10xf32>, tensor<10xf32> -> tensor<4x10xf32>
 // CHECK-NEXT: return %{{[a-z0-9_]+}} : tensor<4x10xf32>
-func.func @model(%x: tensor<4x784xf32> {tg.name = "x", tg.role = "input"},
-                 %w: tensor<784x10xf32> {tg.init = #tg.init<normal(0.000000e+00, 2.000000e-02)>, tg.name = "fc.weight", tg.role = "param"},
-                 %b: tensor<10xf32> {tg.init = #tg.init<zeros>, tg.name = "fc.bias", tg.role = "param"})
-    -> (tensor<4x10xf32> {tg.name = "logits", tg.role = "output"}) {
+func.func @model(%x: tensor<4x784xf32> {tg.name = "x", tg.role = #tg.role<input>},
+                 %w: tensor<784x10xf32> {tg.init = #tg.init<normal(0.000000e+00, 2.000000e-02)>, tg.name = "fc.weight", tg.role = #tg.role<param>},
+                 %b: tensor<10xf32> {tg.init = #tg.init<zeros>, tg.name = "fc.bias", tg.role = #tg.role<param>})
+    -> (tensor<4x10xf32> {tg.name = "logits", tg.role = #tg.role<output>}) {
   %0 = tg.matmul %x, %w : tensor<4x784xf32>, tensor<784x10xf32> -> tensor<4x10xf32>
   %1 = tg.add %0, %b : tensor<4x10xf32>, tensor<10xf32> -> tensor<4x10xf32>
   return %1 : tensor<4x10xf32>

@@ -10,7 +10,7 @@
 // CHECK-LABEL: func.func @forward_grad
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x3xf32>
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<3x5xf32>
-// CHECK-SAME: -> (tensor<f32> {tg.role = "loss"}, tensor<4x5xf32> {tg.name = "logits", tg.role = "output"}, tensor<3x5xf32> {tg.name = "fc.weight", tg.role = "grad"}, tensor<5xf32> {tg.name = "fc.bias", tg.role = "grad"}, tensor<2xf32> {tg.name = "unused", tg.role = "grad"})
+// CHECK-SAME: -> (tensor<f32> {tg.role = #tg.role<loss>}, tensor<4x5xf32> {tg.name = "logits", tg.role = #tg.role<output>}, tensor<3x5xf32> {tg.name = "fc.weight", tg.role = #tg.role<grad>}, tensor<5xf32> {tg.name = "fc.bias", tg.role = #tg.role<grad>}, tensor<2xf32> {tg.name = "unused", tg.role = #tg.role<grad>})
 // CHECK: %[[H:.+]] = tg.add %{{.+}}, %{{.+}} : tensor<4x5xf32>, tensor<5xf32>
 // CHECK: %[[LOSS:.+]] = tg.cross_entropy
 // CHECK: %[[SEED:.+]] = tg.constant dense<1.000000e+00> : tensor<f32>
@@ -29,14 +29,14 @@
 
 // With wrt-inputs the float input x gets a gradient too, the labels do not.
 // INPUTS-LABEL: func.func @forward_grad
-// INPUTS-SAME: tensor<4x3xf32> {tg.name = "x", tg.role = "grad"}, tensor<3x5xf32> {tg.name = "fc.weight", tg.role = "grad"}
-// INPUTS-NOT: tg.name = "y", tg.role = "grad"
-func.func @forward(%x: tensor<4x3xf32> {tg.name = "x", tg.role = "input"},
-                   %y: tensor<4xi64> {tg.name = "y", tg.role = "input"},
-                   %w: tensor<3x5xf32> {tg.name = "fc.weight", tg.role = "param", tg.init = #tg.init<glorot_uniform>},
-                   %b: tensor<5xf32> {tg.name = "fc.bias", tg.role = "param", tg.init = #tg.init<zeros>},
-                   %u: tensor<2xf32> {tg.name = "unused", tg.role = "param", tg.init = #tg.init<zeros>})
-    -> (tensor<f32> {tg.role = "loss"}, tensor<4x5xf32> {tg.name = "logits", tg.role = "output"}) {
+// INPUTS-SAME: tensor<4x3xf32> {tg.name = "x", tg.role = #tg.role<grad>}, tensor<3x5xf32> {tg.name = "fc.weight", tg.role = #tg.role<grad>}
+// INPUTS-NOT: tg.name = "y", tg.role = #tg.role<grad>
+func.func @forward(%x: tensor<4x3xf32> {tg.name = "x", tg.role = #tg.role<input>},
+                   %y: tensor<4xi64> {tg.name = "y", tg.role = #tg.role<input>},
+                   %w: tensor<3x5xf32> {tg.name = "fc.weight", tg.role = #tg.role<param>, tg.init = #tg.init<glorot_uniform>},
+                   %b: tensor<5xf32> {tg.name = "fc.bias", tg.role = #tg.role<param>, tg.init = #tg.init<zeros>},
+                   %u: tensor<2xf32> {tg.name = "unused", tg.role = #tg.role<param>, tg.init = #tg.init<zeros>})
+    -> (tensor<f32> {tg.role = #tg.role<loss>}, tensor<4x5xf32> {tg.name = "logits", tg.role = #tg.role<output>}) {
   %0 = tg.matmul %x, %w : tensor<4x3xf32>, tensor<3x5xf32> -> tensor<4x5xf32>
   %1 = tg.add %0, %b : tensor<4x5xf32>, tensor<5xf32> -> tensor<4x5xf32>
   %2 = tg.relu %1 : tensor<4x5xf32>
@@ -55,10 +55,10 @@ func.func @forward(%x: tensor<4x3xf32> {tg.name = "x", tg.role = "input"},
 // CHECK-DAG: tg.embedding_grad
 // CHECK-DAG: tg.transpose %{{.+}} perm = [1, 0]
 // CHECK: return
-func.func @forward(%x: tensor<2x1x4x4xf32> {tg.role = "input"},
-                   %k: tensor<3x1x3x3xf32> {tg.name = "k", tg.role = "param"},
-                   %e: tensor<10x6xf32> {tg.name = "e", tg.role = "param"},
-                   %ids: tensor<2xi32> {tg.role = "input"}) -> tensor<f32> {
+func.func @forward(%x: tensor<2x1x4x4xf32> {tg.role = #tg.role<input>},
+                   %k: tensor<3x1x3x3xf32> {tg.name = "k", tg.role = #tg.role<param>},
+                   %e: tensor<10x6xf32> {tg.name = "e", tg.role = #tg.role<param>},
+                   %ids: tensor<2xi32> {tg.role = #tg.role<input>}) -> tensor<f32> {
   %0 = tg.conv2d %x, %k {padding = array<i64: 1, 1>} : tensor<2x1x4x4xf32>, tensor<3x1x3x3xf32> -> tensor<2x3x4x4xf32>
   %1 = tg.max_pool2d %0 kernel = [2, 2] stride = [2, 2] : tensor<2x3x4x4xf32> -> tensor<2x3x2x2xf32>
   %2 = tg.reshape %1 : tensor<2x3x2x2xf32> to tensor<2x12xf32>
@@ -77,8 +77,8 @@ func.func @forward(%x: tensor<2x1x4x4xf32> {tg.role = "input"},
 // CHECK-LABEL: func.func @forward_grad
 // CHECK: tg.avg_pool2d_grad %{{.+}} kernel = [3, 3] stride = [1, 1] {count_include_pad = false, padding = array<i64: 1, 1>}
 // CHECK: tg.avg_pool2d_grad %{{.+}} kernel = [3, 3] stride = [1, 1] {padding = array<i64: 1, 1>}
-func.func @forward(%x: tensor<1x1x4x4xf32> {tg.name = "x", tg.role = "param"})
-    -> (tensor<f32> {tg.role = "loss"}) {
+func.func @forward(%x: tensor<1x1x4x4xf32> {tg.name = "x", tg.role = #tg.role<param>})
+    -> (tensor<f32> {tg.role = #tg.role<loss>}) {
   %0 = tg.avg_pool2d %x kernel = [3, 3] stride = [1, 1] {padding = array<i64: 1, 1>} : tensor<1x1x4x4xf32> -> tensor<1x1x4x4xf32>
   %1 = tg.avg_pool2d %0 kernel = [3, 3] stride = [1, 1] {count_include_pad = false, padding = array<i64: 1, 1>} : tensor<1x1x4x4xf32> -> tensor<1x1x4x4xf32>
   %2 = tg.sum %1 axes = [0, 1, 2, 3] : tensor<1x1x4x4xf32> -> tensor<f32>
@@ -97,9 +97,9 @@ func.func @forward(%x: tensor<1x1x4x4xf32> {tg.name = "x", tg.role = "param"})
 // CHECK: tg.select %[[LT]], %{{.+}}, %[[SHARED]]
 // CHECK: %[[GT:.+]] = tg.cmp gt %[[A]], %[[B]]
 // CHECK: tg.select %[[GT]], %{{.+}}, %[[SHARED]]
-func.func @forward(%a: tensor<3xf32> {tg.name = "a", tg.role = "param"},
-                   %b: tensor<3xf32> {tg.name = "b", tg.role = "param"})
-    -> (tensor<f32> {tg.role = "loss"}) {
+func.func @forward(%a: tensor<3xf32> {tg.name = "a", tg.role = #tg.role<param>},
+                   %b: tensor<3xf32> {tg.name = "b", tg.role = #tg.role<param>})
+    -> (tensor<f32> {tg.role = #tg.role<loss>}) {
   %0 = tg.maximum %a, %b : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
   %1 = tg.sum %0 axes = [0] : tensor<3xf32> -> tensor<f32>
   return %1 : tensor<f32>

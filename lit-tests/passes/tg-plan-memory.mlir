@@ -10,7 +10,7 @@
 // the second matmul cannot, so it gets the next slot; the sum reuses
 // offset 0 once %2 is dead. Arguments are persistent (16 KiB + 256 B).
 // CHECK-LABEL: func.func @chain
-// CHECK-SAME: tg.memory = {activations_bytes = 0 : i64, grads_bytes = 0 : i64, inputs_bytes = 256 : i64, lower_bound_bytes = 49408 : i64, naive_bytes = 49412 : i64, optimizer_bytes = 0 : i64, params_bytes = 16384 : i64, peak_bytes = 49408 : i64, persistent_bytes = 16640 : i64, transient_bytes = 32768 : i64, workspace_bytes = 32768 : i64}
+// CHECK-SAME: tg.memory = #tg.memory<params_bytes = 16384, optimizer_bytes = 0, inputs_bytes = 256, grads_bytes = 0, activations_bytes = 0, workspace_bytes = 32768, persistent_bytes = 16640, transient_bytes = 32768, peak_bytes = 49408, lower_bound_bytes = 49408, naive_bytes = 49412>
 // CHECK: tg.matmul {{.*}} {tg.bytes = 16384 : i64, tg.offset = 0 : i64}
 // CHECK: tg.tanh {{.*}} {tg.bytes = 16384 : i64, tg.offset = 0 : i64}
 // CHECK: tg.mul {{.*}} {tg.bytes = 16384 : i64, tg.offset = 0 : i64}
@@ -23,7 +23,7 @@
 // NOREUSE: tg.matmul {{.*}} tg.offset = 0 : i64
 // NOREUSE: tg.tanh {{.*}} tg.offset = 16384 : i64
 // NOREUSE: tg.mul {{.*}} tg.offset = 0 : i64
-func.func @chain(%x: tensor<64xf32> {tg.name = "x", tg.role = "input"}, %w: tensor<64x64xf32> {tg.name = "w", tg.role = "param"}) -> tensor<f32> {
+func.func @chain(%x: tensor<64xf32> {tg.name = "x", tg.role = #tg.role<input>}, %w: tensor<64x64xf32> {tg.name = "w", tg.role = #tg.role<param>}) -> tensor<f32> {
   %0 = tg.matmul %w, %w : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
   %1 = tg.tanh %0 : tensor<64x64xf32>
   %2 = tg.mul %1, %x : tensor<64x64xf32>, tensor<64xf32> -> tensor<64x64xf32>

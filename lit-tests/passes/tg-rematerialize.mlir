@@ -8,7 +8,7 @@
 // recomputed from the kept matmul result right before that use instead of
 // being kept; matmuls are never recomputed.
 // CHECK-LABEL: func.func @forward_grad
-// CHECK-SAME: tg.remat = {bytes = 128 : i64, flops = 256 : i64}
+// CHECK-SAME: tg.remat = #tg.remat<bytes = 128, flops = 256>
 // CHECK: %[[H:.+]] = tg.matmul %{{.+}}, %{{.+}} : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
 // CHECK: %[[G:.+]] = tg.gelu %[[H]] : tensor<4x8xf32>
 // CHECK: tg.matmul %[[G]], %{{.+}} : tensor<4x8xf32>
@@ -18,9 +18,9 @@
 
 // A recomputation that costs more FLOPs per byte freed than allowed is not done.
 // STRICT-LABEL: func.func @forward_grad
-// STRICT-SAME: tg.remat = {bytes = 0 : i64, flops = 0 : i64}
+// STRICT-SAME: tg.remat = #tg.remat<bytes = 0, flops = 0>
 // STRICT-NOT: tg.recomputed
-func.func @forward(%x: tensor<4x8xf32> {tg.name = "x", tg.role = "input"}, %w: tensor<8x8xf32> {tg.name = "w", tg.role = "param"}) -> (tensor<f32> {tg.role = "loss"}) {
+func.func @forward(%x: tensor<4x8xf32> {tg.name = "x", tg.role = #tg.role<input>}, %w: tensor<8x8xf32> {tg.name = "w", tg.role = #tg.role<param>}) -> (tensor<f32> {tg.role = #tg.role<loss>}) {
   %0 = tg.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
   %1 = tg.gelu %0 : tensor<4x8xf32>
   %2 = tg.matmul %1, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>

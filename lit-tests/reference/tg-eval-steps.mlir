@@ -14,7 +14,7 @@ func.func @init(%seed: tensor<i64> {tg.name = "seed"}) -> (tensor<f32> {tg.name 
   return %w : tensor<f32>
 }
 
-func.func @train_step(%w: tensor<f32> {tg.name = "w", tg.role = "param"}) -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}, tensor<f32> {tg.name = "w", tg.role = "param"}) {
+func.func @train_step(%w: tensor<f32> {tg.name = "w", tg.role = #tg.role<param>}) -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}, tensor<f32> {tg.name = "w", tg.role = #tg.role<param>}) {
   %loss = tg.mul %w, %w : tensor<f32>, tensor<f32> -> tensor<f32>
   %half = tg.constant dense<0.5> : tensor<f32>
   %step = tg.mul %half, %w : tensor<f32>, tensor<f32> -> tensor<f32>

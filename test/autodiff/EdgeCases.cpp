@@ -749,12 +749,12 @@ std::vector<Case> cases() {
 std::string moduleOf(const Case &c) {
   std::string args, y = ty(c.yShape), axes;
   for (const Arg &a : c.args)
-    args += "%" + a.name + ": " + ty(a.shape, a.elt) + " {tg.role = \"input\"}, ";
+    args += "%" + a.name + ": " + ty(a.shape, a.elt) + " {tg.role = #tg.role<input>}, ";
   for (size_t i = 0; i < c.yShape.size(); ++i)
     axes += (i ? ", " : "") + std::to_string(i);
   return "func.func @forward(" + args + "%dy: " + y +
-         " {tg.role = \"input\"}) -> (tensor<f32> {tg.role = \"loss\"}, " + y +
-         " {tg.name = \"y\", tg.role = \"output\"}) {\n" + c.body +
+         " {tg.role = #tg.role<input>}) -> (tensor<f32> {tg.role = #tg.role<loss>}, " + y +
+         " {tg.name = \"y\", tg.role = #tg.role<output>}) {\n" + c.body +
          "\n  %p = tg.mul %y, %dy : " + y + ", " + y + " -> " + y +
          "\n  %l = tg.sum %p axes = [" + axes + "] : " + y +
          " -> tensor<f32>\n  return %l, %y : tensor<f32>, " + y + "\n}\n";

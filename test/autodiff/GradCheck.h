@@ -25,7 +25,7 @@ struct GradCheckOptions {
 };
 
 /// Parses `ir` (a module whose @forward returns a scalar loss, float
-/// arguments tagged tg.role = "param" or "input"), checks every float
+/// arguments tagged tg.role = #tg.role<param> or "input"), checks every float
 /// argument's gradient against central differences, and returns the number
 /// of probes compared. Fails the current Catch2 test on a mismatch.
 unsigned checkGradients(const std::string &ir,

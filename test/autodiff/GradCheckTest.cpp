@@ -31,17 +31,17 @@ std::string wrap(const std::string &args, const std::string &body,
   for (size_t i = 0; i < yShape.size(); ++i)
     axes += (i ? ", " : "") + std::to_string(i);
   return "func.func @forward(" + args + ", %r: " + y +
-         " {tg.role = \"input\"}) -> tensor<f32> {\n" + body +
+         " {tg.role = #tg.role<input>}) -> tensor<f32> {\n" + body +
          "\n  %p = tg.mul %y, %r : " + y + ", " + y + " -> " + y +
          "\n  %l = tg.sum %p axes = [" + axes + "] : " + y +
          " -> tensor<f32>\n  return %l : tensor<f32>\n}\n";
 }
 
-/// An argument declaration `%name: type {tg.role = "input"}`.
+/// An argument declaration `%name: type {tg.role = #tg.role<input>}`.
 std::string arg(const char *name, llvm::ArrayRef<int64_t> shape,
                 const char *elt = "f32") {
   return std::string("%") + name + ": " + ty(shape, elt) +
-         " {tg.role = \"input\"}";
+         " {tg.role = #tg.role<input>}";
 }
 
 using Shape = llvm::SmallVector<int64_t>;
@@ -117,7 +117,7 @@ TEST_CASE("select and masking", "[autodiff]") {
                         {2, 4, 4}));
   }
   SECTION("dropout") {
-    std::string args = arg("a", {4, 8}) + ", %s: tensor<i64> {tg.role = \"input\"}";
+    std::string args = arg("a", {4, 8}) + ", %s: tensor<i64> {tg.role = #tg.role<input>}";
     checkGradients(wrap(args,
                         "  %y = tg.dropout %a, %s {p = 3.0e-01 : f64, stream = 2 : i64} : " +
                             ty({4, 8}) + ", tensor<i64>",

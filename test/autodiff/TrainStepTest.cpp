@@ -24,9 +24,9 @@ namespace {
 /// whatever w is, so the updates have closed forms.
 std::string linearModel(const std::string &train) {
   return "module attributes {tg.train = " + train + R"(} {
-func.func @forward(%x: tensor<2x3xf64> {tg.name = "x", tg.role = "input"},
-                   %w: tensor<3xf64> {tg.name = "w", tg.role = "param", tg.init = #tg.init<zeros>})
-    -> (tensor<f64> {tg.role = "loss"}) {
+func.func @forward(%x: tensor<2x3xf64> {tg.name = "x", tg.role = #tg.role<input>},
+                   %w: tensor<3xf64> {tg.name = "w", tg.role = #tg.role<param>, tg.init = #tg.init<zeros>})
+    -> (tensor<f64> {tg.role = #tg.role<loss>}) {
   %0 = tg.mul %x, %w : tensor<2x3xf64>, tensor<3xf64> -> tensor<2x3xf64>
   %1 = tg.sum %0 axes = [0, 1] : tensor<2x3xf64> -> tensor<f64>
   return %1 : tensor<f64>
@@ -206,11 +206,11 @@ static std::string mlpModel(int rows, int accumulate) {
   return "module attributes {tg.train = {accumulate = " +
          std::to_string(accumulate) +
          R"( : i64, optimizer = {kind = "adam", lr = 0.01 : f64}}} {
-func.func @forward(%x: tensor<)" + r + R"(x4xf32> {tg.name = "x", tg.role = "input"},
-                   %t: tensor<)" + r + R"(x2xf32> {tg.name = "t", tg.role = "input"},
-                   %w: tensor<4x2xf32> {tg.name = "w", tg.role = "param", tg.init = #tg.init<glorot_uniform>},
-                   %b: tensor<2xf32> {tg.name = "b", tg.role = "param", tg.init = #tg.init<zeros>})
-    -> (tensor<f32> {tg.role = "loss"}) {
+func.func @forward(%x: tensor<)" + r + R"(x4xf32> {tg.name = "x", tg.role = #tg.role<input>},
+                   %t: tensor<)" + r + R"(x2xf32> {tg.name = "t", tg.role = #tg.role<input>},
+                   %w: tensor<4x2xf32> {tg.name = "w", tg.role = #tg.role<param>, tg.init = #tg.init<glorot_uniform>},
+                   %b: tensor<2xf32> {tg.name = "b", tg.role = #tg.role<param>, tg.init = #tg.init<zeros>})
+    -> (tensor<f32> {tg.role = #tg.role<loss>}) {
   %0 = tg.matmul %x, %w : tensor<)" + r + R"(x4xf32>, tensor<4x2xf32> -> tensor<)" + r + R"(x2xf32>
   %1 = tg.add %0, %b : tensor<)" + r + R"(x2xf32>, tensor<2xf32> -> tensor<)" + r + R"(x2xf32>
   %2 = tg.tanh %1 : tensor<)" + r + R"(x2xf32>

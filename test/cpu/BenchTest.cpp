@@ -22,13 +22,13 @@ std::string mlp(int batch) {
   std::string b = std::to_string(batch);
   return R"(
 module attributes {tg.train = {optimizer = {kind = "adamw", lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64}}} {
-func.func @forward(%x: tensor<)" + b + R"(x784xf32> {tg.name = "images", tg.role = "input"},
-                   %y: tensor<)" + b + R"(xi64> {tg.name = "labels", tg.role = "input"},
-                   %w1: tensor<784x256xf32> {tg.name = "fc1.weight", tg.role = "param", tg.init = #tg.init<glorot_uniform>},
-                   %b1: tensor<256xf32> {tg.name = "fc1.bias", tg.role = "param", tg.init = #tg.init<zeros>},
-                   %w2: tensor<256x10xf32> {tg.name = "fc2.weight", tg.role = "param", tg.init = #tg.init<glorot_uniform>},
-                   %b2: tensor<10xf32> {tg.name = "fc2.bias", tg.role = "param", tg.init = #tg.init<zeros>})
-    -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+func.func @forward(%x: tensor<)" + b + R"(x784xf32> {tg.name = "images", tg.role = #tg.role<input>},
+                   %y: tensor<)" + b + R"(xi64> {tg.name = "labels", tg.role = #tg.role<input>},
+                   %w1: tensor<784x256xf32> {tg.name = "fc1.weight", tg.role = #tg.role<param>, tg.init = #tg.init<glorot_uniform>},
+                   %b1: tensor<256xf32> {tg.name = "fc1.bias", tg.role = #tg.role<param>, tg.init = #tg.init<zeros>},
+                   %w2: tensor<256x10xf32> {tg.name = "fc2.weight", tg.role = #tg.role<param>, tg.init = #tg.init<glorot_uniform>},
+                   %b2: tensor<10xf32> {tg.name = "fc2.bias", tg.role = #tg.role<param>, tg.init = #tg.init<zeros>})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
   %0 = tg.matmul %x, %w1 : tensor<)" + b + R"(x784xf32>, tensor<784x256xf32> -> tensor<)" + b + R"(x256xf32>
   %1 = tg.add %0, %b1 : tensor<)" + b + R"(x256xf32>, tensor<256xf32> -> tensor<)" + b + R"(x256xf32>
   %2 = tg.relu %1 : tensor<)" + b + R"(x256xf32>

@@ -37,7 +37,7 @@ inline HostType hostType(DType d) {
 }
 
 inline HostTensor toHost(const Tensor &t) {
-  HostTensor h = HostTensor::zeros(t.shape, hostType(t.dtype));
+  HostTensor h = HostTensor::zeros({t.shape.begin(), t.shape.end()}, hostType(t.dtype));
   for (int64_t i = 0; i < t.numElements(); ++i)
     h.set(i, t.data[i]);
   return h;

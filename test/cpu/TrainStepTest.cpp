@@ -19,13 +19,13 @@ using namespace cputest;
 namespace {
 const char *kMlp = R"(
 module attributes {tg.train = {accumulate = 2 : i64, clip_grad_norm = 1.0 : f64, optimizer = {kind = "adamw", lr = 1.0e-2 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64}, schedule = {kind = "cosine", steps = 100 : i64, warmup = 2 : i64, min_lr = 0.0 : f64}}} {
-func.func @forward(%x: tensor<4x12xf32> {tg.name = "images", tg.role = "input"},
-                   %y: tensor<4xi64> {tg.name = "labels", tg.role = "input"},
-                   %w1: tensor<12x8xf32> {tg.name = "fc1.weight", tg.role = "param", tg.init = #tg.init<glorot_uniform>},
-                   %b1: tensor<8xf32> {tg.name = "fc1.bias", tg.role = "param", tg.init = #tg.init<normal(0.0, 0.1)>},
-                   %w2: tensor<8x3xf32> {tg.name = "fc2.weight", tg.role = "param", tg.init = #tg.init<glorot_uniform>},
-                   %b2: tensor<3xf32> {tg.name = "fc2.bias", tg.role = "param", tg.init = #tg.init<zeros>})
-    -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+func.func @forward(%x: tensor<4x12xf32> {tg.name = "images", tg.role = #tg.role<input>},
+                   %y: tensor<4xi64> {tg.name = "labels", tg.role = #tg.role<input>},
+                   %w1: tensor<12x8xf32> {tg.name = "fc1.weight", tg.role = #tg.role<param>, tg.init = #tg.init<glorot_uniform>},
+                   %b1: tensor<8xf32> {tg.name = "fc1.bias", tg.role = #tg.role<param>, tg.init = #tg.init<normal(0.0, 0.1)>},
+                   %w2: tensor<8x3xf32> {tg.name = "fc2.weight", tg.role = #tg.role<param>, tg.init = #tg.init<glorot_uniform>},
+                   %b2: tensor<3xf32> {tg.name = "fc2.bias", tg.role = #tg.role<param>, tg.init = #tg.init<zeros>})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
   %0 = tg.matmul %x, %w1 : tensor<4x12xf32>, tensor<12x8xf32> -> tensor<4x8xf32>
   %1 = tg.add %0, %b1 : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
   %2 = tg.relu %1 : tensor<4x8xf32>
@@ -42,11 +42,11 @@ func.func @forward(%x: tensor<4x12xf32> {tg.name = "images", tg.role = "input"},
 /// conv2d_grad_input/weight and both pooling gradients.
 const char *kCnn = R"(
 module attributes {tg.train = {optimizer = {kind = "momentum", lr = 5.0e-2 : f64, momentum = 0.9 : f64, nesterov = 0 : i64, weight_decay = 0.0 : f64}}} {
-func.func @forward(%x: tensor<2x2x8x8xf32> {tg.name = "images", tg.role = "input"},
-                   %y: tensor<2xi32> {tg.name = "labels", tg.role = "input"},
-                   %w: tensor<4x2x3x3xf32> {tg.name = "conv.weight", tg.role = "param", tg.init = #tg.init<kaiming_uniform>},
-                   %v: tensor<16x3xf32> {tg.name = "fc.weight", tg.role = "param", tg.init = #tg.init<glorot_normal>})
-    -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+func.func @forward(%x: tensor<2x2x8x8xf32> {tg.name = "images", tg.role = #tg.role<input>},
+                   %y: tensor<2xi32> {tg.name = "labels", tg.role = #tg.role<input>},
+                   %w: tensor<4x2x3x3xf32> {tg.name = "conv.weight", tg.role = #tg.role<param>, tg.init = #tg.init<kaiming_uniform>},
+                   %v: tensor<16x3xf32> {tg.name = "fc.weight", tg.role = #tg.role<param>, tg.init = #tg.init<glorot_normal>})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
   %0 = tg.conv2d %x, %w {padding = array<i64: 1, 1>} : tensor<2x2x8x8xf32>, tensor<4x2x3x3xf32> -> tensor<2x4x8x8xf32>
   %1 = tg.relu %0 : tensor<2x4x8x8xf32>
   %2 = tg.max_pool2d %1 kernel = [2, 2] stride = [2, 2] : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>

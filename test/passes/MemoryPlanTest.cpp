@@ -102,9 +102,9 @@ TEST_CASE("reuse makes the plan smaller than the naive sum", "[memory]") {
 TEST_CASE("training step: categories and the accumulation loop", "[memory]") {
   const char *ir = R"(
 module attributes {tg.train = {accumulate = 2 : i64, optimizer = {kind = "adam", lr = 0.01 : f64}}} {
-func.func @forward(%x: tensor<8x32xf32> {tg.name = "x", tg.role = "input"},
-                   %w: tensor<32x32xf32> {tg.name = "w", tg.role = "param", tg.init = #tg.init<glorot_uniform>})
-    -> (tensor<f32> {tg.role = "loss"}) {
+func.func @forward(%x: tensor<8x32xf32> {tg.name = "x", tg.role = #tg.role<input>},
+                   %w: tensor<32x32xf32> {tg.name = "w", tg.role = #tg.role<param>, tg.init = #tg.init<glorot_uniform>})
+    -> (tensor<f32> {tg.role = #tg.role<loss>}) {
   %0 = tg.matmul %x, %w : tensor<8x32xf32>, tensor<32x32xf32> -> tensor<8x32xf32>
   %1 = tg.tanh %0 : tensor<8x32xf32>
   %2 = tg.mse_loss %1, %x : tensor<8x32xf32>, tensor<8x32xf32> -> tensor<f32>
@@ -133,9 +133,9 @@ func.func @forward(%x: tensor<8x32xf32> {tg.name = "x", tg.role = "input"},
   CHECK(nestedActivation);
   CHECK(plan->bytesOf(tg::BufferKind::Gradient) >= 32 * 32 * 4);
   // The attributes tgc reads back.
-  auto memory = step->getAttrOfType<DictionaryAttr>("tg.memory");
+  tg::MemoryPlanAttr memory = tg::getMemoryPlan(step);
   REQUIRE(memory);
-  CHECK(cast<IntegerAttr>(memory.get("peak_bytes")).getInt() == plan->peakBytes());
+  CHECK(memory.getPeakBytes() == plan->peakBytes());
 }
 
 TEST_CASE("rematerialisation leaves the training step's results unchanged",
@@ -143,10 +143,10 @@ TEST_CASE("rematerialisation leaves the training step's results unchanged",
   // Dropout inside the recomputed chain must replay the same mask.
   const char *ir = R"(
 module attributes {tg.train = {optimizer = {kind = "adam", lr = 0.01 : f64}}} {
-func.func @forward(%x: tensor<4x8xf32> {tg.name = "x", tg.role = "input"},
-                   %seed: tensor<i64> {tg.name = "seed", tg.role = "input"},
-                   %w: tensor<8x8xf32> {tg.name = "w", tg.role = "param", tg.init = #tg.init<glorot_uniform>})
-    -> (tensor<f32> {tg.role = "loss"}) {
+func.func @forward(%x: tensor<4x8xf32> {tg.name = "x", tg.role = #tg.role<input>},
+                   %seed: tensor<i64> {tg.name = "seed", tg.role = #tg.role<input>},
+                   %w: tensor<8x8xf32> {tg.name = "w", tg.role = #tg.role<param>, tg.init = #tg.init<glorot_uniform>})
+    -> (tensor<f32> {tg.role = #tg.role<loss>}) {
   %0 = tg.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
   %1 = tg.dropout %0, %seed {p = 2.5e-01 : f64, stream = 1 : i64} : tensor<4x8xf32>, tensor<i64>
   %2 = tg.gelu %1 : tensor<4x8xf32>
@@ -167,9 +167,9 @@ func.func @forward(%x: tensor<4x8xf32> {tg.name = "x", tg.role = "input"},
   build(plain, false);
   build(remat, true);
   auto grad = remat.module->lookupSymbol<func::FuncOp>("forward_grad");
-  auto info = grad->getAttrOfType<DictionaryAttr>("tg.remat");
+  auto info = tg::dialect(grad->getContext()).getRematAttrHelper().getAttr(grad);
   REQUIRE(info);
-  CHECK(cast<IntegerAttr>(info.get("bytes")).getInt() > 0);
+  CHECK(info.getBytes() > 0);
 
   SmallVector<Tensor> args{Tensor::random({8, 8}, DType::F32, 3, 0),
                            Tensor::filled({8, 8}, DType::F32, 0),

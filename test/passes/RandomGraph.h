@@ -31,7 +31,7 @@ inline std::string randomGraph(unsigned seed, int ops) {
     int n = sizes[i];
     std::string name = "%a" + std::to_string(i);
     args += (i ? ", " : "") + name + ": tensor<" + std::to_string(n) + "x" +
-            std::to_string(n) + "xf32> {tg.role = \"input\"}";
+            std::to_string(n) + "xf32> {tg.role = #tg.role<input>}";
     values.push_back({name, n});
   }
   auto ty = [](int n) {

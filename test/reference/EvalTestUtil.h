@@ -9,7 +9,7 @@
 #define TGC_TEST_REFERENCE_EVALTESTUTIL_H
 
 #include "codegen/reference/Evaluator.h"
-#include "passes/InitAll.h"
+#include "codegen/registry/InitAll.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"

@@ -15,7 +15,7 @@
 
 #include "codegen/reference/Evaluator.h"
 #include "dialects/TGDialect.h"
-#include "passes/InitAll.h"
+#include "codegen/registry/InitAll.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -163,8 +163,7 @@ int main(int argc, char **argv) {
       return 1;
     for (unsigned r = 0; r < fn.getNumResults(); ++r) {
       auto name = fn.getResultAttrOfType<StringAttr>(r, tg::attr::name);
-      auto role = fn.getResultAttrOfType<StringAttr>(r, tg::attr::role);
-      if (steps > 1 && role && role.getValue() == "loss")
+      if (steps > 1 && tg::getResultRole(fn, r) == tg::Role::loss)
         llvm::outs() << "step " << step << ": " << name.getValue() << " = "
                      << llvm::format("%.9g", (*results)[r].data[0]) << "\n";
       for (unsigned a = 0; name && a < fn.getNumArguments(); ++a)

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/InitAll.h"
+#include "codegen/registry/InitAll.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"

@@ -178,8 +178,8 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
     if (!buildTraining(*copy, true))
       return 0.0;
     auto grad = copy->lookupSymbol<func::FuncOp>("forward_grad");
-    auto remat = grad->getAttrOfType<DictionaryAttr>("tg.remat");
-    int64_t extra = remat ? cast<IntegerAttr>(remat.get("flops")).getInt() : 0;
+    auto remat = tg::dialect(grad->getContext()).getRematAttrHelper().getAttr(grad);
+    int64_t extra = remat ? remat.getFlops() : 0;
     return 100.0 * double(extra) / double(std::max<int64_t>(1, stepFlops(*copy) - extra));
   };
   auto describe = [&](int64_t peak, double extra, int64_t b, int64_t f,

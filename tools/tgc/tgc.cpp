@@ -11,7 +11,7 @@
 
 #include "frontend/MLIRGen.h"
 #include "frontend/Sema.h"
-#include "passes/InitAll.h"
+#include "codegen/registry/InitAll.h"
 #include "tools/tgc/Training.h"
 #include "codegen/artifact/CpuObject.h"
 #include "codegen/artifact/Manifest.h"

@@ -7,8 +7,8 @@
 // slot, with the next value written over the current one.
 
 // CHECK-LABEL: func.func @step(
-// CHECK-SAME: %[[W:[a-z0-9_]+]]: tensor<4xf32> {bufferization.writable = true, tg.name = "w", tg.role = "param"}
-// CHECK-SAME: %[[ARENA:[a-z0-9_]+]]: memref<1024xi8> {tgc.arena})
+// CHECK-SAME: %[[W:[a-z0-9_]+]]: tensor<4xf32> {bufferization.writable = true, tg.name = "w", tg.role = #tg.role<param>}
+// CHECK-SAME: %[[ARENA:[a-z0-9_]+]]: memref<1024xi8> {tg.arena})
 // CHECK: %[[C256:[a-z0-9_]+]] = arith.constant 256 : index
 // CHECK: %[[V:[a-z0-9_]+]] = memref.view %[[ARENA]][%[[C256]]][] : memref<1024xi8> to memref<4xf32>
 // CHECK: %[[D:[a-z0-9_]+]] = bufferization.to_tensor %[[V]] restrict writable
@@ -29,7 +29,7 @@
 // LLVM-NOT: @aligned_alloc
 // LLVM: llvm.return
 
-func.func @step(%w: tensor<4xf32> {tg.name = "w", tg.role = "param"}) -> (tensor<4xf32> {tg.name = "loss", tg.role = "loss"}, tensor<4xf32> {tg.name = "w", tg.role = "param"}) attributes {tg.memory = {transient_bytes = 1024 : i64}} {
+func.func @step(%w: tensor<4xf32> {tg.name = "w", tg.role = #tg.role<param>}) -> (tensor<4xf32> {tg.name = "loss", tg.role = #tg.role<loss>}, tensor<4xf32> {tg.name = "w", tg.role = #tg.role<param>}) attributes {tg.memory = #tg.memory<params_bytes = 16, optimizer_bytes = 0, inputs_bytes = 0, grads_bytes = 0, activations_bytes = 1024, workspace_bytes = 0, persistent_bytes = 16, transient_bytes = 1024, peak_bytes = 1040, lower_bound_bytes = 1040, naive_bytes = 1040>} {
   %e = tg.exp %w {tg.offset = 256 : i64} : tensor<4xf32>
   %z = tg.constant dense<0.0> : tensor<4xf32>
   %c0 = arith.constant 0 : index

@@ -24,9 +24,9 @@
 // ONLY: llvm.func @_mlir_ciface_train_step(
 // ONLY-NOT: @_mlir_ciface_
 module attributes {tg.train = {accumulate = 2 : i64, optimizer = {kind = "momentum", lr = 0.1 : f64, momentum = 0.9 : f64, nesterov = 1 : i64, weight_decay = 0.0 : f64}, schedule = {kind = "warmup", steps = 10 : i64}}} {
-func.func @forward(%x: tensor<4x3xf32> {tg.name = "x", tg.role = "input"},
-                   %w: tensor<3xf32> {tg.name = "w", tg.role = "param", tg.init = #tg.init<normal(0.0, 1.0)>})
-    -> (tensor<f32> {tg.role = "loss"}) {
+func.func @forward(%x: tensor<4x3xf32> {tg.name = "x", tg.role = #tg.role<input>},
+                   %w: tensor<3xf32> {tg.name = "w", tg.role = #tg.role<param>, tg.init = #tg.init<normal(0.0, 1.0)>})
+    -> (tensor<f32> {tg.role = #tg.role<loss>}) {
   %0 = tg.mul %x, %w : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
   %1 = tg.mean %0 axes = [0, 1] : tensor<4x3xf32> -> tensor<f32>
   return %1 : tensor<f32>

@@ -17,7 +17,7 @@
 // NAMED-LABEL: func.func @helper
 // NAMED-NOT: llvm.emit_c_interface
 // NAMED: return
-func.func @train_step(%w: tensor<4xf32> {tg.name = "w", tg.role = "param"}) -> (tensor<4xf32> {tg.name = "w", tg.role = "param"}) {
+func.func @train_step(%w: tensor<4xf32> {tg.name = "w", tg.role = #tg.role<param>}) -> (tensor<4xf32> {tg.name = "w", tg.role = #tg.role<param>}) {
   return %w : tensor<4xf32>
 }
 func.func @helper(%x: tensor<4xf32>) -> tensor<4xf32> {

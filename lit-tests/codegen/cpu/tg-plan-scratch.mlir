@@ -1,7 +1,7 @@
 // RUN: tg-opt %s --tg-plan-scratch | FileCheck %s
 
 // Buffers a planned function still allocates after bufferization go into a
-// region appended to its arena (marked {tgc.arena}): two whose lifetimes
+// region appended to its arena (marked {tg.arena}): two whose lifetimes
 // overlap get disjoint slots, a later one reuses the first slot, deallocs
 // go, the arena grows, and the module records the final size. A buffer
 // that escapes (returned) stays an allocation; functions without an arena
@@ -9,9 +9,9 @@
 
 // The arena of 1000 bytes is rounded up to 1024; %a and %b (live together)
 // take 256 bytes each after it, %c reuses %a's slot.
-// CHECK: module attributes {tgc.arena_bytes = {step = 1536 : i64}}
+// CHECK: module attributes {tg.arena_bytes = {step = 1536 : i64}}
 // CHECK-LABEL: func.func @step(
-// CHECK-SAME: %[[ARENA:[a-z0-9_]+]]: memref<1536xi8> {tgc.arena}
+// CHECK-SAME: %[[ARENA:[a-z0-9_]+]]: memref<1536xi8> {tg.arena}
 // CHECK: %[[C1024:.+]] = arith.constant 1024 : index
 // CHECK: %[[A:.+]] = memref.view %[[ARENA]][%[[C1024]]][] : memref<1536xi8> to memref<64xf32>
 // CHECK: %[[C1280:.+]] = arith.constant 1280 : index
@@ -23,7 +23,7 @@
 // CHECK: %[[KEEP:.+]] = memref.alloc() : memref<8xf32>
 // CHECK-NOT: memref.dealloc
 // CHECK: return %[[KEEP]]
-func.func @step(%x: memref<4xf32>, %arena: memref<1000xi8> {tgc.arena}) -> memref<8xf32> {
+func.func @step(%x: memref<4xf32>, %arena: memref<1000xi8> {tg.arena}) -> memref<8xf32> {
   %zero = arith.constant 0.0 : f32
   %a = memref.alloc() : memref<64xf32>
   %b = memref.alloc() : memref<32xf32>

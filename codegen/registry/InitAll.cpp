@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/InitAll.h"
+#include "codegen/registry/InitAll.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
 #ifdef TGC_HAVE_CPU

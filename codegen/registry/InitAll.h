@@ -1,12 +1,14 @@
 //===- InitAll.h - register everything TGC uses -----------------*- C++ -*-===//
 //
 // One registration function for dialects and one for passes, used by tg-opt,
-// tgc and the tests alike, so all three see the same world.
+// tgc, tg-eval, the JIT API and the tests alike, so all of them see the same
+// world. It lives above every backend (passes/ knows none of them): the
+// tools depend on it, it depends on passes/ and on each codegen/ target.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TGC_PASSES_INITALL_H
-#define TGC_PASSES_INITALL_H
+#ifndef TGC_CODEGEN_REGISTRY_INITALL_H
+#define TGC_CODEGEN_REGISTRY_INITALL_H
 
 namespace mlir {
 class DialectRegistry;
@@ -22,4 +24,4 @@ void registerAllPasses();
 } // namespace tg
 } // namespace mlir
 
-#endif // TGC_PASSES_INITALL_H
+#endif // TGC_CODEGEN_REGISTRY_INITALL_H

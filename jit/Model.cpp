@@ -2,13 +2,16 @@
 //
 // See include/tgc/Jit.h: frontend -> training pipeline -> CPU JIT, with the
 // persistent tensors (roles param, state, step) kept by name between calls.
+// Everything MLIR lives in Model::Impl, so the public header has none.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Jit.h"
 #include "frontend/MLIRGen.h"
 #include "frontend/Sema.h"
-#include "passes/InitAll.h"
+#include "codegen/cpu/Jit.h"
+#include "codegen/registry/InitAll.h"
+#include "dialects/TGDialect.h"
 #include "passes/Pipelines.h"
 #include "tgc/Builder.h"
 
@@ -24,8 +27,24 @@ using namespace mlir;
 
 namespace tgc {
 
-Model::Model() = default;
+struct Model::Impl {
+  /// Calls `entry` with its persistent arguments taken from `persistent`
+  /// and the others from `given`; stores the persistent results back.
+  bool call(const std::string &entry, const TensorMap &given,
+            TensorMap &results, std::string &error);
+
+  std::unique_ptr<MLIRContext> context;
+  std::unique_ptr<tg::cpu::JitModule> jit;
+  /// Each entry's arguments and results as (role, name), in order.
+  using Tags = std::vector<std::pair<tg::Role, std::string>>;
+  std::map<std::string, std::pair<Tags, Tags>> signatures;
+  TensorMap persistent, inputs;
+};
+
+Model::Model(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 Model::~Model() = default;
+const TensorMap &Model::state() const { return impl->persistent; }
+const TensorMap &Model::inputSpecs() const { return impl->inputs; }
 
 namespace {
 /// A context with TGC's dialects whose diagnostics are collected.
@@ -39,8 +58,9 @@ std::unique_ptr<MLIRContext> makeContext(std::string &diagnostics) {
   return ctx;
 }
 
-bool isPersistent(const std::string &role) {
-  return role == "param" || role == "state" || role == "step";
+bool isPersistent(tg::Role role) {
+  return role == tg::Role::param || role == tg::Role::state ||
+         role == tg::Role::step;
 }
 } // namespace
 
@@ -71,32 +91,31 @@ std::unique_ptr<Model> Model::compileGraph(Builder &builder,
     error = "JIT compilation failed: " + diagnostics;
     return nullptr;
   }
-  std::unique_ptr<Model> model(new Model());
+  auto model = std::make_unique<Impl>();
   for (auto fn : module->getOps<func::FuncOp>()) {
     auto &[args, results] = model->signatures[fn.getName().str()];
-    auto tag = [](DictionaryAttr attrs) {
-      auto get = [&](StringRef k) {
-        auto a = attrs ? attrs.getAs<StringAttr>(k) : StringAttr();
-        return a ? a.getValue().str() : std::string();
-      };
-      return std::make_pair(get("tg.role"), get("tg.name"));
+    auto tag = [](DictionaryAttr attrs, tg::Role untagged) {
+      auto role = attrs ? attrs.getAs<tg::RoleAttr>(tg::attr::role) : nullptr;
+      auto name = attrs ? attrs.getAs<StringAttr>(tg::attr::name) : nullptr;
+      return std::make_pair(role ? role.getValue() : untagged,
+                            name ? name.getValue().str() : std::string());
     };
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      args.push_back(tag(fn.getArgAttrDict(i)));
+      args.push_back(tag(fn.getArgAttrDict(i), tg::Role::input));
     for (unsigned i = 0; i < fn.getNumResults(); ++i)
-      results.push_back(tag(fn.getResultAttrDict(i)));
+      results.push_back(tag(fn.getResultAttrDict(i), tg::Role::output));
     if (fn.getName() == "train_step")
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-        if (args[i].first == "input") {
+        if (args[i].first == tg::Role::input) {
           auto t = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
           auto ht = tg::cpu::hostTypeOf(t.getElementType());
           model->inputs[args[i].second] =
-              HostTensor::zeros(t.getShape(), succeeded(ht) ? *ht : HostType::F32);
+              HostTensor::zeros(t.getShape().vec(), succeeded(ht) ? *ht : HostType::F32);
         }
   }
   model->jit = std::move(*compiled);
   model->context = std::move(ctx);
-  return model;
+  return std::unique_ptr<Model>(new Model(std::move(model)));
 }
 
 std::unique_ptr<Model> Model::compileFile(
@@ -121,7 +140,7 @@ std::unique_ptr<Model> Model::compileFile(
   return compileGraph(*builder, error);
 }
 
-bool Model::call(const std::string &entry, const TensorMap &given,
+bool Model::Impl::call(const std::string &entry, const TensorMap &given,
                  TensorMap &results, std::string &error) {
   auto it = signatures.find(entry);
   if (it == signatures.end()) {
@@ -156,13 +175,13 @@ bool Model::init(int64_t seed, std::string &error) {
   HostTensor s = HostTensor::zeros({}, HostType::I64);
   s.set(0, double(seed));
   TensorMap results;
-  return call("init", {{"seed", s}}, results, error);
+  return impl->call("init", {{"seed", s}}, results, error);
 }
 
 bool Model::trainStep(const TensorMap &given, double &loss,
                       std::string &error) {
   TensorMap results;
-  if (!call("train_step", given, results, error))
+  if (!impl->call("train_step", given, results, error))
     return false;
   loss = results["loss"].get(0);
   return true;
@@ -171,7 +190,7 @@ bool Model::trainStep(const TensorMap &given, double &loss,
 bool Model::eval(const TensorMap &given, TensorMap &outputs,
                  std::string &error) {
   // eval's parameters are arguments with role "param": the current state.
-  return call("eval", given, outputs, error);
+  return impl->call("eval", given, outputs, error);
 }
 
 } // namespace tgc
