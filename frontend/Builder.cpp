@@ -215,7 +215,7 @@ struct Builder::Impl {
     if (std::string why = checkShape(shape); !why.empty())
       return reject("result of " + OpTy::getOperationName().str() + ": " + why);
     if (mlir::failed(mlir::verify(op)))
-      return reject(message);
+      return reject(message.empty() ? name + "does not verify" : message);
     last.clear();
     values.push_back({op->getResult(0), TensorType{*dtype, std::move(shape)}});
     return static_cast<int>(values.size() - 1);

@@ -167,3 +167,34 @@ TEST_CASE("parameter scopes compose like call sites") {
   REQUIRE(params.size() == 1);
   CHECK(params[0].name == "h.0.attn.weight");
 }
+
+TEST_CASE("Builder keeps the verifier's message for ops without inference") {
+  Builder b("types");
+  Tensor n = b.input("n", {DType::I32, {4}});
+  CHECK_FALSE(b.exp(n));
+  REQUIRE(b.errors().size() == 1);
+  CHECK(b.errors()[0].rfind("'tg.exp' op operand #0 must be", 0) == 0);
+  // A result the language does not allow (a zero-size dimension) is refused
+  // although the dialect accepts it.
+  Tensor x = b.input("x", {DType::F32, {4, 8}});
+  CHECK_FALSE(b.slice(x, {0, 3}, {4, 3}, {1, 1}));
+  CHECK(b.lastError() == "result of tg.slice would have a dimension of size 0");
+  CHECK(b.reshape(x, {-1, 4}).shape() == Shape{8, 4});
+}
+
+TEST_CASE("Builder builds into a caller's context, and again after build()") {
+  mlir::MLIRContext ctx;
+  Builder b(ctx, "m");
+  CHECK(&b.context() == &ctx);
+  Tensor x = b.input("x", {DType::F32, {2, 3}});
+  b.output("y", b.relu(x));
+  auto first = b.build();
+  REQUIRE(first);
+  CHECK(first->getContext() == &ctx);
+  // build() returned a copy: the model can grow and be built again.
+  b.output("z", b.cos(x));
+  auto second = b.build();
+  REQUIRE(second);
+  CHECK(print(*first).find("tg.cos") == std::string::npos);
+  CHECK(print(*second).find("tg.cos") != std::string::npos);
+}
