@@ -1,4 +1,5 @@
-//===- Builder.cpp - C++ graph-builder API, creating tg ops directly -*- C++ -*-===//
+//===- Builder.cpp - C++ graph-builder API, creating tg ops directly -*- C++
+//-*-===//
 //
 // Each call of tgc::Builder creates its `tg` op at once, in the body of a
 // `func.func @forward` under construction, the way Toy's MLIRGen does: a real
@@ -66,13 +67,20 @@ std::string checkShape(const Shape &s) {
 }
 
 std::optional<DType> dtypeOf(mlir::Type t) {
-  if (t.isF32()) return DType::F32;
-  if (t.isF64()) return DType::F64;
-  if (t.isBF16()) return DType::BF16;
-  if (t.isF16()) return DType::F16;
-  if (t.isInteger(32)) return DType::I32;
-  if (t.isInteger(64)) return DType::I64;
-  if (t.isInteger(1)) return DType::I1;
+  if (t.isF32())
+    return DType::F32;
+  if (t.isF64())
+    return DType::F64;
+  if (t.isBF16())
+    return DType::BF16;
+  if (t.isF16())
+    return DType::F16;
+  if (t.isInteger(32))
+    return DType::I32;
+  if (t.isInteger(64))
+    return DType::I64;
+  if (t.isInteger(1))
+    return DType::I1;
   return std::nullopt;
 }
 } // namespace
@@ -99,7 +107,8 @@ Tensor Tensor::matmul(const Tensor &rhs, Location loc) const {
 struct Builder::Impl {
   Impl(mlir::MLIRContext *given, std::string modelName)
       : owned(given ? nullptr : std::make_unique<mlir::MLIRContext>()),
-        ctx(given ? *given : *owned), ob(&ctx), modelName(std::move(modelName)) {
+        ctx(given ? *given : *owned), ob(&ctx),
+        modelName(std::move(modelName)) {
     ctx.getOrLoadDialect<tg::TGDialect>();
     ctx.getOrLoadDialect<mlir::func::FuncDialect>();
     module = mlir::ModuleOp::create(ob.getUnknownLoc());
@@ -136,7 +145,8 @@ struct Builder::Impl {
     last.clear();
     return -1;
   }
-  bool valid(const Builder *self, std::initializer_list<const Tensor *> ts) const {
+  bool valid(const Builder *self,
+             std::initializer_list<const Tensor *> ts) const {
     for (const Tensor *t : ts)
       if (!*t || t->builder() != self)
         return false;
@@ -155,13 +165,20 @@ struct Builder::Impl {
 
   mlir::Type elt(DType t) {
     switch (t) {
-    case DType::F32: return ob.getF32Type();
-    case DType::F64: return ob.getF64Type();
-    case DType::BF16: return ob.getBF16Type();
-    case DType::F16: return ob.getF16Type();
-    case DType::I32: return ob.getI32Type();
-    case DType::I64: return ob.getI64Type();
-    case DType::I1: return ob.getI1Type();
+    case DType::F32:
+      return ob.getF32Type();
+    case DType::F64:
+      return ob.getF64Type();
+    case DType::BF16:
+      return ob.getBF16Type();
+    case DType::F16:
+      return ob.getF16Type();
+    case DType::I32:
+      return ob.getI32Type();
+    case DType::I64:
+      return ob.getI64Type();
+    case DType::I1:
+      return ob.getI1Type();
     }
     return ob.getF32Type();
   }
@@ -200,11 +217,14 @@ struct Builder::Impl {
       if (mlir::failed(infer.inferReturnTypes(
               &ctx, where, op->getOperands(), op->getRawDictionaryAttrs(),
               op->getPropertiesStorage(), op->getRegions(), types)))
-        return reject(name + (message.empty() ? "has invalid operands" : message));
+        return reject(name +
+                      (message.empty() ? "has invalid operands" : message));
       op->getResult(0).setType(types.front());
     }
-    auto result = mlir::dyn_cast<mlir::RankedTensorType>(op->getResult(0).getType());
-    std::optional<DType> dtype = result ? dtypeOf(result.getElementType()) : std::nullopt;
+    auto result =
+        mlir::dyn_cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    std::optional<DType> dtype =
+        result ? dtypeOf(result.getElementType()) : std::nullopt;
     if (!dtype)
       return reject(name + "has no result type");
     Shape shape(result.getShape());
@@ -257,10 +277,14 @@ Builder::Scope::Scope(Builder &b, const std::string &name)
 Builder::Scope::~Scope() { b.impl->prefix.resize(saved); }
 
 const std::string &Builder::scopePrefix() const { return impl->prefix; }
-const std::vector<std::string> &Builder::errors() const { return impl->errorList; }
+const std::vector<std::string> &Builder::errors() const {
+  return impl->errorList;
+}
 const std::string &Builder::lastError() const { return impl->last; }
 void Builder::setMaxNodes(size_t n) { impl->maxNodes = n; }
-const TensorType &Builder::typeOf(int id) const { return impl->values[id].type; }
+const TensorType &Builder::typeOf(int id) const {
+  return impl->values[id].type;
+}
 size_t Builder::numResults() const { return impl->results.size(); }
 bool Builder::hasLoss() const {
   return llvm::any_of(impl->results,
@@ -289,7 +313,8 @@ Tensor Builder::argument(const std::string &name, const std::string &role,
   Impl &m = *impl;
   std::string full = m.prefix.empty() ? name : m.prefix + "." + name;
   if (std::string why = checkShape(type.shape); !why.empty())
-    return wrap(m.fail("invalid shape for " + role + " '" + full + "': " + why));
+    return wrap(
+        m.fail("invalid shape for " + role + " '" + full + "': " + why));
   for (const Impl::Arg &a : m.args)
     if (a.name == full)
       return wrap(m.fail("duplicate " + role + " name '" + full +
@@ -312,8 +337,10 @@ Tensor Builder::param(const std::string &name, TensorType type, Init init,
                       Location loc) {
   if (!isFloat(type.dtype))
     return wrap(impl->fail("parameter '" + name +
-                           "' must have a floating-point type, not " + type.str()));
-  return argument(name, "param", std::move(type), std::move(init), std::move(loc));
+                           "' must have a floating-point type, not " +
+                           type.str()));
+  return argument(name, "param", std::move(type), std::move(init),
+                  std::move(loc));
 }
 
 Tensor Builder::constant(double value, TensorType type, Location loc) {
@@ -326,16 +353,17 @@ Tensor Builder::constant(double value, TensorType type, Location loc) {
                                             : 1.0;
     double lo = type.dtype == DType::I1 ? 0.0 : -lim;
     if (!(value >= lo && value <= lim) || value != std::floor(value))
-      return wrap(m.fail("the number " + std::to_string(value) + " does not fit " +
-                         dtypeName(type.dtype)));
+      return wrap(m.fail("the number " + std::to_string(value) +
+                         " does not fit " + dtypeName(type.dtype)));
   }
   mlir::RankedTensorType t = m.type(type);
   mlir::Type e = t.getElementType();
-  mlir::Attribute scalar =
-      mlir::isa<mlir::FloatType>(e)
-          ? mlir::Attribute(m.ob.getFloatAttr(e, value))
-          : mlir::Attribute(m.ob.getIntegerAttr(e, static_cast<int64_t>(value)));
-  auto attr = mlir::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(t, scalar));
+  mlir::Attribute scalar = mlir::isa<mlir::FloatType>(e)
+                               ? mlir::Attribute(m.ob.getFloatAttr(e, value))
+                               : mlir::Attribute(m.ob.getIntegerAttr(
+                                     e, static_cast<int64_t>(value)));
+  auto attr =
+      mlir::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(t, scalar));
   return wrap(m.make<tg::ConstantOp>(loc, t, attr));
 }
 
@@ -347,7 +375,7 @@ Tensor Builder::constant(double value, TensorType type, Location loc) {
   Tensor Builder::method(Tensor x, Location l) {                               \
     if (!impl->valid(this, {&x}))                                              \
       return wrap(impl->poison());                                             \
-    return wrap(impl->make<tg::op>(l, impl->v(x).getType(), impl->v(x)));     \
+    return wrap(impl->make<tg::op>(l, impl->v(x).getType(), impl->v(x)));      \
   }
 #define TGC_BINARY(method, builtin, op)                                        \
   Tensor Builder::method(Tensor a, Tensor b, Location l) {                     \
@@ -370,22 +398,25 @@ Tensor Builder::cmp(CmpPredicate p, Tensor a, Tensor b, Location loc) {
 Tensor Builder::select(Tensor c, Tensor t, Tensor f, Location loc) {
   if (!impl->valid(this, {&c, &t, &f}))
     return wrap(impl->poison());
-  return wrap(impl->make<tg::SelectOp>(loc, {}, impl->v(c), impl->v(t), impl->v(f)));
+  return wrap(
+      impl->make<tg::SelectOp>(loc, {}, impl->v(c), impl->v(t), impl->v(f)));
 }
 
 Tensor Builder::gelu(Tensor x, bool tanhApprox, Location loc) {
   if (!impl->valid(this, {&x}))
     return wrap(impl->poison());
   auto approx = tg::GeluApproximationAttr::get(
-      &impl->ctx, tanhApprox ? tg::GeluApproximation::tanh
-                             : tg::GeluApproximation::none);
-  return wrap(impl->make<tg::GeluOp>(loc, impl->v(x).getType(), impl->v(x), approx));
+      &impl->ctx,
+      tanhApprox ? tg::GeluApproximation::tanh : tg::GeluApproximation::none);
+  return wrap(
+      impl->make<tg::GeluOp>(loc, impl->v(x).getType(), impl->v(x), approx));
 }
 
 Tensor Builder::cast(Tensor x, DType to, Location loc) {
   if (!impl->valid(this, {&x}))
     return wrap(impl->poison());
-  return wrap(impl->make<tg::CastOp>(loc, impl->type({to, x.shape()}), impl->v(x)));
+  return wrap(
+      impl->make<tg::CastOp>(loc, impl->type({to, x.shape()}), impl->v(x)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -413,9 +444,9 @@ Tensor Builder::reduce(Tensor x, std::vector<int64_t> axes, bool keepdims,
   for (int64_t &a : axes)
     a = normAxis(a, rank);
   std::sort(axes.begin(), axes.end());
-  return wrap(impl->make<OpTy>(loc, {}, impl->v(x),
-                               impl->ob.getDenseI64ArrayAttr(axes),
-                               keepdims ? impl->ob.getUnitAttr() : mlir::UnitAttr()));
+  return wrap(
+      impl->make<OpTy>(loc, {}, impl->v(x), impl->ob.getDenseI64ArrayAttr(axes),
+                       keepdims ? impl->ob.getUnitAttr() : mlir::UnitAttr()));
 }
 
 Tensor Builder::sum(Tensor x, std::vector<int64_t> a, bool k, Location l) {
@@ -438,8 +469,8 @@ Tensor Builder::softmax(Tensor x, int64_t axis, Location loc) {
 Tensor Builder::logSoftmax(Tensor x, int64_t axis, Location loc) {
   if (!impl->valid(this, {&x}))
     return wrap(impl->poison());
-  return wrap(impl->make<tg::LogSoftmaxOp>(loc, impl->v(x).getType(), impl->v(x),
-                                           impl->ob.getI64IntegerAttr(axis)));
+  return wrap(impl->make<tg::LogSoftmaxOp>(
+      loc, impl->v(x).getType(), impl->v(x), impl->ob.getI64IntegerAttr(axis)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -450,9 +481,9 @@ Tensor Builder::crossEntropy(Tensor logits, Tensor labels, int64_t ignoreIndex,
                              Location loc) {
   if (!impl->valid(this, {&logits, &labels}))
     return wrap(impl->poison());
-  return wrap(impl->make<tg::CrossEntropyOp>(loc, {}, impl->v(logits),
-                                             impl->v(labels),
-                                             impl->ob.getI64IntegerAttr(ignoreIndex)));
+  return wrap(
+      impl->make<tg::CrossEntropyOp>(loc, {}, impl->v(logits), impl->v(labels),
+                                     impl->ob.getI64IntegerAttr(ignoreIndex)));
 }
 
 Tensor Builder::mseLoss(Tensor a, Tensor b, Location loc) {
@@ -475,7 +506,8 @@ Tensor Builder::rmsNorm(Tensor x, Tensor scale, double eps, Location loc) {
   if (!impl->valid(this, {&x}) || (scale && !impl->valid(this, {&scale})))
     return wrap(impl->poison());
   return wrap(impl->make<tg::RmsNormOp>(loc, impl->v(x).getType(), impl->v(x),
-                                        impl->v(scale), impl->ob.getF64FloatAttr(eps)));
+                                        impl->v(scale),
+                                        impl->ob.getF64FloatAttr(eps)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -485,7 +517,8 @@ Tensor Builder::rmsNorm(Tensor x, Tensor scale, double eps, Location loc) {
 Tensor Builder::embedding(Tensor table, Tensor indices, Location loc) {
   if (!impl->valid(this, {&table, &indices}))
     return wrap(impl->poison());
-  return wrap(impl->make<tg::EmbeddingOp>(loc, {}, impl->v(table), impl->v(indices)));
+  return wrap(
+      impl->make<tg::EmbeddingOp>(loc, {}, impl->v(table), impl->v(indices)));
 }
 
 Tensor Builder::reshape(Tensor x, Shape shape, Location loc) {
@@ -500,14 +533,14 @@ Tensor Builder::reshape(Tensor x, Shape shape, Location loc) {
         known = known > kMaxElements / *it ? kMaxElements + 1 : known * *it;
     int64_t total = x.type().numElements();
     if (known > kMaxElements || total % known)
-      return wrap(impl->fail("reshape: cannot reshape " + x.type().str() + " (" +
-                             std::to_string(total) + " elements) into " +
+      return wrap(impl->fail("reshape: cannot reshape " + x.type().str() +
+                             " (" + std::to_string(total) + " elements) into " +
                              join(shape)));
     *infer = total / known;
   }
   if (std::string why = checkShape(shape); !why.empty())
-    return wrap(impl->fail("reshape: invalid target shape " + join(shape) + ": " +
-                           why));
+    return wrap(impl->fail("reshape: invalid target shape " + join(shape) +
+                           ": " + why));
   return wrap(impl->make<tg::ReshapeOp>(loc, impl->type({x.dtype(), shape}),
                                         impl->v(x)));
 }
@@ -536,10 +569,9 @@ Tensor Builder::slice(Tensor x, std::vector<int64_t> start,
   if (!impl->valid(this, {&x}))
     return wrap(impl->poison());
   mlir::OpBuilder &ob = impl->ob;
-  return wrap(impl->make<tg::SliceOp>(loc, {}, impl->v(x),
-                                      ob.getDenseI64ArrayAttr(start),
-                                      ob.getDenseI64ArrayAttr(limit),
-                                      ob.getDenseI64ArrayAttr(step)));
+  return wrap(impl->make<tg::SliceOp>(
+      loc, {}, impl->v(x), ob.getDenseI64ArrayAttr(start),
+      ob.getDenseI64ArrayAttr(limit), ob.getDenseI64ArrayAttr(step)));
 }
 
 Tensor Builder::concat(std::vector<Tensor> xs, int64_t axis, Location loc) {
@@ -558,8 +590,8 @@ Tensor Builder::concat(std::vector<Tensor> xs, int64_t axis, Location loc) {
 Tensor Builder::causalMask(Tensor x, double value, Location loc) {
   if (!impl->valid(this, {&x}))
     return wrap(impl->poison());
-  return wrap(impl->make<tg::CausalMaskOp>(loc, impl->v(x).getType(), impl->v(x),
-                                           impl->ob.getF64FloatAttr(value)));
+  return wrap(impl->make<tg::CausalMaskOp>(
+      loc, impl->v(x).getType(), impl->v(x), impl->ob.getF64FloatAttr(value)));
 }
 
 Tensor Builder::dropout(Tensor x, Tensor seed, double p, Location loc) {
@@ -568,10 +600,12 @@ Tensor Builder::dropout(Tensor x, Tensor seed, double p, Location loc) {
   // Each dropout draws its own stream of the seed's random numbers.
   return wrap(impl->make<tg::DropoutOp>(
       loc, impl->v(x).getType(), impl->v(x), impl->v(seed),
-      impl->ob.getF64FloatAttr(p), impl->ob.getI64IntegerAttr(impl->dropoutStreams++)));
+      impl->ob.getF64FloatAttr(p),
+      impl->ob.getI64IntegerAttr(impl->dropoutStreams++)));
 }
 
-Tensor Builder::oneHot(Tensor indices, int64_t classes, DType dtype, Location loc) {
+Tensor Builder::oneHot(Tensor indices, int64_t classes, DType dtype,
+                       Location loc) {
   if (!impl->valid(this, {&indices}))
     return wrap(impl->poison());
   Shape shape = indices.shape();
@@ -587,8 +621,9 @@ Tensor Builder::oneHot(Tensor indices, int64_t classes, DType dtype, Location lo
 //===----------------------------------------------------------------------===//
 
 Tensor Builder::conv2d(Tensor x, Tensor w, std::vector<int64_t> stride,
-                       std::vector<int64_t> padding, std::vector<int64_t> dilation,
-                       int64_t groups, Location loc) {
+                       std::vector<int64_t> padding,
+                       std::vector<int64_t> dilation, int64_t groups,
+                       Location loc) {
   if (!impl->valid(this, {&x, &w}))
     return wrap(impl->poison());
   mlir::OpBuilder &ob = impl->ob;
@@ -598,26 +633,27 @@ Tensor Builder::conv2d(Tensor x, Tensor w, std::vector<int64_t> stride,
       ob.getI64IntegerAttr(groups)));
 }
 
-Tensor Builder::maxPool2d(Tensor x, std::vector<int64_t> k, std::vector<int64_t> s,
-                          std::vector<int64_t> p, Location loc) {
-  if (!impl->valid(this, {&x}))
-    return wrap(impl->poison());
-  mlir::OpBuilder &ob = impl->ob;
-  return wrap(impl->make<tg::MaxPool2dOp>(loc, {}, impl->v(x),
-                                          ob.getDenseI64ArrayAttr(k),
-                                          ob.getDenseI64ArrayAttr(s),
-                                          ob.getDenseI64ArrayAttr(p)));
-}
-
-Tensor Builder::avgPool2d(Tensor x, std::vector<int64_t> k, std::vector<int64_t> s,
-                          std::vector<int64_t> p, bool countIncludePad,
+Tensor Builder::maxPool2d(Tensor x, std::vector<int64_t> k,
+                          std::vector<int64_t> s, std::vector<int64_t> p,
                           Location loc) {
   if (!impl->valid(this, {&x}))
     return wrap(impl->poison());
   mlir::OpBuilder &ob = impl->ob;
+  return wrap(impl->make<tg::MaxPool2dOp>(
+      loc, {}, impl->v(x), ob.getDenseI64ArrayAttr(k),
+      ob.getDenseI64ArrayAttr(s), ob.getDenseI64ArrayAttr(p)));
+}
+
+Tensor Builder::avgPool2d(Tensor x, std::vector<int64_t> k,
+                          std::vector<int64_t> s, std::vector<int64_t> p,
+                          bool countIncludePad, Location loc) {
+  if (!impl->valid(this, {&x}))
+    return wrap(impl->poison());
+  mlir::OpBuilder &ob = impl->ob;
   return wrap(impl->make<tg::AvgPool2dOp>(
-      loc, {}, impl->v(x), ob.getDenseI64ArrayAttr(k), ob.getDenseI64ArrayAttr(s),
-      ob.getDenseI64ArrayAttr(p), ob.getBoolAttr(countIncludePad)));
+      loc, {}, impl->v(x), ob.getDenseI64ArrayAttr(k),
+      ob.getDenseI64ArrayAttr(s), ob.getDenseI64ArrayAttr(p),
+      ob.getBoolAttr(countIncludePad)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -631,13 +667,14 @@ void Builder::minimize(Tensor loss, const std::string &name, Location loc) {
     return;
   }
   if (!loss.shape().empty() || !isFloat(loss.dtype())) {
-    m.fail("minimize needs a floating-point scalar loss, got " + loss.type().str() +
-           " (reduce it with mean or sum)");
+    m.fail("minimize needs a floating-point scalar loss, got " +
+           loss.type().str() + " (reduce it with mean or sum)");
     return;
   }
   for (const Impl::Result &r : m.results)
     if (r.role == "loss") {
-      m.fail("the model already minimizes '" + r.name + "'; only one loss is allowed");
+      m.fail("the model already minimizes '" + r.name +
+             "'; only one loss is allowed");
       return;
     }
   m.results.push_back({name, "loss", loss.id(), std::move(loc)});
@@ -669,11 +706,16 @@ mlir::DictionaryAttr configDict(mlir::OpBuilder &b, const ConfigDict &d) {
 
 mlir::Attribute configAttr(mlir::OpBuilder &b, const ConfigValue &v) {
   switch (v.kind) {
-  case ConfigValue::Int: return b.getI64IntegerAttr(v.i);
-  case ConfigValue::Float: return b.getF64FloatAttr(v.f);
-  case ConfigValue::String: return b.getStringAttr(v.s);
-  case ConfigValue::Bool: return b.getBoolAttr(v.i != 0);
-  case ConfigValue::Dict: return configDict(b, v.dict);
+  case ConfigValue::Int:
+    return b.getI64IntegerAttr(v.i);
+  case ConfigValue::Float:
+    return b.getF64FloatAttr(v.f);
+  case ConfigValue::String:
+    return b.getStringAttr(v.s);
+  case ConfigValue::Bool:
+    return b.getBoolAttr(v.i != 0);
+  case ConfigValue::Dict:
+    return configDict(b, v.dict);
   }
   return {};
 }
@@ -701,7 +743,8 @@ mlir::OwningOpRef<mlir::ModuleOp> Builder::build() {
   // A copy gets the signature, the tags and the return, so that building can
   // go on after this call.
   mlir::IRMapping map;
-  auto module = mlir::cast<mlir::ModuleOp>(m.module->getOperation()->clone(map));
+  auto module =
+      mlir::cast<mlir::ModuleOp>(m.module->getOperation()->clone(map));
   mlir::OwningOpRef<mlir::ModuleOp> owned(module);
   mlir::OpBuilder &b = m.ob;
   module->setAttr(tg::attr::model, b.getStringAttr(m.modelName));
@@ -722,8 +765,9 @@ mlir::OwningOpRef<mlir::ModuleOp> Builder::build() {
     func.setArgAttr(i, tg::attr::name, b.getStringAttr(a.name));
     func.setArgAttr(i, tg::attr::role, b.getStringAttr(a.role));
     if (a.role == "param")
-      func.setArgAttr(i, tg::attr::init,
-                      tg::InitializerAttr::get(&m.ctx, a.init.kind, a.init.args));
+      func.setArgAttr(
+          i, tg::attr::init,
+          tg::InitializerAttr::get(&m.ctx, a.init.kind, a.init.args));
   }
   for (size_t i = 0; i < m.results.size(); ++i) {
     func.setResultAttr(i, tg::attr::name, b.getStringAttr(m.results[i].name));
@@ -747,8 +791,10 @@ std::vector<ParamInfo> tgc::listParams(mlir::ModuleOp module) {
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     auto role = func.getArgAttrOfType<mlir::StringAttr>(i, tg::attr::role);
     auto name = func.getArgAttrOfType<mlir::StringAttr>(i, tg::attr::name);
-    auto type = mlir::dyn_cast<mlir::RankedTensorType>(func.getArgumentTypes()[i]);
-    std::optional<DType> dtype = type ? dtypeOf(type.getElementType()) : std::nullopt;
+    auto type =
+        mlir::dyn_cast<mlir::RankedTensorType>(func.getArgumentTypes()[i]);
+    std::optional<DType> dtype =
+        type ? dtypeOf(type.getElementType()) : std::nullopt;
     if (!role || role.getValue() != "param" || !name || !dtype)
       continue;
     TensorType t{*dtype, Shape(type.getShape())};

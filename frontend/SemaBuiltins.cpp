@@ -71,18 +71,20 @@ Value Sema::biUnary(const Expr &e, Args &a) {
         return Value::ofInt(n == "neg" ? -v.i : std::llabs(v.i));
       return Value::ofFloat(n == "neg" ? -x : std::fabs(x));
     }
-    std::optional<double> r = n == "exp" ? std::exp(x)
-             : n == "log" ? std::log(x)
-             : n == "sqrt" ? std::sqrt(x)
-             : n == "rsqrt" ? 1.0 / std::sqrt(x)
-             : n == "tanh" ? std::tanh(x)
-             : n == "erf" ? std::erf(x)
-             : n == "cos" ? std::cos(x)
-             : n == "sin" ? std::sin(x)
-             : n == "sigmoid" ? 1.0 / (1.0 + std::exp(-x))
-             : n == "relu" ? std::max(0.0, x)
-             : n == "silu" ? x / (1.0 + std::exp(-x))
-             : std::optional<double>(); // an op without a fold takes tensors
+    std::optional<double> r =
+        n == "exp"       ? std::exp(x)
+        : n == "log"     ? std::log(x)
+        : n == "sqrt"    ? std::sqrt(x)
+        : n == "rsqrt"   ? 1.0 / std::sqrt(x)
+        : n == "tanh"    ? std::tanh(x)
+        : n == "erf"     ? std::erf(x)
+        : n == "cos"     ? std::cos(x)
+        : n == "sin"     ? std::sin(x)
+        : n == "sigmoid" ? 1.0 / (1.0 + std::exp(-x))
+        : n == "relu"    ? std::max(0.0, x)
+        : n == "silu"
+            ? x / (1.0 + std::exp(-x))
+            : std::optional<double>(); // an op without a fold takes tensors
     if (r)
       return Value::ofFloat(*r);
   }
