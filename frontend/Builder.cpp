@@ -1,19 +1,39 @@
-//===- Builder.cpp - shape-checked construction of forward graphs -*- C++ -*-===//
+//===- Builder.cpp - C++ graph-builder API, creating tg ops directly -*- C++
+//-*-===//
 //
-// Every op's result type is inferred here, with the rules of docs/
-// dialect-plan.md, before any MLIR exists: a mistake becomes a sentence naming
-// the shapes involved instead of a failed verifier or an assert in an op
-// builder. The .tg frontend turns these sentences into file:line:col errors.
+// Each call of tgc::Builder creates its `tg` op at once, in the body of a
+// `func.func @forward` under construction, the way Toy's MLIRGen does: a real
+// location on every op, verify() at the end. There are no shape rules here.
+// A result type comes from the op's own type inference (dialects/
+// TGShapes.cpp), and every operand check from its verifier; their messages,
+// caught with a diagnostic handler, become the Builder's errors, so a model
+// written in C++ or .tg is checked by exactly the rules the passes rely on.
+//
+// What stays here is the API's own business: names, roles and initializers
+// of arguments, conveniences such as negative axes and `-1` in reshape, the
+// results, and limits that keep fuzzed input small.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Builder.h"
 
+#include "dialects/TGDialect.h"
+#include "dialects/TGOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 using namespace tgc;
+namespace tg = mlir::tg;
+using mlir::Value;
 
 namespace {
 /// Largest accepted element count; keeps all size arithmetic in range.
@@ -26,14 +46,42 @@ std::string join(const std::vector<int64_t> &v) {
   return s + "]";
 }
 
-/// Normalises a possibly negative axis; false when out of range.
-bool normAxis(int64_t &axis, size_t rank) {
+/// Normalises a negative axis in range; leaves any other value for the op's
+/// verifier to report.
+int64_t normAxis(int64_t axis, size_t rank) {
   int64_t r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r)
-    return false;
-  if (axis < 0)
-    axis += r;
-  return true;
+  return axis < 0 && axis >= -r ? axis + r : axis;
+}
+
+/// "" when `s` is a shape the builder may create, else why not.
+std::string checkShape(const Shape &s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d <= 0)
+      return "dimensions must be positive, got " + std::to_string(d);
+    if (d > kMaxElements || n > kMaxElements / d)
+      return "the tensor " + join(s) + " has too many elements";
+    n *= d;
+  }
+  return "";
+}
+
+std::optional<DType> dtypeOf(mlir::Type t) {
+  if (t.isF32())
+    return DType::F32;
+  if (t.isF64())
+    return DType::F64;
+  if (t.isBF16())
+    return DType::BF16;
+  if (t.isF16())
+    return DType::F16;
+  if (t.isInteger(32))
+    return DType::I32;
+  if (t.isInteger(64))
+    return DType::I64;
+  if (t.isInteger(1))
+    return DType::I1;
+  return std::nullopt;
 }
 } // namespace
 
@@ -44,16 +92,7 @@ int64_t TensorType::numElements() const {
   return n;
 }
 
-std::string TensorType::str() const {
-  return dtypeName(dtype) + join(shape);
-}
-
-const NodeAttr *Node::attr(const std::string &key) const {
-  for (const auto &kv : attrs)
-    if (kv.first == key)
-      return &kv.second;
-  return nullptr;
-}
+std::string TensorType::str() const { return dtypeName(dtype) + join(shape); }
 
 const TensorType &Tensor::type() const { return b->typeOf(idx); }
 
@@ -62,95 +101,238 @@ Tensor Tensor::matmul(const Tensor &rhs, Location loc) const {
 }
 
 //===----------------------------------------------------------------------===//
+// The module under construction
+//===----------------------------------------------------------------------===//
+
+struct Builder::Impl {
+  Impl(mlir::MLIRContext *given, std::string modelName)
+      : owned(given ? nullptr : std::make_unique<mlir::MLIRContext>()),
+        ctx(given ? *given : *owned), ob(&ctx),
+        modelName(std::move(modelName)) {
+    ctx.getOrLoadDialect<tg::TGDialect>();
+    ctx.getOrLoadDialect<mlir::func::FuncDialect>();
+    module = mlir::ModuleOp::create(ob.getUnknownLoc());
+    ob.setInsertionPointToEnd(module->getBody());
+    // The signature is set by build(): arguments are added as they come.
+    func = mlir::func::FuncOp::create(ob, ob.getUnknownLoc(), "forward",
+                                      ob.getFunctionType({}, {}));
+    ob.setInsertionPointToStart(func.addEntryBlock());
+  }
+
+  /// A function argument: an input or a parameter.
+  struct Arg {
+    std::string name, role;
+    Init init;
+  };
+  /// A value marked by minimize or output.
+  struct Result {
+    std::string name, role;
+    int value;
+    Location loc;
+  };
+  /// A value the Builder handed out, with its type in the API's terms.
+  struct Entry {
+    Value value;
+    TensorType type;
+  };
+
+  /// The API's role words are the enum's names ("input", "param", "loss",
+  /// "output").
+  tg::RoleAttr roleAttr(const std::string &role) {
+    return tg::RoleAttr::get(&ctx, *tg::symbolizeRole(role));
+  }
+
+  int fail(const std::string &message) {
+    last = message;
+    errorList.push_back(message);
+    return -1;
+  }
+  int poison() {
+    last.clear();
+    return -1;
+  }
+  bool valid(const Builder *self,
+             std::initializer_list<const Tensor *> ts) const {
+    for (const Tensor *t : ts)
+      if (!*t || t->builder() != self)
+        return false;
+    return true;
+  }
+  Value v(const Tensor &t) const { return t ? values[t.id()].value : Value(); }
+  mlir::RankedTensorType mlirType(const Tensor &t) const {
+    return mlir::cast<mlir::RankedTensorType>(v(t).getType());
+  }
+
+  mlir::Location loc(const Location &l) {
+    if (l.file.empty())
+      return ob.getUnknownLoc();
+    return mlir::FileLineColLoc::get(&ctx, l.file, l.line, l.col);
+  }
+
+  mlir::Type elt(DType t) {
+    switch (t) {
+    case DType::F32:
+      return ob.getF32Type();
+    case DType::F64:
+      return ob.getF64Type();
+    case DType::BF16:
+      return ob.getBF16Type();
+    case DType::F16:
+      return ob.getF16Type();
+    case DType::I32:
+      return ob.getI32Type();
+    case DType::I64:
+      return ob.getI64Type();
+    case DType::I1:
+      return ob.getI1Type();
+    }
+    return ob.getF32Type();
+  }
+  mlir::RankedTensorType type(const TensorType &t) {
+    return mlir::RankedTensorType::get(t.shape, elt(t.dtype));
+  }
+
+  /// Creates `OpTy` with `OpTy::create(builder, loc, type, args...)` and
+  /// checks it as the dialect would. The result type is the op's own
+  /// inference where it has one (`resultType` is then a placeholder, since
+  /// the inferring create would abort on a shape error), else `resultType`.
+  /// Returns the new value's id, or -1 with the dialect's message.
+  template <typename OpTy, typename... Args>
+  int make(const Location &l, mlir::Type resultType, Args &&...args) {
+    if (values.size() >= maxNodes)
+      return fail("the model has more than " + std::to_string(maxNodes) +
+                  " ops; reduce the model size");
+    std::string message;
+    mlir::ScopedDiagnosticHandler capture(&ctx, [&](mlir::Diagnostic &d) {
+      if (d.getSeverity() == mlir::DiagnosticSeverity::Error && message.empty())
+        message = d.str();
+      return mlir::success();
+    });
+    mlir::Location where = loc(l);
+    mlir::Operation *op =
+        OpTy::create(ob, where, resultType ? resultType : ob.getNoneType(),
+                     std::forward<Args>(args)...)
+            .getOperation();
+    std::string name = "'" + OpTy::getOperationName().str() + "' op ";
+    auto reject = [&](const std::string &why) {
+      op->erase();
+      return fail(why);
+    };
+    if (auto infer = mlir::dyn_cast<mlir::InferTypeOpInterface>(op)) {
+      llvm::SmallVector<mlir::Type> types;
+      if (mlir::failed(infer.inferReturnTypes(
+              &ctx, where, op->getOperands(), op->getRawDictionaryAttrs(),
+              op->getPropertiesStorage(), op->getRegions(), types)))
+        return reject(name +
+                      (message.empty() ? "has invalid operands" : message));
+      op->getResult(0).setType(types.front());
+    }
+    auto result =
+        mlir::dyn_cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    std::optional<DType> dtype =
+        result ? dtypeOf(result.getElementType()) : std::nullopt;
+    if (!dtype)
+      return reject(name + "has no result type");
+    Shape shape(result.getShape());
+    for (int64_t d : shape)
+      if (d <= 0)
+        return reject("result of " + OpTy::getOperationName().str() +
+                      " would have a dimension of size " + std::to_string(d));
+    if (std::string why = checkShape(shape); !why.empty())
+      return reject("result of " + OpTy::getOperationName().str() + ": " + why);
+    if (mlir::failed(mlir::verify(op)))
+      return reject(message.empty() ? name + "does not verify" : message);
+    last.clear();
+    values.push_back({op->getResult(0), TensorType{*dtype, std::move(shape)}});
+    return static_cast<int>(values.size() - 1);
+  }
+
+  std::unique_ptr<mlir::MLIRContext> owned;
+  mlir::MLIRContext &ctx;
+  mlir::OpBuilder ob;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::func::FuncOp func;
+  std::string modelName;
+  ConfigDict hyper, train;
+  std::vector<Arg> args; ///< one per argument of the entry block
+  std::vector<Result> results;
+  std::vector<Entry> values;
+  std::string prefix;
+  std::vector<std::string> errorList;
+  std::string last;
+  size_t maxNodes = size_t(1) << 22;
+  int64_t dropoutStreams = 0;
+};
+
+//===----------------------------------------------------------------------===//
 // Bookkeeping
 //===----------------------------------------------------------------------===//
 
-Builder::Builder(std::string modelName) { g.modelName = std::move(modelName); }
+Builder::Builder(std::string modelName)
+    : impl(std::make_unique<Impl>(nullptr, std::move(modelName))) {}
+Builder::Builder(mlir::MLIRContext &ctx, std::string modelName)
+    : impl(std::make_unique<Impl>(&ctx, std::move(modelName))) {}
+Builder::~Builder() = default;
 
 Builder::Scope::Scope(Builder &b, const std::string &name)
-    : b(b), saved(b.prefix.size()) {
+    : b(b), saved(b.impl->prefix.size()) {
+  std::string &prefix = b.impl->prefix;
   if (!name.empty())
-    b.prefix += (b.prefix.empty() ? "" : ".") + name;
+    prefix += (prefix.empty() ? "" : ".") + name;
 }
-Builder::Scope::~Scope() { b.prefix.resize(saved); }
+Builder::Scope::~Scope() { b.impl->prefix.resize(saved); }
+
+const std::string &Builder::scopePrefix() const { return impl->prefix; }
+const std::vector<std::string> &Builder::errors() const {
+  return impl->errorList;
+}
+const std::string &Builder::lastError() const { return impl->last; }
+void Builder::setMaxNodes(size_t n) { impl->maxNodes = n; }
+const TensorType &Builder::typeOf(int id) const {
+  return impl->values[id].type;
+}
+size_t Builder::numResults() const { return impl->results.size(); }
+bool Builder::hasLoss() const {
+  return llvm::any_of(impl->results,
+                      [](const Impl::Result &r) { return r.role == "loss"; });
+}
+mlir::MLIRContext &Builder::context() { return impl->ctx; }
+void Builder::setTrain(ConfigDict train) { impl->train = std::move(train); }
 
 void Builder::setHyper(const std::string &name, ConfigValue value) {
-  for (auto &kv : g.hyper)
+  for (auto &kv : impl->hyper)
     if (kv.first == name) {
       kv.second = std::move(value);
       return;
     }
-  g.hyper.emplace_back(name, std::move(value));
+  impl->hyper.emplace_back(name, std::move(value));
 }
 
-Tensor Builder::fail(const std::string &message) {
-  last = message;
-  errorList.push_back(message);
-  return Tensor();
-}
+Tensor Builder::wrap(int id) { return id < 0 ? Tensor() : Tensor(this, id); }
 
-Tensor Builder::poison() {
-  last.clear();
-  return Tensor();
-}
-
-bool Builder::valid(std::initializer_list<const Tensor *> ts) {
-  for (const Tensor *t : ts)
-    if (!*t || t->b != this)
-      return false;
-  return true;
-}
-
-Tensor Builder::add_node(Node n) {
-  if (g.nodes.size() >= maxNodes)
-    return fail("the graph has more than " + std::to_string(maxNodes) +
-                " ops; reduce the model size");
-  for (int64_t d : n.type.shape)
-    if (d <= 0)
-      return fail("result of " + n.op + " would have a dimension of size " +
-                  std::to_string(d));
-  last.clear();
-  g.nodes.push_back(std::move(n));
-  return Tensor(this, static_cast<int>(g.nodes.size() - 1));
-}
-
-static bool checkShape(const Shape &s, std::string &why) {
-  int64_t n = 1;
-  for (int64_t d : s) {
-    if (d <= 0) {
-      why = "dimensions must be positive, got " + std::to_string(d);
-      return false;
-    }
-    if (d > kMaxElements || n > kMaxElements / d) {
-      why = "the tensor " + join(s) + " has too many elements";
-      return false;
-    }
-    n *= d;
-  }
-  return true;
-}
+//===----------------------------------------------------------------------===//
+// Leaves
+//===----------------------------------------------------------------------===//
 
 Tensor Builder::argument(const std::string &name, const std::string &role,
                          TensorType type, Init init, Location loc) {
-  std::string full = prefix.empty() ? name : prefix + "." + name;
-  std::string why;
-  if (!checkShape(type.shape, why))
-    return fail("invalid shape for " + role + " '" + full + "': " + why);
-  for (int a : g.args)
-    if (g.nodes[a].name == full)
-      return fail("duplicate " + role + " name '" + full +
-                  "' (name each call of a def with 'as')");
-  Node n;
-  n.op = "arg";
-  n.type = std::move(type);
-  n.loc = std::move(loc);
-  n.name = full;
-  n.role = role;
-  n.init = std::move(init);
-  Tensor t = add_node(std::move(n));
-  if (t)
-    g.args.push_back(t.id());
-  return t;
+  Impl &m = *impl;
+  std::string full = m.prefix.empty() ? name : m.prefix + "." + name;
+  if (std::string why = checkShape(type.shape); !why.empty())
+    return wrap(
+        m.fail("invalid shape for " + role + " '" + full + "': " + why));
+  for (const Impl::Arg &a : m.args)
+    if (a.name == full)
+      return wrap(m.fail("duplicate " + role + " name '" + full +
+                         "' (name each call of a def with 'as')"));
+  if (m.values.size() >= m.maxNodes)
+    return wrap(m.fail("the model has more than " + std::to_string(m.maxNodes) +
+                       " ops; reduce the model size"));
+  Value arg = m.func.front().addArgument(m.type(type), m.loc(loc));
+  m.args.push_back({full, role, std::move(init)});
+  m.values.push_back({arg, std::move(type)});
+  m.last.clear();
+  return wrap(static_cast<int>(m.values.size() - 1));
 }
 
 Tensor Builder::input(const std::string &name, TensorType type, Location loc) {
@@ -160,159 +342,87 @@ Tensor Builder::input(const std::string &name, TensorType type, Location loc) {
 Tensor Builder::param(const std::string &name, TensorType type, Init init,
                       Location loc) {
   if (!isFloat(type.dtype))
-    return fail("parameter '" + name + "' must have a floating-point type, not " +
-                type.str());
-  return argument(name, "param", std::move(type), std::move(init), std::move(loc));
+    return wrap(impl->fail("parameter '" + name +
+                           "' must have a floating-point type, not " +
+                           type.str()));
+  return argument(name, "param", std::move(type), std::move(init),
+                  std::move(loc));
 }
 
 Tensor Builder::constant(double value, TensorType type, Location loc) {
-  std::string why;
-  if (!checkShape(type.shape, why))
-    return fail("invalid constant shape: " + why);
+  Impl &m = *impl;
+  if (std::string why = checkShape(type.shape); !why.empty())
+    return wrap(m.fail("invalid constant shape: " + why));
   if (isInteger(type.dtype) || type.dtype == DType::I1) {
     double lim = type.dtype == DType::I64   ? 9.2e18
                  : type.dtype == DType::I32 ? 2147483647.0
                                             : 1.0;
     double lo = type.dtype == DType::I1 ? 0.0 : -lim;
     if (!(value >= lo && value <= lim) || value != std::floor(value))
-      return fail("the number " + std::to_string(value) + " does not fit " +
-                  dtypeName(type.dtype));
+      return wrap(m.fail("the number " + std::to_string(value) +
+                         " does not fit " + dtypeName(type.dtype)));
   }
-  Node n;
-  n.op = "tg.constant";
-  n.type = std::move(type);
-  n.attrs.emplace_back("value", value);
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  mlir::RankedTensorType t = m.type(type);
+  mlir::Type e = t.getElementType();
+  mlir::Attribute scalar = mlir::isa<mlir::FloatType>(e)
+                               ? mlir::Attribute(m.ob.getFloatAttr(e, value))
+                               : mlir::Attribute(m.ob.getIntegerAttr(
+                                     e, static_cast<int64_t>(value)));
+  auto attr =
+      mlir::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(t, scalar));
+  return wrap(m.make<tg::ConstantOp>(loc, t, attr));
 }
 
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-/// NumPy broadcasting of two shapes; "" on success, else the reason.
-static std::string broadcastShapes(const Shape &a, const Shape &b, Shape &out) {
-  size_t r = std::max(a.size(), b.size());
-  out.assign(r, 1);
-  for (size_t i = 0; i < r; ++i) {
-    int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
-    int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
-    if (da != db && da != 1 && db != 1)
-      return "dimension " + std::to_string(da) + " does not match " +
-             std::to_string(db);
-    out[r - 1 - i] = std::max(da, db);
+#define TGC_UNARY(method, builtin, op)                                         \
+  Tensor Builder::method(Tensor x, Location l) {                               \
+    if (!impl->valid(this, {&x}))                                              \
+      return wrap(impl->poison());                                             \
+    return wrap(impl->make<tg::op>(l, impl->v(x).getType(), impl->v(x)));      \
   }
-  return "";
-}
-
-Tensor Builder::binaryOp(const char *op, Tensor a, Tensor b, Location loc) {
-  if (!valid({&a, &b}))
-    return poison();
-  const TensorType &ta = a.type(), &tb = b.type();
-  std::string name = std::string(op).substr(3);
-  if (ta.dtype != tb.dtype)
-    return fail(name + ": element types differ: " + ta.str() + " and " +
-                tb.str() + " (use cast)");
-  if (ta.dtype == DType::I1)
-    return fail(name + ": operands are booleans (" + ta.str() + "); use select");
-  Node n;
-  n.op = op;
-  n.type.dtype = ta.dtype;
-  std::string why = broadcastShapes(ta.shape, tb.shape, n.type.shape);
-  if (!why.empty())
-    return fail(name + ": cannot broadcast " + ta.str() + " and " + tb.str() +
-                ": " + why);
-  n.operands = {a.id(), b.id()};
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
-}
-
-Tensor Builder::add(Tensor a, Tensor b, Location l) { return binaryOp("tg.add", a, b, l); }
-Tensor Builder::sub(Tensor a, Tensor b, Location l) { return binaryOp("tg.sub", a, b, l); }
-Tensor Builder::mul(Tensor a, Tensor b, Location l) { return binaryOp("tg.mul", a, b, l); }
-Tensor Builder::div(Tensor a, Tensor b, Location l) { return binaryOp("tg.div", a, b, l); }
-Tensor Builder::pow(Tensor a, Tensor b, Location l) { return binaryOp("tg.pow", a, b, l); }
-Tensor Builder::maximum(Tensor a, Tensor b, Location l) { return binaryOp("tg.maximum", a, b, l); }
-Tensor Builder::minimum(Tensor a, Tensor b, Location l) { return binaryOp("tg.minimum", a, b, l); }
+#define TGC_BINARY(method, builtin, op)                                        \
+  Tensor Builder::method(Tensor a, Tensor b, Location l) {                     \
+    if (!impl->valid(this, {&a, &b}))                                          \
+      return wrap(impl->poison());                                             \
+    return wrap(impl->make<tg::op>(l, {}, impl->v(a), impl->v(b)));            \
+  }
+#include "tgc/BuilderOps.def"
 
 Tensor Builder::cmp(CmpPredicate p, Tensor a, Tensor b, Location loc) {
-  Tensor t = binaryOp("tg.cmp", a, b, loc);
-  if (!t)
-    return t;
-  Node &n = g.nodes[t.id()];
-  n.type.dtype = DType::I1;
-  static const char *names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
-  n.attrs.emplace_back("predicate", std::string(names[static_cast<int>(p)]));
-  return t;
+  if (!impl->valid(this, {&a, &b}))
+    return wrap(impl->poison());
+  static const tg::CmpPredicate preds[] = {
+      tg::CmpPredicate::eq, tg::CmpPredicate::ne, tg::CmpPredicate::lt,
+      tg::CmpPredicate::le, tg::CmpPredicate::gt, tg::CmpPredicate::ge};
+  auto pred = tg::CmpPredicateAttr::get(&impl->ctx, preds[static_cast<int>(p)]);
+  return wrap(impl->make<tg::CmpOp>(loc, {}, pred, impl->v(a), impl->v(b)));
 }
 
 Tensor Builder::select(Tensor c, Tensor t, Tensor f, Location loc) {
-  if (!valid({&c, &t, &f}))
-    return poison();
-  if (c.dtype() != DType::I1)
-    return fail("select: the condition must be a comparison result (i1), not " +
-                c.type().str());
-  if (t.dtype() != f.dtype())
-    return fail("select: element types differ: " + t.type().str() + " and " +
-                f.type().str());
-  Node n;
-  n.op = "tg.select";
-  n.type.dtype = t.dtype();
-  Shape tmp;
-  std::string why = broadcastShapes(c.shape(), t.shape(), tmp);
-  if (why.empty())
-    why = broadcastShapes(tmp, f.shape(), n.type.shape);
-  if (!why.empty())
-    return fail("select: cannot broadcast " + c.type().str() + ", " +
-                t.type().str() + " and " + f.type().str() + ": " + why);
-  n.operands = {c.id(), t.id(), f.id()};
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  if (!impl->valid(this, {&c, &t, &f}))
+    return wrap(impl->poison());
+  return wrap(
+      impl->make<tg::SelectOp>(loc, {}, impl->v(c), impl->v(t), impl->v(f)));
 }
 
-Tensor Builder::unaryOp(const char *op, Tensor x, bool floatOnly, Location loc) {
-  if (!valid({&x}))
-    return poison();
-  if (floatOnly ? !isFloat(x.dtype()) : x.dtype() == DType::I1)
-    return fail(std::string(op + 3) + " needs a " +
-                (floatOnly ? "floating-point" : "numeric") + " tensor, not " +
-                x.type().str());
-  Node n;
-  n.op = op;
-  n.type = x.type();
-  n.operands = {x.id()};
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
-}
-
-Tensor Builder::neg(Tensor x, Location l) { return unaryOp("tg.neg", x, false, l); }
-Tensor Builder::abs(Tensor x, Location l) { return unaryOp("tg.abs", x, false, l); }
-Tensor Builder::exp(Tensor x, Location l) { return unaryOp("tg.exp", x, true, l); }
-Tensor Builder::log(Tensor x, Location l) { return unaryOp("tg.log", x, true, l); }
-Tensor Builder::sqrt(Tensor x, Location l) { return unaryOp("tg.sqrt", x, true, l); }
-Tensor Builder::rsqrt(Tensor x, Location l) { return unaryOp("tg.rsqrt", x, true, l); }
-Tensor Builder::tanh(Tensor x, Location l) { return unaryOp("tg.tanh", x, true, l); }
-Tensor Builder::erf(Tensor x, Location l) { return unaryOp("tg.erf", x, true, l); }
-Tensor Builder::sigmoid(Tensor x, Location l) { return unaryOp("tg.sigmoid", x, true, l); }
-Tensor Builder::relu(Tensor x, Location l) { return unaryOp("tg.relu", x, false, l); }
-Tensor Builder::silu(Tensor x, Location l) { return unaryOp("tg.silu", x, true, l); }
-
-Tensor Builder::gelu(Tensor x, bool tanhApprox, Location l) {
-  Tensor t = unaryOp("tg.gelu", x, true, l);
-  if (t && tanhApprox)
-    g.nodes[t.id()].attrs.emplace_back("approximate", std::string("tanh"));
-  return t;
+Tensor Builder::gelu(Tensor x, bool tanhApprox, Location loc) {
+  if (!impl->valid(this, {&x}))
+    return wrap(impl->poison());
+  auto approx = tg::GeluApproximationAttr::get(
+      &impl->ctx,
+      tanhApprox ? tg::GeluApproximation::tanh : tg::GeluApproximation::none);
+  return wrap(
+      impl->make<tg::GeluOp>(loc, impl->v(x).getType(), impl->v(x), approx));
 }
 
 Tensor Builder::cast(Tensor x, DType to, Location loc) {
-  if (!valid({&x}))
-    return poison();
-  Node n;
-  n.op = "tg.cast";
-  n.type = {to, x.shape()};
-  n.operands = {x.id()};
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  if (!impl->valid(this, {&x}))
+    return wrap(impl->poison());
+  return wrap(
+      impl->make<tg::CastOp>(loc, impl->type({to, x.shape()}), impl->v(x)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -320,112 +430,53 @@ Tensor Builder::cast(Tensor x, DType to, Location loc) {
 //===----------------------------------------------------------------------===//
 
 Tensor Builder::matmul(Tensor a, Tensor b, bool ta, bool tb, Location loc) {
-  if (!valid({&a, &b}))
-    return poison();
-  const TensorType &x = a.type(), &y = b.type();
-  std::string pair = x.str() + " @ " + y.str();
-  if (x.shape.size() < 2 || y.shape.size() < 2)
-    return fail("matmul needs operands of rank 2 or more, got " + pair);
-  if (x.dtype != y.dtype)
-    return fail("matmul: element types differ: " + pair);
-  if (!isFloat(x.dtype))
-    return fail("matmul needs floating-point operands, got " + pair);
-  size_t rx = x.shape.size(), ry = y.shape.size();
-  int64_t m = ta ? x.shape[rx - 1] : x.shape[rx - 2];
-  int64_t kx = ta ? x.shape[rx - 2] : x.shape[rx - 1];
-  int64_t ky = tb ? y.shape[ry - 1] : y.shape[ry - 2];
-  int64_t nn = tb ? y.shape[ry - 2] : y.shape[ry - 1];
-  if (kx != ky)
-    return fail("matmul: inner dimensions differ: " + pair + " (" +
-                std::to_string(kx) + " vs " + std::to_string(ky) + ")");
-  Node n;
-  n.op = "tg.matmul";
-  n.type.dtype = x.dtype;
-  Shape bx(x.shape.begin(), x.shape.end() - 2), by(y.shape.begin(), y.shape.end() - 2);
-  std::string why = broadcastShapes(bx, by, n.type.shape);
-  if (!why.empty())
-    return fail("matmul: batch dimensions of " + pair + " do not broadcast: " + why);
-  n.type.shape.push_back(m);
-  n.type.shape.push_back(nn);
-  n.operands = {a.id(), b.id()};
-  if (ta)
-    n.attrs.emplace_back("transpose_lhs", true);
-  if (tb)
-    n.attrs.emplace_back("transpose_rhs", true);
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  if (!impl->valid(this, {&a, &b}))
+    return wrap(impl->poison());
+  mlir::UnitAttr unit = impl->ob.getUnitAttr();
+  return wrap(impl->make<tg::MatmulOp>(loc, {}, impl->v(a), impl->v(b),
+                                       ta ? unit : mlir::UnitAttr(),
+                                       tb ? unit : mlir::UnitAttr()));
 }
 
-Tensor Builder::reduceOp(const char *op, Tensor x, std::vector<int64_t> axes,
-                         bool keepdims, Location loc) {
-  if (!valid({&x}))
-    return poison();
-  std::string name = op + 3;
+template <typename OpTy>
+Tensor Builder::reduce(Tensor x, std::vector<int64_t> axes, bool keepdims,
+                       Location loc) {
+  if (!impl->valid(this, {&x}))
+    return wrap(impl->poison());
   size_t rank = x.shape().size();
   if (axes.empty())
     for (size_t i = 0; i < rank; ++i)
       axes.push_back(static_cast<int64_t>(i));
-  std::set<int64_t> seen;
-  for (int64_t &a : axes) {
-    int64_t orig = a;
-    if (!normAxis(a, rank))
-      return fail(name + ": axis " + std::to_string(orig) +
-                  " is out of range for " + x.type().str());
-    if (!seen.insert(a).second)
-      return fail(name + ": axis " + std::to_string(orig) + " is listed twice");
-  }
-  if (x.dtype() == DType::I1)
-    return fail(name + " needs a numeric tensor, not " + x.type().str());
+  for (int64_t &a : axes)
+    a = normAxis(a, rank);
   std::sort(axes.begin(), axes.end());
-  Node n;
-  n.op = op;
-  n.type.dtype = x.dtype();
-  for (size_t i = 0; i < rank; ++i) {
-    if (!seen.count(static_cast<int64_t>(i)))
-      n.type.shape.push_back(x.shape()[i]);
-    else if (keepdims)
-      n.type.shape.push_back(1);
-  }
-  n.operands = {x.id()};
-  n.attrs.emplace_back("axes", axes);
-  if (keepdims)
-    n.attrs.emplace_back("keepdims", true);
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  return wrap(
+      impl->make<OpTy>(loc, {}, impl->v(x), impl->ob.getDenseI64ArrayAttr(axes),
+                       keepdims ? impl->ob.getUnitAttr() : mlir::UnitAttr()));
 }
 
 Tensor Builder::sum(Tensor x, std::vector<int64_t> a, bool k, Location l) {
-  return reduceOp("tg.sum", x, std::move(a), k, l);
+  return reduce<tg::SumOp>(x, std::move(a), k, l);
 }
 Tensor Builder::mean(Tensor x, std::vector<int64_t> a, bool k, Location l) {
-  if (x && !isFloat(x.dtype()))
-    return fail("mean needs a floating-point tensor, not " + x.type().str());
-  return reduceOp("tg.mean", x, std::move(a), k, l);
+  return reduce<tg::MeanOp>(x, std::move(a), k, l);
 }
 Tensor Builder::max(Tensor x, std::vector<int64_t> a, bool k, Location l) {
-  return reduceOp("tg.max", x, std::move(a), k, l);
+  return reduce<tg::MaxOp>(x, std::move(a), k, l);
 }
 
 Tensor Builder::softmax(Tensor x, int64_t axis, Location loc) {
-  int64_t a = axis;
-  if (x && !normAxis(a, x.shape().size()))
-    return fail("softmax: axis " + std::to_string(axis) + " is out of range for " +
-                x.type().str());
-  Tensor t = unaryOp("tg.softmax", x, true, loc);
-  if (t)
-    g.nodes[t.id()].attrs.emplace_back("axis", axis);
-  return t;
+  if (!impl->valid(this, {&x}))
+    return wrap(impl->poison());
+  return wrap(impl->make<tg::SoftmaxOp>(loc, impl->v(x).getType(), impl->v(x),
+                                        impl->ob.getI64IntegerAttr(axis)));
 }
 
 Tensor Builder::logSoftmax(Tensor x, int64_t axis, Location loc) {
-  int64_t a = axis;
-  if (x && !normAxis(a, x.shape().size()))
-    return fail("log_softmax: axis " + std::to_string(axis) +
-                " is out of range for " + x.type().str());
-  Tensor t = unaryOp("tg.log_softmax", x, true, loc);
-  if (t)
-    g.nodes[t.id()].attrs.emplace_back("axis", axis);
-  return t;
+  if (!impl->valid(this, {&x}))
+    return wrap(impl->poison());
+  return wrap(impl->make<tg::LogSoftmaxOp>(
+      loc, impl->v(x).getType(), impl->v(x), impl->ob.getI64IntegerAttr(axis)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -434,86 +485,35 @@ Tensor Builder::logSoftmax(Tensor x, int64_t axis, Location loc) {
 
 Tensor Builder::crossEntropy(Tensor logits, Tensor labels, int64_t ignoreIndex,
                              Location loc) {
-  if (!valid({&logits, &labels}))
-    return poison();
-  const TensorType &l = logits.type(), &y = labels.type();
-  if (!isFloat(l.dtype) || l.shape.empty())
-    return fail("cross_entropy: logits must be a floating-point tensor [..., "
-                "classes], got " + l.str());
-  if (!isInteger(y.dtype))
-    return fail("cross_entropy: labels must be i32 or i64 class indices, got " +
-                y.str());
-  Shape expect(l.shape.begin(), l.shape.end() - 1);
-  if (y.shape != expect)
-    return fail("cross_entropy: labels " + y.str() + " do not match logits " +
-                l.str() + " (labels need shape " + join(expect) + ")");
-  Node n;
-  n.op = "tg.cross_entropy";
-  n.type = {l.dtype, {}};
-  n.operands = {logits.id(), labels.id()};
-  if (ignoreIndex != -100)
-    n.attrs.emplace_back("ignore_index", ignoreIndex);
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  if (!impl->valid(this, {&logits, &labels}))
+    return wrap(impl->poison());
+  return wrap(
+      impl->make<tg::CrossEntropyOp>(loc, {}, impl->v(logits), impl->v(labels),
+                                     impl->ob.getI64IntegerAttr(ignoreIndex)));
 }
 
 Tensor Builder::mseLoss(Tensor a, Tensor b, Location loc) {
-  if (!valid({&a, &b}))
-    return poison();
-  if (!(a.type() == b.type()) || !isFloat(a.dtype()))
-    return fail("mse_loss: input " + a.type().str() + " and target " +
-                b.type().str() + " must have the same floating-point type");
-  Node n;
-  n.op = "tg.mse_loss";
-  n.type = {a.dtype(), {}};
-  n.operands = {a.id(), b.id()};
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  if (!impl->valid(this, {&a, &b}))
+    return wrap(impl->poison());
+  return wrap(impl->make<tg::MseLossOp>(loc, {}, impl->v(a), impl->v(b)));
 }
 
 Tensor Builder::layerNorm(Tensor x, Tensor scale, Tensor bias, double eps,
                           Location loc) {
-  if (!valid({&x}))
-    return poison();
-  if (!isFloat(x.dtype()) || x.shape().empty())
-    return fail("layer_norm needs a floating-point tensor of rank 1 or more, got " +
-                x.type().str());
-  TensorType want{x.dtype(), {x.shape().back()}};
-  for (Tensor *t : {&scale, &bias})
-    if (*t && !(t->type() == want))
-      return fail(std::string("layer_norm: ") + (t == &scale ? "weight " : "bias ") +
-                  t->type().str() + " must be " + want.str() + " to match " +
-                  x.type().str());
-  if (!(eps > 0))
-    return fail("layer_norm: eps must be positive");
-  Node n;
-  n.op = "tg.layer_norm";
-  n.type = x.type();
-  n.operands = {x.id(), scale ? scale.id() : -1, bias ? bias.id() : -1};
-  n.attrs.emplace_back("eps", eps);
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  if (!impl->valid(this, {&x}) || (scale && !impl->valid(this, {&scale})) ||
+      (bias && !impl->valid(this, {&bias})))
+    return wrap(impl->poison());
+  return wrap(impl->make<tg::LayerNormOp>(loc, impl->v(x).getType(), impl->v(x),
+                                          impl->v(scale), impl->v(bias),
+                                          impl->ob.getF64FloatAttr(eps)));
 }
 
 Tensor Builder::rmsNorm(Tensor x, Tensor scale, double eps, Location loc) {
-  if (!valid({&x}))
-    return poison();
-  if (!isFloat(x.dtype()) || x.shape().empty())
-    return fail("rms_norm needs a floating-point tensor of rank 1 or more, got " +
-                x.type().str());
-  TensorType want{x.dtype(), {x.shape().back()}};
-  if (scale && !(scale.type() == want))
-    return fail("rms_norm: weight " + scale.type().str() + " must be " +
-                want.str() + " to match " + x.type().str());
-  if (!(eps > 0))
-    return fail("rms_norm: eps must be positive");
-  Node n;
-  n.op = "tg.rms_norm";
-  n.type = x.type();
-  n.operands = {x.id(), scale ? scale.id() : -1};
-  n.attrs.emplace_back("eps", eps);
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  if (!impl->valid(this, {&x}) || (scale && !impl->valid(this, {&scale})))
+    return wrap(impl->poison());
+  return wrap(impl->make<tg::RmsNormOp>(loc, impl->v(x).getType(), impl->v(x),
+                                        impl->v(scale),
+                                        impl->ob.getF64FloatAttr(eps)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -521,355 +521,290 @@ Tensor Builder::rmsNorm(Tensor x, Tensor scale, double eps, Location loc) {
 //===----------------------------------------------------------------------===//
 
 Tensor Builder::embedding(Tensor table, Tensor indices, Location loc) {
-  if (!valid({&table, &indices}))
-    return poison();
-  if (table.shape().size() != 2 || !isFloat(table.dtype()))
-    return fail("embedding: the table must be a floating-point matrix "
-                "[vocab, dim], got " + table.type().str());
-  if (!isInteger(indices.dtype()))
-    return fail("embedding: indices must be i32 or i64, got " +
-                indices.type().str());
-  Node n;
-  n.op = "tg.embedding";
-  n.type = {table.dtype(), indices.shape()};
-  n.type.shape.push_back(table.shape()[1]);
-  n.operands = {table.id(), indices.id()};
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  if (!impl->valid(this, {&table, &indices}))
+    return wrap(impl->poison());
+  return wrap(
+      impl->make<tg::EmbeddingOp>(loc, {}, impl->v(table), impl->v(indices)));
 }
 
 Tensor Builder::reshape(Tensor x, Shape shape, Location loc) {
-  if (!valid({&x}))
-    return poison();
-  int64_t known = 1, infer = -1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == -1 && infer < 0) {
-      infer = static_cast<int64_t>(i);
-      continue;
-    }
-    if (shape[i] <= 0 || shape[i] > kMaxElements || known > kMaxElements / shape[i])
-      return fail("reshape: invalid target shape " + join(shape));
-    known *= shape[i];
+  if (!impl->valid(this, {&x}))
+    return wrap(impl->poison());
+  // `-1` (once) stands for what the other dimensions leave.
+  auto infer = std::find(shape.begin(), shape.end(), -1);
+  if (infer != shape.end()) {
+    int64_t known = 1;
+    for (auto it = shape.begin(); it != shape.end(); ++it)
+      if (it != infer && *it > 0 && *it <= kMaxElements)
+        known = known > kMaxElements / *it ? kMaxElements + 1 : known * *it;
+    int64_t total = x.type().numElements();
+    if (known > kMaxElements || total % known)
+      return wrap(impl->fail("reshape: cannot reshape " + x.type().str() +
+                             " (" + std::to_string(total) + " elements) into " +
+                             join(shape)));
+    *infer = total / known;
   }
-  int64_t total = x.type().numElements();
-  if (infer >= 0) {
-    if (total % known)
-      return fail("reshape: cannot reshape " + x.type().str() + " (" +
-                  std::to_string(total) + " elements) into " + join(shape));
-    shape[infer] = total / known;
-    known = total;
-  }
-  if (known != total)
-    return fail("reshape: cannot reshape " + x.type().str() + " (" +
-                std::to_string(total) + " elements) into " + join(shape) + " (" +
-                std::to_string(known) + " elements)");
-  Node n;
-  n.op = "tg.reshape";
-  n.type = {x.dtype(), shape};
-  n.operands = {x.id()};
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  if (std::string why = checkShape(shape); !why.empty())
+    return wrap(impl->fail("reshape: invalid target shape " + join(shape) +
+                           ": " + why));
+  return wrap(impl->make<tg::ReshapeOp>(loc, impl->type({x.dtype(), shape}),
+                                        impl->v(x)));
 }
 
 Tensor Builder::transpose(Tensor x, std::vector<int64_t> perm, Location loc) {
-  if (!valid({&x}))
-    return poison();
-  size_t rank = x.shape().size();
-  std::vector<bool> seen(rank, false);
-  bool okPerm = perm.size() == rank;
-  for (int64_t &p : perm) {
-    if (!okPerm || !normAxis(p, rank) || seen[p]) {
-      okPerm = false;
-      break;
-    }
-    seen[p] = true;
-  }
-  if (!okPerm)
-    return fail("transpose: " + join(perm) + " is not a permutation of the " +
-                std::to_string(rank) + " axes of " + x.type().str());
-  Node n;
-  n.op = "tg.transpose";
-  n.type.dtype = x.dtype();
-  for (int64_t p : perm)
-    n.type.shape.push_back(x.shape()[p]);
-  n.operands = {x.id()};
-  n.attrs.emplace_back("permutation", perm);
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  if (!impl->valid(this, {&x}))
+    return wrap(impl->poison());
+  for (int64_t &p : perm)
+    p = normAxis(p, x.shape().size());
+  return wrap(impl->make<tg::TransposeOp>(loc, {}, impl->v(x),
+                                          impl->ob.getDenseI64ArrayAttr(perm)));
 }
 
 Tensor Builder::broadcastTo(Tensor x, Shape shape, Location loc) {
-  if (!valid({&x}))
-    return poison();
-  Shape out;
-  std::string why;
-  if (!checkShape(shape, why))
-    return fail("broadcast_to: " + why);
-  why = broadcastShapes(x.shape(), shape, out);
-  if (!why.empty() || out != shape)
-    return fail("broadcast_to: cannot broadcast " + x.type().str() + " to " +
-                join(shape));
-  Node n;
-  n.op = "tg.broadcast_to";
-  n.type = {x.dtype(), shape};
-  n.operands = {x.id()};
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  if (!impl->valid(this, {&x}))
+    return wrap(impl->poison());
+  if (std::string why = checkShape(shape); !why.empty())
+    return wrap(impl->fail("broadcast_to: " + why));
+  return wrap(impl->make<tg::BroadcastToOp>(loc, impl->type({x.dtype(), shape}),
+                                            impl->v(x)));
 }
 
 Tensor Builder::slice(Tensor x, std::vector<int64_t> start,
                       std::vector<int64_t> limit, std::vector<int64_t> step,
                       Location loc) {
-  if (!valid({&x}))
-    return poison();
-  const Shape &s = x.shape();
-  if (start.size() != s.size() || limit.size() != s.size() || step.size() != s.size())
-    return fail("slice: " + std::to_string(start.size()) +
-                " indices given for " + x.type().str() + " of rank " +
-                std::to_string(s.size()));
-  Node n;
-  n.op = "tg.slice";
-  n.type.dtype = x.dtype();
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (step[i] <= 0)
-      return fail("slice: step must be positive, got " + std::to_string(step[i]));
-    if (start[i] < 0 || start[i] >= limit[i] || limit[i] > s[i])
-      return fail("slice: range " + std::to_string(start[i]) + ":" +
-                  std::to_string(limit[i]) + " of axis " + std::to_string(i) +
-                  " is empty or outside " + x.type().str());
-    n.type.shape.push_back((limit[i] - start[i] + step[i] - 1) / step[i]);
-  }
-  n.operands = {x.id()};
-  n.attrs.emplace_back("start", start);
-  n.attrs.emplace_back("limit", limit);
-  n.attrs.emplace_back("step", step);
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  if (!impl->valid(this, {&x}))
+    return wrap(impl->poison());
+  mlir::OpBuilder &ob = impl->ob;
+  return wrap(impl->make<tg::SliceOp>(
+      loc, {}, impl->v(x), ob.getDenseI64ArrayAttr(start),
+      ob.getDenseI64ArrayAttr(limit), ob.getDenseI64ArrayAttr(step)));
 }
 
 Tensor Builder::concat(std::vector<Tensor> xs, int64_t axis, Location loc) {
-  for (const Tensor &t : xs)
-    if (!valid({&t}))
-      return poison();
-  if (xs.empty())
-    return fail("concat needs at least one tensor");
-  TensorType out = xs[0].type();
-  int64_t a = axis;
-  if (!normAxis(a, out.shape.size()))
-    return fail("concat: axis " + std::to_string(axis) + " is out of range for " +
-                out.str());
-  Node n;
-  for (size_t i = 1; i < xs.size(); ++i) {
-    const TensorType &t = xs[i].type();
-    bool match = t.dtype == out.dtype && t.shape.size() == out.shape.size();
-    for (size_t d = 0; match && d < t.shape.size(); ++d)
-      match = d == static_cast<size_t>(a) || t.shape[d] == out.shape[d];
-    if (!match)
-      return fail("concat: " + t.str() + " does not match " + xs[0].type().str() +
-                  " outside axis " + std::to_string(axis));
-    out.shape[a] += t.shape[a];
+  llvm::SmallVector<Value> inputs;
+  for (const Tensor &t : xs) {
+    if (!impl->valid(this, {&t}))
+      return wrap(impl->poison());
+    inputs.push_back(impl->v(t));
   }
-  n.op = "tg.concat";
-  n.type = out;
-  for (const Tensor &t : xs)
-    n.operands.push_back(t.id());
-  n.attrs.emplace_back("axis", a);
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  if (!xs.empty())
+    axis = normAxis(axis, xs[0].shape().size());
+  return wrap(impl->make<tg::ConcatOp>(loc, {}, inputs,
+                                       impl->ob.getI64IntegerAttr(axis)));
 }
 
 Tensor Builder::causalMask(Tensor x, double value, Location loc) {
-  if (!valid({&x}))
-    return poison();
-  if (x.shape().size() < 2 || !isFloat(x.dtype()))
-    return fail("causal_mask needs a floating-point tensor of rank 2 or more, "
-                "got " + x.type().str());
-  Node n;
-  n.op = "tg.causal_mask";
-  n.type = x.type();
-  n.operands = {x.id()};
-  n.attrs.emplace_back("value", value);
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  if (!impl->valid(this, {&x}))
+    return wrap(impl->poison());
+  return wrap(impl->make<tg::CausalMaskOp>(
+      loc, impl->v(x).getType(), impl->v(x), impl->ob.getF64FloatAttr(value)));
 }
 
 Tensor Builder::dropout(Tensor x, Tensor seed, double p, Location loc) {
-  if (!valid({&x, &seed}))
-    return poison();
-  if (!isFloat(x.dtype()))
-    return fail("dropout needs a floating-point tensor, not " + x.type().str());
-  if (!(seed.type() == TensorType{DType::I64, {}}))
-    return fail("dropout: the seed must be a scalar i64 input (i64[]), got " +
-                seed.type().str());
-  if (!(p >= 0 && p < 1))
-    return fail("dropout: p must be in [0, 1), got " + std::to_string(p));
-  Node n;
-  n.op = "tg.dropout";
-  n.type = x.type();
-  n.operands = {x.id(), seed.id()};
-  n.attrs.emplace_back("p", p);
-  n.attrs.emplace_back("stream", dropoutStreams++);
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+  if (!impl->valid(this, {&x, &seed}))
+    return wrap(impl->poison());
+  // Each dropout draws its own stream of the seed's random numbers.
+  return wrap(impl->make<tg::DropoutOp>(
+      loc, impl->v(x).getType(), impl->v(x), impl->v(seed),
+      impl->ob.getF64FloatAttr(p),
+      impl->ob.getI64IntegerAttr(impl->dropoutStreams++)));
 }
 
-Tensor Builder::oneHot(Tensor indices, int64_t classes, DType dtype, Location loc) {
-  if (!valid({&indices}))
-    return poison();
-  if (!isInteger(indices.dtype()))
-    return fail("one_hot: indices must be i32 or i64, got " + indices.type().str());
-  if (classes <= 0)
-    return fail("one_hot: the number of classes must be positive");
-  if (!isFloat(dtype))
-    return fail(std::string("one_hot: the result type must be floating-point, not ") +
-                dtypeName(dtype));
-  Node n;
-  n.op = "tg.one_hot";
-  n.type = {dtype, indices.shape()};
-  n.type.shape.push_back(classes);
-  std::string why;
-  if (!checkShape(n.type.shape, why))
-    return fail("one_hot: " + why);
-  n.operands = {indices.id()};
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+Tensor Builder::oneHot(Tensor indices, int64_t classes, DType dtype,
+                       Location loc) {
+  if (!impl->valid(this, {&indices}))
+    return wrap(impl->poison());
+  Shape shape = indices.shape();
+  shape.push_back(classes);
+  if (std::string why = checkShape(shape); !why.empty())
+    return wrap(impl->fail("one_hot: " + why));
+  return wrap(impl->make<tg::OneHotOp>(loc, impl->type({dtype, shape}),
+                                       impl->v(indices)));
 }
 
 //===----------------------------------------------------------------------===//
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
-/// Output extent of a window op; <= 0 when the window does not fit.
-static int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
-  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
-}
-
-static bool pairOk(const std::vector<int64_t> &v, int64_t min) {
-  return v.size() == 2 && v[0] >= min && v[1] >= min && v[0] < (1 << 20) &&
-         v[1] < (1 << 20);
-}
-
 Tensor Builder::conv2d(Tensor x, Tensor w, std::vector<int64_t> stride,
-                       std::vector<int64_t> padding, std::vector<int64_t> dilation,
-                       int64_t groups, Location loc) {
-  if (!valid({&x, &w}))
-    return poison();
-  const TensorType &tx = x.type(), &tw = w.type();
-  std::string pair = tx.str() + " and weight " + tw.str();
-  if (tx.shape.size() != 4 || tw.shape.size() != 4)
-    return fail("conv2d needs an NCHW input and an [out, in, kh, kw] weight, got " + pair);
-  if (tx.dtype != tw.dtype || !isFloat(tx.dtype))
-    return fail("conv2d: input " + pair + " need the same floating-point type");
-  if (!pairOk(stride, 1) || !pairOk(padding, 0) || !pairOk(dilation, 1))
-    return fail("conv2d: stride, padding and dilation take two values each "
-                "(stride and dilation >= 1, padding >= 0)");
-  if (groups < 1 || tx.shape[1] % groups || tw.shape[0] % groups)
-    return fail("conv2d: groups " + std::to_string(groups) +
-                " must divide the channels of input " + pair);
-  if (tw.shape[1] * groups != tx.shape[1])
-    return fail("conv2d: input " + pair + " disagree on input channels (" +
-                std::to_string(tx.shape[1]) + " vs " +
-                std::to_string(tw.shape[1] * groups) + ")");
-  int64_t oh = windowOut(tx.shape[2], tw.shape[2], stride[0], padding[0], dilation[0]);
-  int64_t ow = windowOut(tx.shape[3], tw.shape[3], stride[1], padding[1], dilation[1]);
-  if (oh <= 0 || ow <= 0)
-    return fail("conv2d: the kernel of " + pair + " does not fit the padded input");
-  Node n;
-  n.op = "tg.conv2d";
-  n.type = {tx.dtype, {tx.shape[0], tw.shape[0], oh, ow}};
-  n.operands = {x.id(), w.id()};
-  n.attrs.emplace_back("stride", stride);
-  n.attrs.emplace_back("padding", padding);
-  n.attrs.emplace_back("dilation", dilation);
-  n.attrs.emplace_back("groups", groups);
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+                       std::vector<int64_t> padding,
+                       std::vector<int64_t> dilation, int64_t groups,
+                       Location loc) {
+  if (!impl->valid(this, {&x, &w}))
+    return wrap(impl->poison());
+  mlir::OpBuilder &ob = impl->ob;
+  return wrap(impl->make<tg::Conv2dOp>(
+      loc, {}, impl->v(x), impl->v(w), ob.getDenseI64ArrayAttr(stride),
+      ob.getDenseI64ArrayAttr(padding), ob.getDenseI64ArrayAttr(dilation),
+      ob.getI64IntegerAttr(groups)));
 }
 
-Tensor Builder::poolOp(const char *op, Tensor x, std::vector<int64_t> kernel,
-                       std::vector<int64_t> stride, std::vector<int64_t> padding,
-                       Location loc,
-                       std::vector<std::pair<std::string, NodeAttr>> extra) {
-  if (!valid({&x}))
-    return poison();
-  std::string name = op + 3;
-  if (x.shape().size() != 4 || !isFloat(x.dtype()))
-    return fail(name + " needs a floating-point NCHW tensor, got " + x.type().str());
-  if (!pairOk(kernel, 1) || !pairOk(stride, 1) || !pairOk(padding, 0))
-    return fail(name + ": kernel, stride and padding take two values each "
-                       "(kernel and stride >= 1, padding >= 0)");
-  if (2 * padding[0] > kernel[0] || 2 * padding[1] > kernel[1])
-    return fail(name + ": padding " + join(padding) +
-                " is more than half the window " + join(kernel));
-  int64_t oh = windowOut(x.shape()[2], kernel[0], stride[0], padding[0], 1);
-  int64_t ow = windowOut(x.shape()[3], kernel[1], stride[1], padding[1], 1);
-  if (oh <= 0 || ow <= 0)
-    return fail(name + ": the window " + join(kernel) + " does not fit " +
-                x.type().str());
-  Node n;
-  n.op = op;
-  n.type = {x.dtype(), {x.shape()[0], x.shape()[1], oh, ow}};
-  n.operands = {x.id()};
-  n.attrs.emplace_back("kernel", kernel);
-  n.attrs.emplace_back("stride", stride);
-  n.attrs.emplace_back("padding", padding);
-  for (auto &attr : extra)
-    n.attrs.push_back(std::move(attr));
-  n.loc = std::move(loc);
-  return add_node(std::move(n));
+Tensor Builder::maxPool2d(Tensor x, std::vector<int64_t> k,
+                          std::vector<int64_t> s, std::vector<int64_t> p,
+                          Location loc) {
+  if (!impl->valid(this, {&x}))
+    return wrap(impl->poison());
+  mlir::OpBuilder &ob = impl->ob;
+  return wrap(impl->make<tg::MaxPool2dOp>(
+      loc, {}, impl->v(x), ob.getDenseI64ArrayAttr(k),
+      ob.getDenseI64ArrayAttr(s), ob.getDenseI64ArrayAttr(p)));
 }
 
-Tensor Builder::maxPool2d(Tensor x, std::vector<int64_t> k, std::vector<int64_t> s,
-                          std::vector<int64_t> p, Location l) {
-  return poolOp("tg.max_pool2d", x, std::move(k), std::move(s), std::move(p), l);
-}
-Tensor Builder::avgPool2d(Tensor x, std::vector<int64_t> k, std::vector<int64_t> s,
-                          std::vector<int64_t> p, bool countIncludePad, Location l) {
-  return poolOp("tg.avg_pool2d", x, std::move(k), std::move(s), std::move(p), l,
-                {{"count_include_pad", countIncludePad}});
+Tensor Builder::avgPool2d(Tensor x, std::vector<int64_t> k,
+                          std::vector<int64_t> s, std::vector<int64_t> p,
+                          bool countIncludePad, Location loc) {
+  if (!impl->valid(this, {&x}))
+    return wrap(impl->poison());
+  mlir::OpBuilder &ob = impl->ob;
+  return wrap(impl->make<tg::AvgPool2dOp>(
+      loc, {}, impl->v(x), ob.getDenseI64ArrayAttr(k),
+      ob.getDenseI64ArrayAttr(s), ob.getDenseI64ArrayAttr(p),
+      ob.getBoolAttr(countIncludePad)));
 }
 
 //===----------------------------------------------------------------------===//
-// Results
+// Results and the module
 //===----------------------------------------------------------------------===//
 
 void Builder::minimize(Tensor loss, const std::string &name, Location loc) {
-  if (!valid({&loss})) {
-    poison();
+  Impl &m = *impl;
+  if (!m.valid(this, {&loss})) {
+    m.poison();
     return;
   }
   if (!loss.shape().empty() || !isFloat(loss.dtype())) {
-    fail("minimize needs a floating-point scalar loss, got " + loss.type().str() +
-         " (reduce it with mean or sum)");
+    m.fail("minimize needs a floating-point scalar loss, got " +
+           loss.type().str() + " (reduce it with mean or sum)");
     return;
   }
-  for (const Result &r : g.results)
+  for (const Impl::Result &r : m.results)
     if (r.role == "loss") {
-      fail("the model already minimizes '" + r.name + "'; only one loss is allowed");
+      m.fail("the model already minimizes '" + r.name +
+             "'; only one loss is allowed");
       return;
     }
-  g.results.push_back({name, "loss", loss.id(), std::move(loc)});
+  m.results.push_back({name, "loss", loss.id(), std::move(loc)});
 }
 
 void Builder::output(const std::string &name, Tensor value, Location loc) {
-  if (!valid({&value})) {
-    poison();
+  Impl &m = *impl;
+  if (!m.valid(this, {&value})) {
+    m.poison();
     return;
   }
-  for (const Result &r : g.results)
+  for (const Impl::Result &r : m.results)
     if (r.name == name) {
-      fail("'" + name + "' is already a result of the model");
+      m.fail("'" + name + "' is already a result of the model");
       return;
     }
-  g.results.push_back({name, "output", value.id(), std::move(loc)});
+  m.results.push_back({name, "output", value.id(), std::move(loc)});
 }
 
-std::vector<ParamInfo> tgc::listParams(const Graph &g) {
+namespace {
+mlir::Attribute configAttr(mlir::OpBuilder &b, const ConfigValue &v);
+
+mlir::DictionaryAttr configDict(mlir::OpBuilder &b, const ConfigDict &d) {
+  llvm::SmallVector<mlir::NamedAttribute> attrs;
+  for (const auto &kv : d)
+    attrs.push_back(b.getNamedAttr(kv.first, configAttr(b, kv.second)));
+  return b.getDictionaryAttr(attrs);
+}
+
+mlir::Attribute configAttr(mlir::OpBuilder &b, const ConfigValue &v) {
+  switch (v.kind) {
+  case ConfigValue::Int:
+    return b.getI64IntegerAttr(v.i);
+  case ConfigValue::Float:
+    return b.getF64FloatAttr(v.f);
+  case ConfigValue::String:
+    return b.getStringAttr(v.s);
+  case ConfigValue::Bool:
+    return b.getBoolAttr(v.i != 0);
+  case ConfigValue::Dict:
+    return configDict(b, v.dict);
+  }
+  return {};
+}
+} // namespace
+
+mlir::OwningOpRef<mlir::ModuleOp> Builder::build() {
+  if (!ok())
+    return nullptr;
+  Impl &m = *impl;
+  // Verifier messages are kept instead of printed, so the C++ API and tgc
+  // can both present them.
+  mlir::ScopedDiagnosticHandler handler(&m.ctx, [&](mlir::Diagnostic &d) {
+    if (d.getSeverity() != mlir::DiagnosticSeverity::Error)
+      return mlir::success();
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    if (auto fl = mlir::dyn_cast<mlir::FileLineColLoc>(d.getLocation()))
+      os << fl.getFilename().getValue() << ':' << fl.getLine() << ':'
+         << fl.getColumn() << ": ";
+    os << d.str();
+    m.errorList.push_back(os.str());
+    return mlir::success();
+  });
+
+  // A copy gets the signature, the tags and the return, so that building can
+  // go on after this call.
+  mlir::IRMapping map;
+  auto module =
+      mlir::cast<mlir::ModuleOp>(m.module->getOperation()->clone(map));
+  mlir::OwningOpRef<mlir::ModuleOp> owned(module);
+  mlir::OpBuilder &b = m.ob;
+  module->setAttr(tg::attr::model, b.getStringAttr(m.modelName));
+  module->setAttr(tg::attr::hyper, configDict(b, m.hyper));
+  module->setAttr(tg::attr::train, configDict(b, m.train));
+
+  auto func = mlir::cast<mlir::func::FuncOp>(module.getBody()->front());
+  mlir::Block &entry = func.front();
+  llvm::SmallVector<Value> results;
+  for (const Impl::Result &r : m.results)
+    results.push_back(map.lookup(m.values[r.value].value));
+  func.setType(b.getFunctionType(entry.getArgumentTypes(),
+                                 mlir::ValueRange(results).getTypes()));
+  if (entry.getNumArguments())
+    func->setLoc(entry.getArgument(0).getLoc());
+  for (size_t i = 0; i < m.args.size(); ++i) {
+    const Impl::Arg &a = m.args[i];
+    func.setArgAttr(i, tg::attr::name, b.getStringAttr(a.name));
+    func.setArgAttr(i, tg::attr::role, m.roleAttr(a.role));
+    if (a.role == "param")
+      func.setArgAttr(
+          i, tg::attr::init,
+          tg::InitializerAttr::get(&m.ctx, a.init.kind, a.init.args));
+  }
+  for (size_t i = 0; i < m.results.size(); ++i) {
+    func.setResultAttr(i, tg::attr::name, b.getStringAttr(m.results[i].name));
+    func.setResultAttr(i, tg::attr::role, m.roleAttr(m.results[i].role));
+  }
+  mlir::OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(&entry);
+  mlir::Location retLoc =
+      m.results.empty() ? func.getLoc() : m.loc(m.results.back().loc);
+  mlir::func::ReturnOp::create(b, retLoc, results);
+  if (mlir::failed(mlir::verify(module)))
+    return nullptr;
+  return owned;
+}
+
+std::vector<ParamInfo> tgc::listParams(mlir::ModuleOp module) {
   std::vector<ParamInfo> out;
-  for (int a : g.args) {
-    const Node &n = g.nodes[a];
-    if (n.role == "param")
-      out.push_back({n.name, n.type, n.type.numElements()});
+  auto func = module.lookupSymbol<mlir::func::FuncOp>("forward");
+  if (!func)
+    return out;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    std::optional<tg::Role> role = tg::getArgRole(func, i);
+    auto name = func.getArgAttrOfType<mlir::StringAttr>(i, tg::attr::name);
+    auto type =
+        mlir::dyn_cast<mlir::RankedTensorType>(func.getArgumentTypes()[i]);
+    std::optional<DType> dtype =
+        type ? dtypeOf(type.getElementType()) : std::nullopt;
+    if (role != tg::Role::param || !name || !dtype)
+      continue;
+    TensorType t{*dtype, Shape(type.getShape())};
+    out.push_back({name.str(), t, t.numElements()});
   }
   return out;
 }

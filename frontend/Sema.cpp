@@ -29,12 +29,11 @@ const std::vector<Builtin> &builtins() {
   static const std::vector<Builtin> table = [] {
     std::vector<Builtin> t;
     Formal x{"x", true}, y{"y", true};
-    for (const char *n : {"add", "sub", "mul", "div", "pow", "maximum", "minimum"})
-      t.push_back({n, {x, y}, &Sema::biBinary});
+#define TGC_BINARY(method, builtin, op) t.push_back({builtin, {x, y}, &Sema::biBinary});
+#include "tgc/BuilderOps.def"
     t.push_back({"select", {{"cond", true}, x, y}, &Sema::biSelect});
-    for (const char *n : {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh",
-                          "erf", "sigmoid", "relu", "silu"})
-      t.push_back({n, {x}, &Sema::biUnary});
+#define TGC_UNARY(method, builtin, op) t.push_back({builtin, {x}, &Sema::biUnary});
+#include "tgc/BuilderOps.def"
     t.push_back({"gelu", {x, {"approximate", false}}, &Sema::biGelu});
     t.push_back({"cast", {x, {"dtype", true}}, &Sema::biCast});
     t.push_back({"matmul", {x, y, {"transpose_lhs", false}, {"transpose_rhs", false}},
@@ -941,7 +940,8 @@ std::unique_ptr<Builder> Sema::run() {
   for (size_t i = 1; i < prog.trains.size(); ++i)
     diag.error(prog.trains[i].loc, "only one train block per file");
   const ModelDecl &m = prog.models[0];
-  b = std::make_unique<Builder>(m.name);
+  b = opts.context ? std::make_unique<Builder>(*opts.context, m.name)
+                   : std::make_unique<Builder>(m.name);
   b->setMaxNodes(opts.maxNodes);
   for (const DefDecl &d : prog.defs) {
     if (findBuiltin(d.name))
@@ -962,13 +962,10 @@ std::unique_ptr<Builder> Sema::run() {
   if (!prog.trains.empty())
     evalTrain(prog.trains[0]);
   if (!aborted && !diag.hasErrors()) {
-    bool hasLoss = false;
-    for (const Result &r : b->graph().results)
-      hasLoss |= r.role == "loss";
-    if (b->graph().results.empty())
+    if (!b->numResults())
       diag.error(m.loc, "model '" + m.name + "' has no results; add "
                         "'minimize <loss>' or 'output <name>'");
-    else if (!prog.trains.empty() && !hasLoss)
+    else if (!prog.trains.empty() && !b->hasLoss())
       diag.error(prog.trains[0].loc, "the train block needs a loss: add "
                                      "'minimize <loss>' to the model");
   }

@@ -29,6 +29,8 @@ struct FrontendOptions {
   size_t maxNodes = size_t(1) << 20;
   /// Upper bound on statements executed while elaborating (unrolled loops).
   size_t maxSteps = size_t(1) << 22;
+  /// The context to build the module in; null: the Builder's own.
+  mlir::MLIRContext *context = nullptr;
 };
 
 /// Elaborates `prog` into a Builder. Returns null when errors were reported

@@ -32,9 +32,15 @@ Value Sema::biBinary(const Expr &e, Args &a) {
   Tensor x, y;
   if (!wantTensor(l, a.locs[0], "'x'", x) || !wantTensor(r, a.locs[1], "'y'", y))
     return Value::error();
-  if (e.text == "maximum")
-    return fromBuilder(b->maximum(x, y, L(e.loc)), e.loc);
-  return fromBuilder(b->minimum(x, y, L(e.loc)), e.loc);
+  static const std::pair<const char *, Tensor (Builder::*)(Tensor, Tensor, Location)>
+      methods[] = {
+#define TGC_BINARY(method, builtin, op) {builtin, &Builder::method},
+#include "tgc/BuilderOps.def"
+      };
+  for (const auto &[name, method] : methods)
+    if (e.text == name)
+      return fromBuilder(((*b).*method)(x, y, L(e.loc)), e.loc);
+  return err(e.loc, "internal error: no method for '" + e.text + "'");
 }
 
 Value Sema::biSelect(const Expr &e, Args &a) {
@@ -65,33 +71,35 @@ Value Sema::biUnary(const Expr &e, Args &a) {
         return Value::ofInt(n == "neg" ? -v.i : std::llabs(v.i));
       return Value::ofFloat(n == "neg" ? -x : std::fabs(x));
     }
-    double r = n == "exp" ? std::exp(x)
-             : n == "log" ? std::log(x)
-             : n == "sqrt" ? std::sqrt(x)
-             : n == "rsqrt" ? 1.0 / std::sqrt(x)
-             : n == "tanh" ? std::tanh(x)
-             : n == "erf" ? std::erf(x)
-             : n == "sigmoid" ? 1.0 / (1.0 + std::exp(-x))
-             : n == "relu" ? std::max(0.0, x)
-             : x / (1.0 + std::exp(-x)); // silu
-    return Value::ofFloat(r);
+    std::optional<double> r =
+        n == "exp"       ? std::exp(x)
+        : n == "log"     ? std::log(x)
+        : n == "sqrt"    ? std::sqrt(x)
+        : n == "rsqrt"   ? 1.0 / std::sqrt(x)
+        : n == "tanh"    ? std::tanh(x)
+        : n == "erf"     ? std::erf(x)
+        : n == "cos"     ? std::cos(x)
+        : n == "sin"     ? std::sin(x)
+        : n == "sigmoid" ? 1.0 / (1.0 + std::exp(-x))
+        : n == "relu"    ? std::max(0.0, x)
+        : n == "silu"
+            ? x / (1.0 + std::exp(-x))
+            : std::optional<double>(); // an op without a fold takes tensors
+    if (r)
+      return Value::ofFloat(*r);
   }
   Tensor x;
   if (!wantTensor(v, a.locs[0], "the operand of '" + n + "'", x))
     return Value::error();
-  Location l = L(e.loc);
-  Tensor r = n == "neg" ? b->neg(x, l)
-           : n == "abs" ? b->abs(x, l)
-           : n == "exp" ? b->exp(x, l)
-           : n == "log" ? b->log(x, l)
-           : n == "sqrt" ? b->sqrt(x, l)
-           : n == "rsqrt" ? b->rsqrt(x, l)
-           : n == "tanh" ? b->tanh(x, l)
-           : n == "erf" ? b->erf(x, l)
-           : n == "sigmoid" ? b->sigmoid(x, l)
-           : n == "relu" ? b->relu(x, l)
-           : b->silu(x, l);
-  return fromBuilder(r, e.loc);
+  static const std::pair<const char *, Tensor (Builder::*)(Tensor, Location)>
+      methods[] = {
+#define TGC_UNARY(method, builtin, op) {builtin, &Builder::method},
+#include "tgc/BuilderOps.def"
+      };
+  for (const auto &[name, method] : methods)
+    if (n == name)
+      return fromBuilder(((*b).*method)(x, L(e.loc)), e.loc);
+  return err(e.loc, "internal error: no method for '" + n + "'");
 }
 
 Value Sema::biGelu(const Expr &e, Args &a) {

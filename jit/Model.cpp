@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Jit.h"
-#include "frontend/MLIRGen.h"
 #include "frontend/Sema.h"
 #include "codegen/cpu/Jit.h"
 #include "codegen/registry/InitAll.h"
@@ -33,7 +32,6 @@ struct Model::Impl {
   bool call(const std::string &entry, const TensorMap &given,
             TensorMap &results, std::string &error);
 
-  std::unique_ptr<MLIRContext> context;
   std::unique_ptr<tg::cpu::JitModule> jit;
   /// Each entry's arguments and results as (role, name), in order.
   using Tags = std::vector<std::pair<tg::Role, std::string>>;
@@ -47,15 +45,11 @@ const TensorMap &Model::state() const { return impl->persistent; }
 const TensorMap &Model::inputSpecs() const { return impl->inputs; }
 
 namespace {
-/// A context with TGC's dialects whose diagnostics are collected.
-std::unique_ptr<MLIRContext> makeContext(std::string &diagnostics) {
+/// Makes TGC's dialects and their extensions available in `ctx`.
+void addDialects(MLIRContext &ctx) {
   DialectRegistry registry;
   tg::registerAllDialects(registry);
-  auto ctx = std::make_unique<MLIRContext>(registry);
-  ctx->getDiagEngine().registerHandler([&diagnostics](Diagnostic &d) {
-    diagnostics += d.str() + "\n";
-  });
-  return ctx;
+  ctx.appendDialectRegistry(registry);
 }
 
 bool isPersistent(tg::Role role) {
@@ -66,16 +60,24 @@ bool isPersistent(tg::Role role) {
 
 std::unique_ptr<Model> Model::compileGraph(Builder &builder,
                                            std::string &error) {
+  // The module lives in the builder's context; the JIT keeps no MLIR, so the
+  // context need not outlive this call.
   std::string diagnostics;
-  auto ctx = makeContext(diagnostics);
-  OwningOpRef<ModuleOp> module = builder.build(*ctx);
+  MLIRContext *ctx = &builder.context();
+  addDialects(*ctx);
+  ScopedDiagnosticHandler collect(ctx, [&diagnostics](Diagnostic &d) {
+    diagnostics += d.str() + "\n";
+  });
+  OwningOpRef<ModuleOp> module = builder.build();
   if (!module) {
+    for (const std::string &e : builder.errors())
+      diagnostics += e + "\n";
     error = "the graph does not verify: " + diagnostics;
     return nullptr;
   }
   // As for artifacts: composites decomposed, @train_step planned, and its
   // code keeps every intermediate in the planned arena.
-  PassManager pm(ctx.get());
+  PassManager pm(ctx);
   tg::TrainingPipelineOptions training;
   training.decompose = true;
   training.planMemory = true;
@@ -114,7 +116,6 @@ std::unique_ptr<Model> Model::compileGraph(Builder &builder,
         }
   }
   model->jit = std::move(*compiled);
-  model->context = std::move(ctx);
   return std::unique_ptr<Model>(new Model(std::move(model)));
 }
 

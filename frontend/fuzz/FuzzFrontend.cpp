@@ -1,14 +1,14 @@
 //===- FuzzFrontend.cpp - libFuzzer entry for the .tg frontend -*- C++ -*-===//
 //
-// Feeds arbitrary bytes through lexer, parser, checker and MLIRGen. Any input
+// Feeds arbitrary bytes through lexer, parser, checker and Builder. Any input
 // must end in a module or in diagnostics: never a crash, assert, sanitizer
 // report or hang. Graph and step limits are lowered so each input is fast.
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/MLIRGen.h"
 #include "frontend/Sema.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -26,15 +26,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tgc::FrontendOptions opts;
   opts.maxNodes = 20000;
   opts.maxSteps = 100000;
+  opts.context = ctx;
   std::unique_ptr<tgc::Builder> b = tgc::parseAndElaborate(file, diag, opts);
   std::string sink;
   llvm::raw_string_ostream os(sink);
   diag.print(os);
   if (b) {
-    std::vector<std::string> errors;
-    auto module = tgc::mlirGen(*ctx, b->graph(), errors);
-    // Only modules that verify may be printed; a verifier failure here means
-    // the frontend's shape rules disagree with the dialect's.
+    auto module = b->build();
+    // Every op was verified as it was created; a module that fails to verify
+    // now means the Builder assembled the function wrongly.
     if (!module)
       __builtin_trap();
     module->print(os);

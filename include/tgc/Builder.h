@@ -13,11 +13,13 @@
 //                                 {"glorot_uniform"}))); }
 //   ...
 //   b.minimize(loss);
-//   mlir::OwningOpRef<mlir::ModuleOp> m = b.build(ctx);  // null on error
+//   mlir::OwningOpRef<mlir::ModuleOp> m = b.build();  // null on error
 //
-// Shape errors never abort: the failing call returns an invalid Tensor, the
-// message is kept (errors()), later calls on invalid tensors stay quiet, and
-// build() returns null.
+// Each call creates its `tg` op at once; the op's own type inference and
+// verifier (dialects/) are the only shape rules, and their messages are the
+// Builder's. Errors never abort: the failing call returns an invalid Tensor,
+// the message is kept (errors()), later calls on invalid tensors stay quiet,
+// and build() returns null. Elementwise ops come from BuilderOps.def.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,10 +29,10 @@
 #include "tgc/DType.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
-#include <variant>
 #include <vector>
 
 namespace mlir {
@@ -92,45 +94,9 @@ struct ConfigValue {
 };
 using ConfigDict = std::vector<std::pair<std::string, ConfigValue>>;
 
-/// An attribute of a graph node.
-using NodeAttr = std::variant<int64_t, double, std::string, std::vector<int64_t>, bool>;
-
-/// One op (or function argument) of the forward graph.
-struct Node {
-  std::string op; ///< "tg.add", ...; "arg" for inputs and parameters
-  std::vector<int> operands;
-  TensorType type;
-  std::vector<std::pair<std::string, NodeAttr>> attrs;
-  Location loc;
-  // Function arguments only.
-  std::string name;
-  std::string role; ///< "input" or "param"
-  Init init;
-
-  const NodeAttr *attr(const std::string &key) const;
-};
-
-/// A marked function result.
-struct Result {
-  std::string name;
-  std::string role; ///< "loss" or "output"
-  int node;
-  Location loc;
-};
-
-/// The forward graph of one model, in creation order.
-struct Graph {
-  std::string modelName;
-  std::vector<Node> nodes;
-  std::vector<int> args; ///< nodes that are function arguments, in order
-  std::vector<Result> results;
-  ConfigDict hyper;
-  ConfigDict train;
-};
-
 class Builder;
 
-/// A handle to a value of the graph being built; false when invalid.
+/// A handle to a value of the model being built; false when invalid.
 class Tensor {
 public:
   Tensor() = default;
@@ -153,10 +119,17 @@ private:
 /// Comparison predicates of tg.cmp.
 enum class CmpPredicate { EQ, NE, LT, LE, GT, GE };
 
-/// Builds a forward graph with shape checking, then lowers it to MLIR.
+/// Builds the forward function of a model as `tg` ops, checked op by op.
 class Builder {
 public:
+  /// Builds into a context of its own (context()); the module build()
+  /// returns lives in it, so it must not outlive the Builder.
   explicit Builder(std::string modelName);
+  /// Builds into `ctx`, which must outlive the Builder and its modules.
+  Builder(mlir::MLIRContext &ctx, std::string modelName);
+  ~Builder();
+  Builder(const Builder &) = delete;
+  Builder &operator=(const Builder &) = delete;
 
   /// Names parameters created while it lives: `Scope s(b, "h.0")`.
   class Scope {
@@ -171,11 +144,11 @@ public:
     size_t saved;
   };
   /// The current scope prefix ("h.0.attn"), or "".
-  const std::string &scopePrefix() const { return prefix; }
+  const std::string &scopePrefix() const;
 
   // Model-level data.
   void setHyper(const std::string &name, ConfigValue value);
-  void setTrain(ConfigDict train) { g.train = std::move(train); }
+  void setTrain(ConfigDict train);
 
   // Leaves.
   Tensor input(const std::string &name, TensorType type,
@@ -185,29 +158,16 @@ public:
   /// A tensor filled with `value`.
   Tensor constant(double value, TensorType type, Location loc = Location::current());
 
-  // Elementwise with NumPy broadcasting.
-  Tensor add(Tensor a, Tensor b, Location loc = Location::current());
-  Tensor sub(Tensor a, Tensor b, Location loc = Location::current());
-  Tensor mul(Tensor a, Tensor b, Location loc = Location::current());
-  Tensor div(Tensor a, Tensor b, Location loc = Location::current());
-  Tensor pow(Tensor a, Tensor b, Location loc = Location::current());
-  Tensor maximum(Tensor a, Tensor b, Location loc = Location::current());
-  Tensor minimum(Tensor a, Tensor b, Location loc = Location::current());
+  // Elementwise: one method per line of BuilderOps.def, e.g.
+  // `Tensor exp(Tensor x, Location loc)`, `Tensor add(Tensor a, Tensor b,
+  // Location loc)` (NumPy broadcasting).
+#define TGC_UNARY(method, builtin, op)                                         \
+  Tensor method(Tensor x, Location loc = Location::current());
+#define TGC_BINARY(method, builtin, op)                                        \
+  Tensor method(Tensor a, Tensor b, Location loc = Location::current());
+#include "tgc/BuilderOps.def"
   Tensor cmp(CmpPredicate p, Tensor a, Tensor b, Location loc = Location::current());
   Tensor select(Tensor cond, Tensor t, Tensor f, Location loc = Location::current());
-
-  // Unary.
-  Tensor neg(Tensor x, Location loc = Location::current());
-  Tensor abs(Tensor x, Location loc = Location::current());
-  Tensor exp(Tensor x, Location loc = Location::current());
-  Tensor log(Tensor x, Location loc = Location::current());
-  Tensor sqrt(Tensor x, Location loc = Location::current());
-  Tensor rsqrt(Tensor x, Location loc = Location::current());
-  Tensor tanh(Tensor x, Location loc = Location::current());
-  Tensor erf(Tensor x, Location loc = Location::current());
-  Tensor sigmoid(Tensor x, Location loc = Location::current());
-  Tensor relu(Tensor x, Location loc = Location::current());
-  Tensor silu(Tensor x, Location loc = Location::current());
   Tensor gelu(Tensor x, bool tanhApprox = false, Location loc = Location::current());
   Tensor cast(Tensor x, DType to, Location loc = Location::current());
 
@@ -271,45 +231,39 @@ public:
               Location loc = Location::current());
 
   /// True while no call has failed.
-  bool ok() const { return errorList.empty(); }
+  bool ok() const { return errors().empty(); }
   /// Every failure so far, one sentence each.
-  const std::vector<std::string> &errors() const { return errorList; }
+  const std::vector<std::string> &errors() const;
   /// The message of the most recent failing call; "" when that call failed
   /// only because an operand was already invalid (nothing new to report).
-  const std::string &lastError() const { return last; }
+  const std::string &lastError() const;
 
-  /// Caps the graph size; calls beyond it fail (keeps fuzzed input fast).
-  void setMaxNodes(size_t n) { maxNodes = n; }
+  /// Caps the number of ops; calls beyond it fail (keeps fuzzed input fast).
+  void setMaxNodes(size_t n);
 
-  const Graph &graph() const { return g; }
-  const TensorType &typeOf(int id) const { return g.nodes[id].type; }
+  /// The type of the value `id` (Tensor::id()).
+  const TensorType &typeOf(int id) const;
+  /// Number of results marked with minimize or output.
+  size_t numResults() const;
+  /// True once minimize has marked a loss.
+  bool hasLoss() const;
 
-  /// Lowers the graph to a verified `tg` module; null (with a message in
-  /// errors()) when the graph has errors or fails verification.
-  mlir::OwningOpRef<mlir::ModuleOp> build(mlir::MLIRContext &ctx);
+  /// The context the ops are created in.
+  mlir::MLIRContext &context();
+  /// The model as a verified module holding `func.func @forward` (a copy:
+  /// building may go on). Null, with a message in errors(), when a call
+  /// has failed or the module does not verify.
+  mlir::OwningOpRef<mlir::ModuleOp> build();
 
 private:
-  Tensor fail(const std::string &message);
-  Tensor poison();
-  bool valid(std::initializer_list<const Tensor *> ts);
-  Tensor add_node(Node n);
-  Tensor binaryOp(const char *op, Tensor a, Tensor b, Location loc);
-  Tensor unaryOp(const char *op, Tensor x, bool floatOnly, Location loc);
-  Tensor reduceOp(const char *op, Tensor x, std::vector<int64_t> axes,
-                  bool keepdims, Location loc);
-  Tensor poolOp(const char *op, Tensor x, std::vector<int64_t> kernel,
-                std::vector<int64_t> stride, std::vector<int64_t> padding,
-                Location loc,
-                std::vector<std::pair<std::string, NodeAttr>> extra = {});
+  struct Impl;
+  Tensor wrap(int id);
   Tensor argument(const std::string &name, const std::string &role,
                   TensorType type, Init init, Location loc);
+  template <typename OpTy>
+  Tensor reduce(Tensor x, std::vector<int64_t> axes, bool keepdims, Location loc);
 
-  Graph g;
-  std::string prefix;
-  std::vector<std::string> errorList;
-  std::string last;
-  size_t maxNodes = size_t(1) << 22;
-  int64_t dropoutStreams = 0;
+  std::unique_ptr<Impl> impl;
 };
 
 // Operators for terse C++ models: `x * w + b`, `x * 0.5`.
@@ -321,13 +275,14 @@ Tensor operator-(const Tensor &a);
 Tensor operator*(const Tensor &a, double s);
 Tensor operator+(const Tensor &a, double s);
 
-/// Parameters of a graph with their element counts, for `--report=params`.
+/// Parameters of a model with their element counts, for `--report=params`.
 struct ParamInfo {
   std::string name;
   TensorType type;
   int64_t count;
 };
-std::vector<ParamInfo> listParams(const Graph &g);
+/// The parameters of a built module's `@forward`, in argument order.
+std::vector<ParamInfo> listParams(mlir::ModuleOp module);
 
 } // namespace tgc
 

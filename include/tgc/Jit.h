@@ -62,7 +62,7 @@ public:
   const TensorMap &inputSpecs() const;
 
 private:
-  /// The MLIR context, the JIT-compiled module and the tensors kept between
+  /// The JIT-compiled module and the tensors kept between
   /// calls (jit/Model.cpp); hidden so that this header needs no MLIR.
   struct Impl;
   explicit Model(std::unique_ptr<Impl> impl);

@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "test/autodiff/GradCheck.h"
-#include "frontend/MLIRGen.h"
 #include "frontend/Sema.h"
 
 #include "llvm/Support/MemoryBuffer.h"
@@ -26,8 +25,10 @@ std::string compileExample(const std::string &name,
   REQUIRE(buffer);
   tgc::SourceFile file(path, (*buffer)->getBuffer().str());
   tgc::DiagEngine diag(file);
+  Harness h;
   tgc::FrontendOptions opts;
   opts.defines = std::move(defines);
+  opts.context = &h.ctx;
   auto builder = tgc::parseAndElaborate(file, diag, opts);
   std::string errors;
   llvm::raw_string_ostream es(errors);
@@ -35,9 +36,7 @@ std::string compileExample(const std::string &name,
   INFO(errors);
   REQUIRE(builder);
 
-  Harness h;
-  std::vector<std::string> verifyErrors;
-  auto module = tgc::mlirGen(h.ctx, builder->graph(), verifyErrors);
+  auto module = builder->build();
   REQUIRE(module);
   std::string ir;
   llvm::raw_string_ostream os(ir);

@@ -1,10 +1,12 @@
 //===- JitTest.cpp - the in-process API -------------------------*- C++ -*-===//
 //
-// tgc::Model compiles examples/mlp.tg in-process, trains it on a fixed batch
-// until the loss falls, evaluates it, and reports mistakes as messages.
+// tgc::Model compiles examples/mlp.tg (and a model built with tgc::Builder)
+// in-process, trains it on a fixed batch until the loss falls, evaluates it,
+// and reports mistakes as messages.
 //
 //===----------------------------------------------------------------------===//
 
+#include "tgc/Builder.h"
 #include "tgc/Jit.h"
 
 #include <catch2/catch.hpp>
@@ -73,4 +75,42 @@ TEST_CASE("mistakes are messages", "[jit]") {
   double loss;
   CHECK_FALSE(model->trainStep(batch(model->inputSpecs()), loss, error));
   CHECK_THAT(error, Catch::Contains("call init first"));
+}
+
+TEST_CASE("a model built in C++ compiles and outlives its Builder", "[jit]") {
+  std::string error;
+  std::unique_ptr<tgc::Model> model;
+  {
+    tgc::Builder b("linear");
+    tgc::Tensor x = b.input("x", {tgc::DType::F32, {8, 4}});
+    tgc::Tensor y = b.input("y", {tgc::DType::F32, {8, 1}});
+    tgc::Tensor w = b.param("w", {tgc::DType::F32, {4, 1}}, {"glorot_uniform", {}});
+    tgc::Tensor bias = b.param("b", {tgc::DType::F32, {1}});
+    b.minimize(b.mseLoss(x.matmul(w) + bias, y));
+    tgc::ConfigValue opt = tgc::ConfigValue::ofDict();
+    opt.dict = {{"kind", tgc::ConfigValue::ofString("sgd")},
+                {"lr", tgc::ConfigValue::ofFloat(0.1)}};
+    b.setTrain({{"optimizer", opt}});
+    REQUIRE(b.ok());
+    model = tgc::Model::compileGraph(b, error);
+    INFO(error);
+    REQUIRE(model);
+  }
+  // The Builder and its context are gone; the compiled model needs neither.
+  REQUIRE(model->init(3, error));
+  tgc::TensorMap inputs = batch(model->inputSpecs());
+  double first = 0, last = 0;
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(model->trainStep(inputs, last, error));
+    if (i == 0)
+      first = last;
+  }
+  CHECK(last < first);
+
+  // A Builder that has failed gives its message, not a module.
+  tgc::Builder bad("bad");
+  tgc::Tensor a = bad.input("a", {tgc::DType::F32, {2, 3}});
+  bad.output("r", bad.matmul(a, a));
+  CHECK_FALSE(tgc::Model::compileGraph(bad, error));
+  CHECK_THAT(error, Catch::Contains("contraction dimensions differ"));
 }

@@ -9,7 +9,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/MLIRGen.h"
 #include "frontend/Sema.h"
 #include "codegen/registry/InitAll.h"
 #include "tools/tgc/Training.h"
@@ -214,8 +213,8 @@ std::string withCommas(int64_t n) {
   return s;
 }
 
-void printParams(const tgc::Graph &g, llvm::raw_ostream &os) {
-  std::vector<tgc::ParamInfo> params = tgc::listParams(g);
+void printParams(mlir::ModuleOp module, llvm::raw_ostream &os) {
+  std::vector<tgc::ParamInfo> params = tgc::listParams(module);
   size_t nameW = 4, shapeW = 5;
   std::vector<std::string> shapes;
   for (const tgc::ParamInfo &p : params) {
@@ -271,9 +270,8 @@ int main(int argc, char **argv) {
   mlir::tg::registerAllDialects(registry);
   mlir::MLIRContext ctx(registry);
 
-  // Front end: source -> forward graph -> tg module. The memory-budget
-  // search calls it again with a smaller batch.
-  std::unique_ptr<tgc::Builder> builder;
+  // Front end: source -> tg module. The memory-budget search calls it again
+  // with a smaller batch.
   tgc::CompileFn compile =
       [&](const std::vector<std::pair<std::string, std::string>> &extra)
       -> mlir::OwningOpRef<mlir::ModuleOp> {
@@ -285,16 +283,16 @@ int main(int argc, char **argv) {
     }
     for (const auto &d : extra)
       fopts.defines.push_back(d);
-    builder = tgc::parseAndElaborate(file, diag, fopts);
+    fopts.context = &ctx;
+    std::unique_ptr<tgc::Builder> builder =
+        tgc::parseAndElaborate(file, diag, fopts);
     if (!builder) {
       diag.print(llvm::errs());
       return nullptr;
     }
-    std::vector<std::string> errors;
-    mlir::OwningOpRef<mlir::ModuleOp> module =
-        tgc::mlirGen(ctx, builder->graph(), errors);
+    mlir::OwningOpRef<mlir::ModuleOp> module = builder->build();
     if (!module) {
-      for (const std::string &e : errors)
+      for (const std::string &e : builder->errors())
         llvm::errs() << "tgc: error: " << e << "\n";
       llvm::errs() << "tgc: error: internal error: the generated IR does not "
                       "verify; please report this model\n";
@@ -356,7 +354,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (opts.report == Report::Params)
-    printParams(builder->graph(), out.os());
+    printParams(*module, out.os());
   if (opts.report == Report::Memory) {
     // The plan is the CPU artifact's: its ops' scratch included.
     if (opts.format == Format::Json)
