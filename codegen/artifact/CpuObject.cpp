@@ -124,95 +124,6 @@ void fillShapes(ModuleOp module, StringRef name,
   }
 }
 
-/// C support code linked into every shared object: the runtime functions
-/// that lowered code may call, so the artifact needs no MLIR library.
-/// memrefCopy is MLIR's strided copy (CRunnerUtils' signature).
-constexpr const char *kSupportC = R"C(
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-/* Every allocation the code still makes outside the arena goes through
-   these (the CPU pipeline's generic allocation functions), so the runtime
-   can measure it: bytes live now, the most live at once since the last
-   reset, and the number of allocations. Not thread-safe: entry points run
-   one at a time. */
-static int64_t tgx_heap_live, tgx_heap_peak, tgx_heap_count;
-static void *tgx_heap_take(uint64_t align, uint64_t size) {
-  if (align < 16)
-    align = 16;
-  uint64_t header = align; /* holds the block's start and size */
-  void *block = 0;
-  if (posix_memalign(&block, align, header + size) != 0)
-    return 0;
-  char *p = (char *)block + header;
-  ((uint64_t *)p)[-1] = size;
-  ((void **)p)[-2] = block;
-  tgx_heap_live += (int64_t)size;
-  tgx_heap_count += 1;
-  if (tgx_heap_live > tgx_heap_peak)
-    tgx_heap_peak = tgx_heap_live;
-  return p;
-}
-void *_mlir_memref_to_llvm_alloc(uint64_t size) {
-  return tgx_heap_take(16, size);
-}
-void *_mlir_memref_to_llvm_aligned_alloc(uint64_t align, uint64_t size) {
-  return tgx_heap_take(align, size);
-}
-void _mlir_memref_to_llvm_free(void *p) {
-  if (!p)
-    return;
-  tgx_heap_live -= (int64_t)((uint64_t *)p)[-1];
-  free(((void **)p)[-2]);
-}
-/* out[0] = live bytes, out[1] = peak since the last reset, out[2] = count. */
-void tgx_heap_stats(int64_t *out) {
-  out[0] = tgx_heap_live;
-  out[1] = tgx_heap_peak;
-  out[2] = tgx_heap_count;
-}
-void tgx_heap_reset(void) {
-  tgx_heap_peak = tgx_heap_live;
-  tgx_heap_count = 0;
-}
-typedef struct { int64_t rank; void *descriptor; } tgx_unranked_memref;
-void memrefCopy(int64_t elemSize, tgx_unranked_memref *src,
-                tgx_unranked_memref *dst) {
-  int64_t rank = src->rank;
-  char **s = (char **)src->descriptor, **d = (char **)dst->descriptor;
-  char *sp = s[1], *dp = d[1];
-  int64_t *sm = (int64_t *)(s + 2), *dm = (int64_t *)(d + 2);
-  int64_t so = sm[0], dof = dm[0];
-  if (rank == 0) {
-    memcpy(dp + dof * elemSize, sp + so * elemSize, elemSize);
-    return;
-  }
-  int64_t *sizes = sm + 1, *sstr = sm + 1 + rank, *dstr = dm + 1 + rank;
-  for (int64_t i = 0; i < rank; ++i)
-    if (sizes[i] == 0)
-      return;
-  int64_t idx[64] = {0};
-  if (rank > 64)
-    return;
-  for (;;) {
-    memcpy(dp + dof * elemSize, sp + so * elemSize, elemSize);
-    int64_t k = rank - 1;
-    for (; k >= 0; --k) {
-      ++idx[k];
-      so += sstr[k];
-      dof += dstr[k];
-      if (idx[k] < sizes[k])
-        break;
-      so -= sstr[k] * sizes[k];
-      dof -= dstr[k] * sizes[k];
-      idx[k] = 0;
-    }
-    if (k < 0)
-      return;
-  }
-}
-)C";
 
 /// Moves each top-level loop nest of a long function into a function of its
 /// own (never inlined back). A training step lowers to one function of
@@ -351,6 +262,17 @@ LogicalResult addSignature(ModuleOp module, ModuleOp lowered,
   return success();
 }
 
+/// The object code of support/tgx_support.c, compiled by the build (see
+/// codegen/artifact/CMakeLists.txt): the functions lowered code calls
+/// (counted allocation, memrefCopy), linked into every shared object so that
+/// an artifact needs no MLIR library.
+StringRef supportObject() {
+  static const unsigned char bytes[] = {
+#include "TgxSupportObject.inc"
+  };
+  return StringRef(reinterpret_cast<const char *>(bytes), sizeof bytes);
+}
+
 /// Finds a program: PATH first, then Debian's versioned names.
 std::string findProgram(ArrayRef<StringRef> names) {
   for (StringRef n : names)
@@ -461,8 +383,8 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
   }
 
   // Object file (in memory, so its size is checked before anything is
-  // written), then a shared object linked by the system's compiler driver
-  // (which knows the C library's startup files).
+  // written), then a shared object linked from it and the support object by
+  // the system's compiler driver (which knows the C library's startup files).
   SmallVector<char, 0> object;
   {
     llvm::raw_svector_ostream os(object);
@@ -482,10 +404,10 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
   }
   TempFiles temps;
   std::string obj, support, so;
-  if (!temps.create("o", obj, error) || !temps.create("c", support, error) ||
+  if (!temps.create("o", obj, error) || !temps.create("o", support, error) ||
       !temps.create("so", so, error) ||
       !writeWhole(obj, StringRef(object.data(), object.size()), error) ||
-      !writeWhole(support, kSupportC, error))
+      !writeWhole(support, supportObject(), error))
     return failure();
   std::string driver = findProgram({"clang-22", "clang", "cc"});
   if (driver.empty()) {
@@ -494,8 +416,7 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
     return failure();
   }
   std::string errMsg;
-  SmallVector<StringRef> argv{driver, "-shared", "-fPIC", "-O2", "-x", "c",
-                              support, "-x", "none", "-o", so, obj, "-lm"};
+  SmallVector<StringRef> argv{driver, "-shared", "-o", so, obj, support, "-lm"};
   if (llvm::sys::ExecuteAndWait(driver, argv, std::nullopt, {}, 120, 0,
                                 &errMsg) != 0) {
     error = "linking the shared object with " + driver + " failed" +

@@ -1,0 +1,95 @@
+/*===- tgx_support.c - runtime support linked into every cpu.so ----------===*
+ *
+ * The functions that lowered code may call, linked into the shared object of
+ * every artifact so that it needs no MLIR library: the generic allocation
+ * functions (counted, so the runtime can measure what the code allocates
+ * outside the arena) and memrefCopy (MLIR's strided copy, with CRunnerUtils'
+ * signature). The build compiles this file once, position-independent and
+ * without sanitizers, and embeds the object in tgc (support/Embed.cmake);
+ * tgc links it next to the generated code (codegen/artifact/CpuObject.cpp).
+ *
+ *===----------------------------------------------------------------------===*/
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every allocation the code still makes outside the arena goes through
+   these (the CPU pipeline's generic allocation functions), so the runtime
+   can measure it: bytes live now, the most live at once since the last
+   reset, and the number of allocations. Not thread-safe: entry points run
+   one at a time. */
+static int64_t tgx_heap_live, tgx_heap_peak, tgx_heap_count;
+static void *tgx_heap_take(uint64_t align, uint64_t size) {
+  if (align < 16)
+    align = 16;
+  uint64_t header = align; /* holds the block's start and size */
+  void *block = 0;
+  if (posix_memalign(&block, align, header + size) != 0)
+    return 0;
+  char *p = (char *)block + header;
+  ((uint64_t *)p)[-1] = size;
+  ((void **)p)[-2] = block;
+  tgx_heap_live += (int64_t)size;
+  tgx_heap_count += 1;
+  if (tgx_heap_live > tgx_heap_peak)
+    tgx_heap_peak = tgx_heap_live;
+  return p;
+}
+void *_mlir_memref_to_llvm_alloc(uint64_t size) {
+  return tgx_heap_take(16, size);
+}
+void *_mlir_memref_to_llvm_aligned_alloc(uint64_t align, uint64_t size) {
+  return tgx_heap_take(align, size);
+}
+void _mlir_memref_to_llvm_free(void *p) {
+  if (!p)
+    return;
+  tgx_heap_live -= (int64_t)((uint64_t *)p)[-1];
+  free(((void **)p)[-2]);
+}
+/* out[0] = live bytes, out[1] = peak since the last reset, out[2] = count. */
+void tgx_heap_stats(int64_t *out) {
+  out[0] = tgx_heap_live;
+  out[1] = tgx_heap_peak;
+  out[2] = tgx_heap_count;
+}
+void tgx_heap_reset(void) {
+  tgx_heap_peak = tgx_heap_live;
+  tgx_heap_count = 0;
+}
+typedef struct { int64_t rank; void *descriptor; } tgx_unranked_memref;
+void memrefCopy(int64_t elemSize, tgx_unranked_memref *src,
+                tgx_unranked_memref *dst) {
+  int64_t rank = src->rank;
+  char **s = (char **)src->descriptor, **d = (char **)dst->descriptor;
+  char *sp = s[1], *dp = d[1];
+  int64_t *sm = (int64_t *)(s + 2), *dm = (int64_t *)(d + 2);
+  int64_t so = sm[0], dof = dm[0];
+  if (rank == 0) {
+    memcpy(dp + dof * elemSize, sp + so * elemSize, elemSize);
+    return;
+  }
+  int64_t *sizes = sm + 1, *sstr = sm + 1 + rank, *dstr = dm + 1 + rank;
+  for (int64_t i = 0; i < rank; ++i)
+    if (sizes[i] == 0)
+      return;
+  int64_t idx[64] = {0};
+  if (rank > 64)
+    return;
+  for (;;) {
+    memcpy(dp + dof * elemSize, sp + so * elemSize, elemSize);
+    int64_t k = rank - 1;
+    for (; k >= 0; --k) {
+      ++idx[k];
+      so += sstr[k];
+      dof += dstr[k];
+      if (idx[k] < sizes[k])
+        break;
+      so -= sstr[k] * sizes[k];
+      dof -= dstr[k] * sizes[k];
+      idx[k] = 0;
+    }
+    if (k < 0)
+      return;
+  }
+}
