@@ -285,8 +285,7 @@ std::string findProgram(ArrayRef<StringRef> names) {
 
 FailureOr<std::string>
 mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
-                               const CpuObjectOptions &opts,
-                               std::map<std::string, int64_t> *arenaBytes) {
+                               const CpuObjectOptions &opts) {
   static std::once_flag initTarget;
   std::call_once(initTarget, [] {
     llvm::InitializeNativeTarget();
@@ -330,17 +329,25 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
     return failure();
   }
   // The arena grew by the ops' scratch (tg-plan-scratch): its descriptor
-  // takes the final size.
+  // takes the final size, and `module` records every planned entry's arena
+  // (tg.arena_bytes, by entry name) for the manifest.
   std::map<std::string, int64_t> arenas;
+  NamedAttrList recorded;
+  Builder b(ctx);
   for (auto &[name, shapes] : entries) {
-    int64_t size = cpu::loweredArenaBytes(*lowered, name);
-    if (!size)
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    MemoryPlanAttr memory = opts.arena ? getMemoryPlan(fn) : nullptr;
+    if (!memory)
       continue;
-    shapes[module.lookupSymbol<func::FuncOp>(name).getNumArguments()] = {size};
-    arenas[name] = size;
+    int64_t size = cpu::loweredArenaBytes(*lowered, name);
+    if (size) {
+      shapes[fn.getNumArguments()] = {size};
+      arenas[name] = size;
+    }
+    recorded.set(name, b.getI64IntegerAttr(size ? size : memory.getTransientBytes()));
   }
-  if (arenaBytes)
-    *arenaBytes = arenas;
+  if (!recorded.empty())
+    module->setAttr(attr::arenaBytes, recorded.getDictionary(ctx));
   if (failed(addSignature(module, *lowered, arenas, error)))
     return failure();
   for (auto &[name, shapes] : entries) {

@@ -28,13 +28,12 @@ struct CpuObjectOptions {
   /// refused before anything is written.
   uint64_t maxCodeBytes = uint64_t(2) << 30;
 };
-/// `arenaBytes`, if given, receives each planned entry's arena size: the
-/// plan's transient bytes plus the scratch the backend placed after them
-/// (tg-plan-scratch).
-FailureOr<std::string>
-buildCpuSharedObject(ModuleOp module, std::string &error,
-                     const CpuObjectOptions &opts = {},
-                     std::map<std::string, int64_t> *arenaBytes = nullptr);
+/// With `opts.arena`, each planned entry's arena size (the plan's transient
+/// bytes plus the scratch the backend placed after them, tg-plan-scratch) is
+/// recorded on `module` as `tg.arena_bytes` (by entry name), where
+/// buildManifest reads it.
+FailureOr<std::string> buildCpuSharedObject(ModuleOp module, std::string &error,
+                                            const CpuObjectOptions &opts = {});
 
 } // namespace mlir::tg
 

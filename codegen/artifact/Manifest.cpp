@@ -81,6 +81,7 @@ static void indexRange(Value arg, int64_t &bound,
 FailureOr<llvm::json::Object>
 mlir::tg::buildManifest(ModuleOp module, const llvm::json::Object *memory) {
   llvm::json::Object entries;
+  auto arenas = module->getAttrOfType<DictionaryAttr>(attr::arenaBytes);
   for (StringRef name : kEntryPoints) {
     auto fn = module.lookupSymbol<func::FuncOp>(name);
     if (!fn)
@@ -133,10 +134,11 @@ mlir::tg::buildManifest(ModuleOp module, const llvm::json::Object *memory) {
     }
     llvm::json::Object entry{{"args", std::move(args)},
                              {"results", std::move(results)}};
-    // A planned entry takes its arena after its arguments, and updates
-    // parameters and state in their own storage (docs/artifact.md).
-    if (MemoryPlanAttr memory = getMemoryPlan(fn)) {
-      entry["arena_bytes"] = memory.getTransientBytes();
+    // An entry whose code keeps the plan (the backend recorded its arena)
+    // takes the arena after its arguments, and updates parameters and state
+    // in their own storage (docs/artifact.md).
+    if (auto bytes = arenas ? arenas.getAs<IntegerAttr>(name) : IntegerAttr()) {
+      entry["arena_bytes"] = bytes.getInt();
       entry["inplace"] = true;
     }
     entries[name] = std::move(entry);

@@ -24,9 +24,11 @@ inline constexpr llvm::StringLiteral kEntryPoints[] = {"init", "train_step",
 /// runtime has none.
 llvm::StringRef artifactDTypeName(Type t);
 
-/// The manifest of `module`: every entry point of kEntryPoints present, with
-/// its arguments and results (name, role, dtype, shape), the model name and,
-/// when `memory` is given, the planner's summary. Fails with a diagnostic on
+/// The manifest of `module` as the backend left it: every entry point of
+/// kEntryPoints present, with its arguments and results (name, role, dtype,
+/// shape) and its arena (the module's `tg.arena_bytes`, recorded by
+/// buildCpuSharedObject), the model name and, when `memory` is given, the
+/// planner's summary. Fails with a diagnostic on
 /// a type the runtime cannot hold.
 FailureOr<llvm::json::Object> buildManifest(ModuleOp module,
                                             const llvm::json::Object *memory);

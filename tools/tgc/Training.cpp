@@ -259,25 +259,21 @@ bool tgc::writeArtifactFile(ModuleOp module, const tg::MemoryPlan &reported,
         stepPlan = std::move(p);
     }
   tg::MemoryPlan plan = succeeded(stepPlan) ? std::move(*stepPlan) : reported;
-  // Code first: the backend adds the ops' scratch to each arena.
+  // Code first: the backend records each arena with the ops' scratch added
+  // (tg.arena_bytes), and the manifest is built once from that module.
   std::string error;
-  std::map<std::string, int64_t> arenas;
-  FailureOr<std::string> so =
-      tg::buildCpuSharedObject(module, error, cpu, &arenas);
+  FailureOr<std::string> so = tg::buildCpuSharedObject(module, error, cpu);
   if (failed(so)) {
     llvm::errs() << "tgc: error: " << error << "\n";
     return false;
   }
-  if (arenas.count("train_step"))
-    plan.scratchBytes = arenas["train_step"] - plan.transientBytes;
+  if (auto arenas = module->getAttrOfType<DictionaryAttr>(tg::attr::arenaBytes))
+    if (auto step = arenas.getAs<IntegerAttr>("train_step"))
+      plan.scratchBytes = step.getInt() - plan.transientBytes;
   llvm::json::Object memory = tg::memorySummaryJson(plan);
   FailureOr<llvm::json::Object> manifest = tg::buildManifest(module, &memory);
   if (failed(manifest))
     return false;
-  if (auto *entries = manifest->getObject("entries"))
-    for (auto &[name, size] : arenas)
-      if (auto *entry = entries->getObject(name))
-        (*entry)["arena_bytes"] = size;
   if (!tg::writeArtifact(*manifest, *so, "", path, error)) {
     llvm::errs() << "tgc: error: " << error << "\n";
     return false;
