@@ -32,7 +32,9 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <csignal>
 #include <mutex>
+#include <pthread.h>
 
 using namespace mlir;
 
@@ -181,12 +183,22 @@ public:
   /// A new empty file `tgc-cpu-XXXXXX.<suffix>`.
   bool create(StringRef suffix, std::string &path, std::string &error) {
     SmallString<128> p;
-    if (std::error_code ec =
-            llvm::sys::fs::createTemporaryFile("tgc-cpu", suffix, p)) {
+    // The file exists from createTemporaryFile on: a SIGINT/SIGTERM before
+    // RemoveFileOnSignal would leave it behind, so those signals wait
+    // (blocked) until it is registered.
+    sigset_t interrupts, old;
+    sigemptyset(&interrupts);
+    for (int sig : {SIGHUP, SIGINT, SIGTERM, SIGUSR2})
+      sigaddset(&interrupts, sig);
+    pthread_sigmask(SIG_BLOCK, &interrupts, &old);
+    std::error_code ec = llvm::sys::fs::createTemporaryFile("tgc-cpu", suffix, p);
+    if (!ec)
+      llvm::sys::RemoveFileOnSignal(p);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (ec) {
       error = "cannot create a temporary file: " + ec.message();
       return false;
     }
-    llvm::sys::RemoveFileOnSignal(p);
     paths.push_back(p.str().str());
     path = paths.back();
     return true;
