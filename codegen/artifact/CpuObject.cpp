@@ -26,15 +26,15 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
-#include <csignal>
 #include <mutex>
-#include <pthread.h>
 
 using namespace mlir;
 
@@ -180,28 +180,35 @@ public:
       llvm::sys::DontRemoveFileOnSignal(p);
     }
   }
-  /// A new empty file `tgc-cpu-XXXXXX.<suffix>`.
+  /// A new empty file `tgc-cpu-XXXXXX.<suffix>` in the temporary directory.
   bool create(StringRef suffix, std::string &path, std::string &error) {
-    SmallString<128> p;
-    // The file exists from createTemporaryFile on: a SIGINT/SIGTERM before
-    // RemoveFileOnSignal would leave it behind, so those signals wait
-    // (blocked) until it is registered.
-    sigset_t interrupts, old;
-    sigemptyset(&interrupts);
-    for (int sig : {SIGHUP, SIGINT, SIGTERM, SIGUSR2})
-      sigaddset(&interrupts, sig);
-    pthread_sigmask(SIG_BLOCK, &interrupts, &old);
-    std::error_code ec = llvm::sys::fs::createTemporaryFile("tgc-cpu", suffix, p);
-    if (!ec)
+    // The name is registered for removal on SIGINT/SIGTERM before the file
+    // exists, so a signal at any moment (on any of tgc's threads) finds it
+    // registered; blocking the signals instead only sends them to another
+    // thread, whose handler would not know the file yet.
+    SmallString<128> dir, model, p;
+    llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, dir);
+    model = dir;
+    llvm::sys::path::append(model, "tgc-cpu-%%%%%%%%." + suffix);
+    std::error_code ec;
+    for (int attempt = 0; attempt < 128; ++attempt) {
+      llvm::sys::fs::createUniquePath(model, p, /*MakeAbsolute=*/false);
       llvm::sys::RemoveFileOnSignal(p);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    if (ec) {
-      error = "cannot create a temporary file: " + ec.message();
-      return false;
+      int fd = -1;
+      ec = llvm::sys::fs::openFileForWrite(p, fd, llvm::sys::fs::CD_CreateNew);
+      if (!ec) {
+        llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+        paths.push_back(p.str().str());
+        path = paths.back();
+        return true;
+      }
+      llvm::sys::DontRemoveFileOnSignal(p);
+      if (ec != std::errc::file_exists)
+        break;
     }
-    paths.push_back(p.str().str());
-    path = paths.back();
-    return true;
+    error = "cannot create a temporary file in " + dir.str().str() + ": " +
+            ec.message();
+    return false;
   }
 
 private:
