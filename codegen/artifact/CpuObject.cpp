@@ -398,7 +398,11 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
   llvm::TargetOptions targetOptions;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       llvm::Triple(triple), llvm::sys::getHostCPUName(), "", targetOptions,
-      llvm::Reloc::PIC_));
+      llvm::Reloc::PIC_, std::nullopt,
+      // -O0 is fast instruction selection and register allocation too: the
+      // default level's greedy allocator dominated -O0 compiles.
+      opts.optLevel == 0 ? llvm::CodeGenOptLevel::None
+                         : llvm::CodeGenOptLevel::Default));
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(llvm::Triple(triple));
   if (opts.optLevel > 0)

@@ -74,6 +74,10 @@ struct CpuPipelineOptions {
   /// planned function's final arena size (module attribute
   /// tg.arena_bytes) without lowering to LLVM.
   bool stopAfterScratch = false;
+  /// Each linalg op becomes a call of a deduplicated kernel function
+  /// (tg-outline-kernels), so lowering and LLVM scale with the step's
+  /// length. Off only to inspect or compare the single-function code.
+  bool outline = true;
 };
 
 /// tg on tensors → LLVM dialect: decompose, convert to linalg, canonicalize,

@@ -79,6 +79,8 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
     bufferization::buildBufferDeallocationPipeline(pm);
   if (options.blas)
     pm.addPass(createConvertMatmulToBlasPass());
+  if (options.outline)
+    pm.addPass(createOutlineKernelsPass());
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createCanonicalizerPass());
@@ -129,6 +131,10 @@ struct CpuPipelineCLOptions
                      llvm::cl::desc("Planned functions use one arena "
                                     "argument (tg-bind-arena)"),
                      llvm::cl::init(false)};
+  Option<bool> outline{*this, "outline",
+                       llvm::cl::desc("Each linalg op becomes a call of a "
+                                      "deduplicated kernel function"),
+                       llvm::cl::init(true)};
 };
 } // namespace
 
@@ -143,6 +149,7 @@ void mlir::tg::cpu::registerCpuPasses() {
         options.deallocate = cl.deallocate;
         options.blas = cl.blas;
         options.arena = cl.arena;
+        options.outline = cl.outline;
         buildCpuPipeline(pm, options);
       });
 }
