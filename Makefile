@@ -4,7 +4,16 @@ BUILD   ?= build
 JOBS    ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build test run bench clean
+# The runtime, frontend and evaluator tests again, built with ASan + UBSan
+# in their own tree (TGC_SANITIZE, docs/hardening.md "Sanitizers"): only
+# what those tests need, so it adds minutes, not the whole build.
+ASAN_BUILD ?= build-asan
+ASAN_TESTS  = tg-runtime-tests tg-frontend-tests tg-reference-tests tg-dialect-tests
+ASAN_TOOLS  = tg-run tg-eval tgc tg-opt
+ASAN_ENV    = ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:print_stacktrace=1:strict_string_checks=1 \
+              UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+
+.PHONY: all setup configure build test test-asan run bench clean
 
 all: build
 
@@ -21,6 +30,19 @@ build: configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	@$(MAKE) --no-print-directory test-asan
+
+$(ASAN_BUILD)/build.ninja:
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DTGC_SANITIZE=address,undefined $(CMAKE_FLAGS)
+
+test-asan: setup $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD) -j$(JOBS) $(ASAN_TESTS) $(ASAN_TOOLS)
+	cd $(ASAN_BUILD) && env $(ASAN_ENV) ctest --output-on-failure -j$(JOBS) \
+	  -R '^($(shell echo $(ASAN_TESTS) | tr ' ' '|')):|^attack-sample$$'
+	lit=$$(sed -n 's/^TGC_LIT:FILEPATH=//p' $(ASAN_BUILD)/CMakeCache.txt) && \
+	  env $(ASAN_ENV) $$lit -sv --succinct --param sanitized=1 \
+	  $(addprefix $(ASAN_BUILD)/lit-tests/,frontend reference runtime)
 
 run: build
 	@bash scripts/run-example.sh $(BUILD)
@@ -30,4 +52,4 @@ bench: build
 	@bash bench/run.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD)

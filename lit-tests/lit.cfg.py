@@ -24,6 +24,10 @@ ptxas = os.path.join(config.cuda_home, "bin", "ptxas")
 if os.access(ptxas, os.X_OK):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+# `make test-asan` runs lit with --param sanitized=1: tests too slow under
+# ASan say `UNSUPPORTED: sanitized`.
+if lit_config.params.get("sanitized"):
+    config.available_features.add("sanitized")
 for tool in ["tgc", "tg-run", "tg-bench-gemm"]:
     if os.path.exists(os.path.join(config.tg_tools_dir, tool)):
         config.available_features.add(tool)

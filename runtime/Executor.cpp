@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -36,9 +37,51 @@ bool writeAll(int fd, std::string_view data) {
   return true;
 }
 
+/// Checks that the ELF header, the program header table and every loaded
+/// segment of `so` lie inside it; else says why in `why`. The loader maps
+/// segments by file offset without checking them against the file: a
+/// truncated cpu.so whose section CRC still matches would be a SIGBUS inside
+/// dlopen, not an error.
+bool checkElfExtent(std::string_view so, std::string &why) {
+  Elf64_Ehdr eh;
+  if (so.size() < sizeof eh) {
+    why = "not an ELF shared object (" + std::to_string(so.size()) + " bytes)";
+    return false;
+  }
+  std::memcpy(&eh, so.data(), sizeof eh);
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_phentsize != sizeof(Elf64_Phdr)) {
+    why = "not a 64-bit ELF shared object";
+    return false;
+  }
+  uint64_t size = so.size();
+  std::string past = " ends past the " + std::to_string(size) + " bytes of cpu.so";
+  if (eh.e_phoff > size ||
+      uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr) > size - eh.e_phoff) {
+    why = "truncated: the program header table" + past;
+    return false;
+  }
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, so.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type == PT_LOAD &&
+        (ph.p_offset > size || ph.p_filesz > size - ph.p_offset)) {
+      why = "truncated: segment " + std::to_string(i) + past;
+      return false;
+    }
+  }
+  return true;
+}
+
 /// dlopens `so`; returns the handle and the fd to keep open.
 void *loadSharedObject(std::string_view so, int &keepFd, std::string &err) {
   keepFd = -1;
+  std::string why;
+  if (!checkElfExtent(so, why)) {
+    err = "cannot load cpu.so: " + why;
+    return nullptr;
+  }
   int fd = memfd_create("tgx-cpu.so", MFD_CLOEXEC);
   if (fd >= 0) {
     if (!writeAll(fd, so)) {
