@@ -133,7 +133,16 @@ struct DecomposeOp final : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rw) const override {
     Emit e{rw, op.getLoc()};
-    rw.replaceOp(op, decompose(op, e));
+    Operation *prev = op->getPrevNode();
+    Value result = decompose(op, e);
+    // The parts keep the composite's precision rule (tg-assign-precision),
+    // so reports after decomposition still say why each tensor has its type.
+    auto &rule = dialect(op->getContext()).getPrecisionAttrHelper();
+    if (StringAttr r = rule.getAttr(op))
+      for (Operation *p = prev ? prev->getNextNode() : &op->getBlock()->front();
+           p != op.getOperation(); p = p->getNextNode())
+        rw.modifyOpInPlace(p, [&] { rule.setAttr(p, r); });
+    rw.replaceOp(op, result);
     return success();
   }
 };
