@@ -137,7 +137,7 @@ struct DecomposeOp final : OpRewritePattern<OpTy> {
     Value result = decompose(op, e);
     // The parts keep the composite's precision rule (tg-assign-precision),
     // so reports after decomposition still say why each tensor has its type.
-    auto &rule = dialect(op->getContext()).getPrecisionAttrHelper();
+    auto rule = dialect(op->getContext()).getPrecisionAttrHelper();
     if (StringAttr r = rule.getAttr(op))
       for (Operation *p = prev ? prev->getNextNode() : &op->getBlock()->front();
            p != op.getOperation(); p = p->getNextNode())
