@@ -3,7 +3,8 @@
 // Rewrites a model's forward function for the train block's `precision`:
 // fp32 master parameters with one low-precision compute copy each, bf16
 // contractions that accumulate in fp32 (`tg.acc`), fp32 for the numerically
-// sensitive ops, and bf16 for everything that follows a bf16 value. Every
+// sensitive ops (softmax: bf16 storage, f32 arithmetic inside), and bf16
+// for everything that follows a bf16 value. Every
 // decision is an explicit tg.cast or attribute (`tg.precision` names the
 // rule), so tg-opt shows it and each backend runs exactly what it says.
 // Runs before autodiff: the VJP of each cast is the cast back, so the
@@ -31,14 +32,15 @@ constexpr StringLiteral kComputeCopy = "compute-copy";
 constexpr StringLiteral kContraction = "bf16-acc-f32";
 constexpr StringLiteral kGather = "bf16-gather";
 constexpr StringLiteral kSensitive = "fp32-sensitive";
+constexpr StringLiteral kF32Math = "bf16-io-f32-math";
 constexpr StringLiteral kFollow = "follow";
 constexpr StringLiteral kOutput = "output";
 
-/// Ops whose result loses accuracy in bf16: exponentials normalised over a
-/// row, variance statistics, losses and long sums. They run in fp32.
+/// Ops whose result loses accuracy in bf16: variance statistics, losses and
+/// long sums. They run in fp32, on fp32 operands, with fp32 results.
 bool isSensitive(Operation *op) {
-  return isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, CrossEntropyOp,
-             MseLossOp, SumOp, MeanOp>(op);
+  return isa<LayerNormOp, RmsNormOp, CrossEntropyOp, MseLossOp, SumOp,
+             MeanOp>(op);
 }
 
 /// The element type of a tensor value (null for anything else).
@@ -120,6 +122,12 @@ private:
     } else if (isa<EmbeddingOp>(op)) {
       target = low; // a gather is exact in any type: read the compute copy
       rule = kGather;
+    } else if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
+      // Attention probabilities are the largest activations of a
+      // transformer: stored in bf16, computed in f32 inside the op (as every
+      // backend and tg-decompose compute a bf16 composite, rounding once).
+      target = low;
+      rule = kF32Math;
     } else if (isSensitive(op)) {
       target = f32;
       rule = kSensitive;

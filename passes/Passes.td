@@ -89,9 +89,12 @@ def AssignPrecisionPass : Pass<"tg-assign-precision", "::mlir::ModuleOp"> {
       (`compute-copy`), shared by every use in the forward and backward;
     - matmul and conv2d take bf16 operands and accumulate in fp32
       (`tg.acc = f32`, rule `bf16-acc-f32`);
-    - softmax, log_softmax, layer_norm, rms_norm, cross_entropy, mse_loss,
-      sum and mean take fp32 operands (`fp32-sensitive`: their bf16
-      operands are cast up);
+    - softmax and log_softmax read and write bf16 and compute in fp32
+      inside the op (`bf16-io-f32-math`; every backend and tg-decompose
+      compute a bf16 composite in fp32 and round once), so attention
+      probabilities are stored in bf16;
+    - layer_norm, rms_norm, cross_entropy, mse_loss, sum and mean take fp32
+      operands (`fp32-sensitive`: their bf16 operands are cast up);
     - every other op computes in bf16 when one of its float operands is
       bf16 (`follow`; its fp32 operands are cast down), and in fp32
       otherwise;
