@@ -183,7 +183,7 @@ struct AssignPrecisionPass final
       return;
     if (prec == "fp16") {
       module.emitError("precision = fp16 needs loss scaling, which TGC does "
-                       "not implement yet: use bf16 (the range of fp32) or "
+                       "not implement yet; use bf16 (the range of fp32) or "
                        "fp32");
       return signalPassFailure();
     }

@@ -4,7 +4,7 @@
 // RUN: not tg-opt %s --split-input-file --tg-assign-precision=precision=fp16 2>&1 | FileCheck %s --check-prefix=FP16
 // RUN: not tg-opt %s --split-input-file --tg-assign-precision=precision=fp8 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 
-// FP16: error: precision = fp16 needs loss scaling, which TGC does not implement yet: use bf16 (the range of fp32) or fp32
+// FP16: error: precision = fp16 needs loss scaling, which TGC does not implement yet; use bf16 (the range of fp32) or fp32
 // UNKNOWN: error: unknown precision 'fp8' (supported: fp32, bf16, fp16)
 
 // An MLP under precision = bf16: one compute copy per parameter at the top
