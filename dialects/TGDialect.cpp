@@ -214,6 +214,28 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
     return expect(isa<UnitAttr>(value), "a unit attribute");
   if (name == attr::remat)
     return expect(isa<RematAttr>(value), "a #tg.remat<...> record");
+  // Precision (tg-assign-precision): a float accumulator, on contractions
+  // only, at least as wide as the result it is rounded to.
+  if (name == attr::acc) {
+    auto type = dyn_cast<TypeAttr>(value);
+    auto acc = type ? dyn_cast<FloatType>(type.getValue()) : FloatType();
+    if (failed(expect(bool(acc), "a float type")))
+      return failure();
+    if (!isContraction(op) || op->getNumResults() != 1)
+      return op->emitOpError() << "'" << name
+                               << "' applies only to matmul, conv2d and the "
+                                  "conv2d gradients";
+    auto elt = dyn_cast<FloatType>(
+        cast<ShapedType>(op->getResult(0).getType()).getElementType());
+    if (!elt || acc.getWidth() < elt.getWidth())
+      return op->emitOpError()
+             << "'" << name << "' = " << acc
+             << " is narrower than the result's element type or the result "
+                "is not a float";
+    return success();
+  }
+  if (name == attr::precision)
+    return expect(isa<StringAttr>(value), "a string (the precision rule)");
   return op->emitOpError() << "unknown tg attribute '" << name << "'";
 }
 

@@ -54,6 +54,12 @@ def TG_Dialect : Dialect {
     // on the gradient function.
     "::mlir::UnitAttr":$recomputed,
     "::mlir::tg::RematAttr":$remat,
+    // Precision (tg-assign-precision): the accumulator element type of a
+    // contraction (matmul, conv2d and its gradients), which every backend
+    // honours or refuses, and on ops the pass changed or inserted, the rule
+    // that chose their result type (see docs/training.md).
+    "::mlir::TypeAttr":$acc,
+    "::mlir::StringAttr":$precision,
     // CPU backend (tg-bind-arena, tg-plan-scratch): the arena argument of an
     // entry point and, on the module, each entry's arena bytes by name.
     "::mlir::UnitAttr":$arena,

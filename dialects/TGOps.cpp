@@ -88,3 +88,16 @@ OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
     return splat.resizeSplat(cast<ShapedType>(getType()));
   return {};
 }
+
+bool mlir::tg::isContraction(Operation *op) {
+  return isa<MatmulOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradWeightOp>(op);
+}
+
+Type mlir::tg::accumulatorType(Operation *op) {
+  if (auto acc = dialect(op->getContext()).getAccAttrHelper().getAttr(op))
+    return acc.getValue();
+  Type elt = cast<RankedTensorType>(op->getResult(0).getType()).getElementType();
+  if (elt.isBF16() || elt.isF16())
+    return Float32Type::get(op->getContext());
+  return elt;
+}

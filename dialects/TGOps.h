@@ -57,4 +57,16 @@ int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
 #define GET_OP_CLASSES
 #include "dialects/TGOps.h.inc"
 
+namespace mlir::tg {
+/// Whether `op` is a contraction whose accumulator `tg.acc` may choose:
+/// matmul, conv2d, conv2d_grad_input or conv2d_grad_weight.
+bool isContraction(Operation *op);
+
+/// The element type a contraction accumulates in: its `tg.acc` if set,
+/// otherwise f32 for bf16/f16 results (the dialect's default, which
+/// tg-assign-precision writes out) and the result's element type for
+/// everything else.
+Type accumulatorType(Operation *op);
+} // namespace mlir::tg
+
 #endif // TGC_DIALECTS_TGOPS_H

@@ -219,6 +219,14 @@ void Sema::evalTrain(const TrainDecl &tr) {
                                          p, precs));
         continue;
       }
+      if (p == "fp16") {
+        // Without loss scaling small fp16 gradients flush to zero; refused
+        // here, at the line, until tg-assign-precision implements it.
+        diag.error(e.loc, "precision = fp16 needs loss scaling, which TGC "
+                          "does not implement yet; use bf16 (the range of "
+                          "fp32) or fp32");
+        continue;
+      }
       cv = ConfigValue::ofString(p);
     } else if (en.key == "clip_grad_norm") {
       double v;

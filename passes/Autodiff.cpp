@@ -93,8 +93,20 @@ LogicalResult backward(func::FuncOp fn, unsigned lossIndex, Cotangents &cot,
                              "it");
     }
     SmallVector<Value> operandGrads;
+    Block *block = t.b.getInsertionBlock();
+    Block::iterator end = t.b.getInsertionPoint();
+    Operation *last = end == block->begin() ? nullptr : &*std::prev(end);
     if (failed(diff.buildVJP(t.b, resultGrads, operandGrads)))
       return failure();
+    // The contractions of a derivative accumulate as their primal does
+    // (tg-assign-precision's tg.acc), so the backward pass keeps the
+    // forward's precision decisions.
+    if (TypeAttr acc = tg::dialect(op->getContext()).getAccAttrHelper().getAttr(op))
+      for (Operation &vjp : llvm::make_range(
+               last ? std::next(last->getIterator()) : block->begin(),
+               t.b.getInsertionPoint()))
+        if (isContraction(&vjp))
+          tg::dialect(op->getContext()).getAccAttrHelper().setAttr(&vjp, acc);
     if (operandGrads.size() != op->getNumOperands())
       return op->emitOpError("built ")
              << operandGrads.size() << " operand gradients for "

@@ -9,6 +9,8 @@
 #include "passes/Passes.h"
 #include "dialects/TGBuilder.h"
 
+#include "mlir/IR/IRMapping.h"
+
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -127,13 +129,57 @@ Value decompose(MseLossOp op, Emit &e) {
   return e.mean(sq, Emit::allAxes(sq), false);
 }
 
+/// A bf16/f16 element type (the types whose arithmetic runs in f32).
+bool isNarrowFloat(Type t) {
+  auto type = dyn_cast<RankedTensorType>(t);
+  return type && isa<FloatType>(type.getElementType()) &&
+         type.getElementType().getIntOrFloatBitWidth() < 32;
+}
+
+bool narrow(Operation *op) {
+  return llvm::any_of(op->getOperandTypes(), isNarrowFloat) ||
+         llvm::any_of(op->getResultTypes(), isNarrowFloat);
+}
+
+/// A bf16/f16 composite is one op: computed in f32 and rounded once at its
+/// result, as the reference evaluator evaluates it. Decomposing it into
+/// bf16 primitives would round after every step (a softmax's sum, a
+/// norm's variance), so the parts run on an f32 copy of the op instead.
+template <typename OpTy>
+Value decomposeInF32(OpTy op, PatternRewriter &rw, Emit &e) {
+  auto widen = [&](Type t) {
+    return isNarrowFloat(t) ? Type(cast<RankedTensorType>(t).clone(
+                                  rw.getF32Type()))
+                            : t;
+  };
+  IRMapping wide;
+  for (Value v : op->getOperands())
+    if (isNarrowFloat(v.getType()))
+      wide.map(v, CastOp::create(rw, e.loc, widen(v.getType()), v));
+  Operation *copy = rw.clone(*op.getOperation(), wide);
+  for (OpResult r : copy->getResults())
+    r.setType(widen(r.getType()));
+  Value result = decompose(cast<OpTy>(copy), e);
+  rw.eraseOp(copy);
+  return CastOp::create(rw, e.loc, op->getResult(0).getType(), result);
+}
+
 /// Replaces a composite op by its decomposition.
 template <typename OpTy>
 struct DecomposeOp final : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rw) const override {
     Emit e{rw, op.getLoc()};
-    rw.replaceOp(op, decompose(op, e));
+    Operation *prev = op->getPrevNode();
+    Value result = narrow(op) ? decomposeInF32(op, rw, e) : decompose(op, e);
+    // The parts keep the composite's precision rule (tg-assign-precision),
+    // so reports after decomposition still say why each tensor has its type.
+    auto rule = dialect(op->getContext()).getPrecisionAttrHelper();
+    if (StringAttr r = rule.getAttr(op))
+      for (Operation *p = prev ? prev->getNextNode() : &op->getBlock()->front();
+           p != op.getOperation(); p = p->getNextNode())
+        rw.modifyOpInPlace(p, [&] { rule.setAttr(p, r); });
+    rw.replaceOp(op, result);
     return success();
   }
 };

@@ -72,6 +72,53 @@ def AutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
   ];
 }
 
+def AssignPrecisionPass : Pass<"tg-assign-precision", "::mlir::ModuleOp"> {
+  let summary = "Choose every tensor's element type for mixed-precision training";
+  let description = [{
+    Reads `precision` from the module's `tg.train` (or the `precision`
+    option) and rewrites the forward function so that every decision is an
+    explicit op or attribute; runs before tg-build-train-step, so autodiff
+    differentiates the casts (the VJP of a cast is the cast back: gradients
+    of the fp32 masters arrive in fp32). `fp32` changes nothing; `fp16` is
+    refused until loss scaling exists. For `bf16`, each op the pass touches
+    gets `tg.precision = "<rule>"`:
+
+    - parameters stay fp32 arguments (the masters; the optimizer state and
+      update stay fp32 with them); each one that a low-precision op reads
+      gets one `tg.cast` to bf16 at the top of the function
+      (`compute-copy`), shared by every use in the forward and backward;
+    - matmul and conv2d take bf16 operands and accumulate in fp32
+      (`tg.acc = f32`, rule `bf16-acc-f32`);
+    - softmax and log_softmax read and write bf16 and compute in fp32
+      inside the op (`bf16-io-f32-math`; every backend and tg-decompose
+      compute a bf16 composite in fp32 and round once), so attention
+      probabilities are stored in bf16;
+    - layer_norm, rms_norm, cross_entropy, mse_loss, sum and mean take fp32
+      operands (`fp32-sensitive`: their bf16 operands are cast up);
+    - every other op computes in bf16 when one of its float operands is
+      bf16 (`follow`; its fp32 operands are cast down), and in fp32
+      otherwise;
+    - the function's results keep their declared types (`output`).
+
+    ```mlir
+    // before
+    %y = tg.matmul %x, %w : tensor<8x4xf32>, tensor<4x2xf32> -> tensor<8x2xf32>
+    // after
+    %wc = tg.cast %w {tg.precision = "compute-copy"} : tensor<4x2xf32> to tensor<4x2xbf16>
+    %xc = tg.cast %x {tg.precision = "bf16-acc-f32"} : tensor<8x4xf32> to tensor<8x4xbf16>
+    %y = tg.matmul %xc, %wc {tg.acc = f32, tg.precision = "bf16-acc-f32"} : tensor<8x4xbf16>, tensor<4x2xbf16> -> tensor<8x2xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"forward\"",
+           "Name of the model's forward function">,
+    Option<"precision", "precision", "std::string", "\"\"",
+           "fp32, bf16 or fp16; empty: the train block's precision (fp32 "
+           "without one)">,
+  ];
+}
+
 def BuildTrainStepPass : Pass<"tg-build-train-step", "::mlir::ModuleOp"> {
   let summary = "Build init, train_step and eval from a model and its train block";
   let description = [{

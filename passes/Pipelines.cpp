@@ -12,6 +12,12 @@
 
 void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
                                      const TrainingPipelineOptions &options) {
+  // Before the training step, so autodiff differentiates its casts; a no-op
+  // for precision = fp32.
+  AssignPrecisionPassOptions precision;
+  precision.funcName = options.forward;
+  precision.precision = options.precision;
+  pm.addPass(createAssignPrecisionPass(precision));
   BuildTrainStepPassOptions build;
   build.funcName = options.forward;
   pm.addPass(createBuildTrainStepPass(build));

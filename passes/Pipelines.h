@@ -19,6 +19,10 @@ struct TrainingPipelineOptions
   Option<std::string> forward{*this, "func",
                               llvm::cl::desc("The model's forward function"),
                               llvm::cl::init("forward")};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32, bf16 or fp16; empty: the train block's"),
+      llvm::cl::init("")};
   Option<bool> rematerialize{
       *this, "rematerialize",
       llvm::cl::desc("Recompute cheap activations in the backward pass"),
@@ -33,7 +37,8 @@ struct TrainingPipelineOptions
                           llvm::cl::init(false)};
 };
 
-/// forward -> init/train_step/eval (tg-build-train-step), simplified with
+/// forward -> precision assignment (tg-assign-precision) ->
+/// init/train_step/eval (tg-build-train-step), simplified with
 /// canonicalize and CSE, optionally rematerialized (tg-rematerialize, after
 /// CSE, which would undo it) and planned (tg-plan-memory).
 void buildTrainingPipeline(OpPassManager &pm,

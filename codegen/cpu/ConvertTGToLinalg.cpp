@@ -6,8 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/cpu/LoweringUtils.h"
 #include "codegen/cpu/Passes.h"
-#include "dialects/TGDialect.h"
+#include "dialects/TGOps.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -31,6 +32,25 @@ struct ConvertTGToLinalgPass final
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     Operation *root = getOperation();
+
+    // Contractions accumulate in their compute type (f32 for bf16/f16, see
+    // LoweringUtils.h); a tg.acc asking for anything else is refused here,
+    // at the op, rather than silently computed at another precision.
+    WalkResult accs = root->walk([&](Operation *op) {
+      if (!isContraction(op))
+        return WalkResult::advance();
+      Type elt = cast<RankedTensorType>(op->getResult(0).getType())
+                     .getElementType();
+      Type acc = accumulatorType(op);
+      if (acc == cpu::computeType(elt))
+        return WalkResult::advance();
+      op->emitOpError("the CPU backend accumulates ")
+          << elt << " contractions in " << cpu::computeType(elt)
+          << ", not in tg.acc = " << acc;
+      return WalkResult::interrupt();
+    });
+    if (accs.wasInterrupted())
+      return signalPassFailure();
 
     RewritePatternSet decompose(ctx);
     populateDecomposeCompositesPatterns(decompose);

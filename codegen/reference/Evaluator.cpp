@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/reference/EvalInternal.h"
+#include "dialects/TGOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -114,10 +115,27 @@ private:
 
   /// Binds the results of `op` to `results`, conformed to their types.
   LogicalResult bind(Operation *op, ArrayRef<Tensor> results) {
+    // A contraction's exact sum is first rounded to its accumulator (tg.acc:
+    // the value a backend's fp32 accumulator holds), then to its result type.
+    std::optional<DType> acc;
+    if (opts.roundToDtype && tg::isContraction(op) &&
+        tg::dialect(op->getContext()).getAccAttrHelper().getAttr(op)) {
+      FailureOr<DType> d = dtypeOf(tg::accumulatorType(op));
+      if (failed(d))
+        return op->emitError("reference evaluator: unsupported accumulator ")
+               << tg::accumulatorType(op);
+      acc = *d;
+    }
     for (auto [value, t] : llvm::zip(op->getResults(), results)) {
       std::string what = "result #" + std::to_string(value.getResultNumber());
-      FailureOr<Tensor> c =
-          conform(op->getLoc(), t, value.getType(), opts.roundToDtype, what);
+      Tensor rounded;
+      if (acc) {
+        rounded = t;
+        for (double &v : rounded.data)
+          v = roundTo(*acc, v);
+      }
+      FailureOr<Tensor> c = conform(op->getLoc(), acc ? rounded : t,
+                                    value.getType(), opts.roundToDtype, what);
       if (failed(c))
         return failure();
       values[value] = std::move(*c);

@@ -509,3 +509,27 @@ func.func @f(%s: tensor<i64>) {
   %0 = tg.random normal %s {a = 0.0 : f64, b = 0.0 : f64, stream = 0 : i64} : tensor<i64> -> tensor<4xf32>
   return
 }
+// -----
+func.func @f(%a: tensor<2x2xbf16>) -> tensor<2x2xbf16> {
+  // expected-error @+1 {{'tg.add' op 'tg.acc' applies only to matmul, conv2d and the conv2d gradients}}
+  %0 = tg.add %a, %a {tg.acc = f32} : tensor<2x2xbf16>, tensor<2x2xbf16> -> tensor<2x2xbf16>
+  return %0 : tensor<2x2xbf16>
+}
+// -----
+func.func @f(%a: tensor<2x2xbf16>) -> tensor<2x2xbf16> {
+  // expected-error @+1 {{'tg.matmul' op 'tg.acc' must be a float type}}
+  %0 = tg.matmul %a, %a {tg.acc = i32} : tensor<2x2xbf16>, tensor<2x2xbf16> -> tensor<2x2xbf16>
+  return %0 : tensor<2x2xbf16>
+}
+// -----
+func.func @f(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'tg.matmul' op 'tg.acc' = 'bf16' is narrower than the result's element type or the result is not a float}}
+  %0 = tg.matmul %a, %a {tg.acc = bf16} : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+// -----
+func.func @f(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'tg.relu' op 'tg.precision' must be a string (the precision rule)}}
+  %0 = tg.relu %a {tg.precision = 1 : i64} : tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}

@@ -12,6 +12,7 @@
 #include "frontend/Sema.h"
 #include "codegen/registry/InitAll.h"
 #include "tools/tgc/Training.h"
+#include "passes/PrecisionReport.h"
 #include "codegen/artifact/CpuObject.h"
 #include "codegen/artifact/Manifest.h"
 
@@ -38,7 +39,7 @@ namespace cl = llvm::cl;
 namespace {
 
 enum class Emit { None, TG, Train, Artifact };
-enum class Report { None, Params, Memory };
+enum class Report { None, Params, Memory, Precision };
 enum class Format { Table, Json, Svg };
 
 cl::OptionCategory tgcCategory("tgc options");
@@ -60,10 +61,11 @@ struct DriverOptions {
       cl::value_desc("tg|train"), cl::cat(tgcCategory)};
   cl::opt<std::string> reportKind{
       "report", cl::desc("print a report instead of IR: params (the "
-                         "parameter table) or memory (the plan of one step)"),
-      cl::value_desc("params|memory"), cl::cat(tgcCategory)};
+                         "parameter table), memory (the plan of one step) or precision "
+                         "(every tensor's dtype and the rule that chose it)"),
+      cl::value_desc("params|memory|precision"), cl::cat(tgcCategory)};
   cl::opt<std::string> formatKind{
-      "format", cl::desc("form of --report=memory (default table)"),
+      "format", cl::desc("form of --report=memory or precision (default table)"),
       cl::value_desc("table|json|svg"), cl::init("table"),
       cl::cat(tgcCategory)};
   Emit emit = Emit::None;
@@ -158,8 +160,9 @@ bool checkArgs(DriverOptions &opts, std::string &error) {
     error = "unknown --emit kind '" + e + "' (supported: tg, train)";
     return false;
   }
-  if (!r.empty() && r != "params" && r != "memory") {
-    error = "unknown --report kind '" + r + "' (supported: params, memory)";
+  if (!r.empty() && r != "params" && r != "memory" && r != "precision") {
+    error = "unknown --report kind '" + r +
+            "' (supported: params, memory, precision)";
     return false;
   }
   if (f != "table" && f != "json" && f != "svg") {
@@ -169,10 +172,15 @@ bool checkArgs(DriverOptions &opts, std::string &error) {
   opts.emit = e.empty() ? Emit::None : e == "tg" ? Emit::TG : Emit::Train;
   opts.report = r.empty()       ? Report::None
                 : r == "params" ? Report::Params
-                                : Report::Memory;
+                : r == "memory" ? Report::Memory
+                                : Report::Precision;
   opts.format = f == "table" ? Format::Table
                 : f == "json" ? Format::Json
                               : Format::Svg;
+  if (opts.report == Report::Precision && opts.format == Format::Svg) {
+    error = "--format=svg is a form of --report=memory only";
+    return false;
+  }
   if (opts.optLevel > 3) {
     error = "-O" + std::to_string(opts.optLevel) + ": the levels are -O0 .. -O3";
     return false;
@@ -322,8 +330,8 @@ int main(int argc, char **argv) {
   }
   if (!module)
     return 1;
-  if ((opts.emit == Emit::Train ||
-       opts.emit == Emit::Artifact) &&
+  if ((opts.emit == Emit::Train || opts.emit == Emit::Artifact ||
+       opts.report == Report::Precision) &&
       !tgc::buildTraining(*module, fit && fit->remat))
     return 1;
   if (opts.emit == Emit::Artifact) {
@@ -363,6 +371,12 @@ int main(int argc, char **argv) {
       mlir::tg::printMemorySvg(fit->plan, out.os());
     else
       mlir::tg::printMemoryTable(fit->plan, out.os());
+  }
+  if (opts.report == Report::Precision) {
+    if (opts.format == Format::Json)
+      mlir::tg::printPrecisionJson(*module, "forward", out.os());
+    else
+      mlir::tg::printPrecisionTable(*module, "forward", out.os());
   }
   if (opts.emit != Emit::None) {
     mlir::OpPrintingFlags flags;

@@ -1,0 +1,207 @@
+//===- AssignPrecision.cpp - mixed-precision policy -------------*- C++ -*-===//
+//
+// Rewrites a model's forward function for the train block's `precision`:
+// fp32 master parameters with one low-precision compute copy each, bf16
+// contractions that accumulate in fp32 (`tg.acc`), fp32 for the numerically
+// sensitive ops (softmax: bf16 storage, f32 arithmetic inside), and bf16
+// for everything that follows a bf16 value. Every
+// decision is an explicit tg.cast or attribute (`tg.precision` names the
+// rule), so tg-opt shows it and each backend runs exactly what it says.
+// Runs before autodiff: the VJP of each cast is the cast back, so the
+// gradients of the fp32 masters arrive in fp32. docs/training.md has the
+// policy and the reasons.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/IR/Verifier.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_ASSIGNPRECISIONPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+/// The rules, as `tg.precision` spells them (and --report=precision).
+constexpr StringLiteral kComputeCopy = "compute-copy";
+constexpr StringLiteral kContraction = "bf16-acc-f32";
+constexpr StringLiteral kGather = "bf16-gather";
+constexpr StringLiteral kSensitive = "fp32-sensitive";
+constexpr StringLiteral kF32Math = "bf16-io-f32-math";
+constexpr StringLiteral kFollow = "follow";
+constexpr StringLiteral kOutput = "output";
+
+/// Ops whose result loses accuracy in bf16: variance statistics, losses and
+/// long sums. They run in fp32, on fp32 operands, with fp32 results.
+bool isSensitive(Operation *op) {
+  return isa<LayerNormOp, RmsNormOp, CrossEntropyOp, MseLossOp, SumOp,
+             MeanOp>(op);
+}
+
+/// The element type of a tensor value (null for anything else).
+Type eltOf(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t ? t.getElementType() : Type();
+}
+
+/// Rewrites one function for compute type `low` (bf16).
+class Assigner {
+public:
+  Assigner(func::FuncOp fn, Type low)
+      : fn(fn), b(fn.getContext()), low(low), f32(b.getF32Type()),
+        tg(dialect(fn.getContext())) {}
+
+  void run() {
+    SmallVector<Operation *> ops;
+    fn.walk([&](Operation *op) {
+      if (isa<TGDialect>(op->getDialect()) && !isa<CastOp, ConstantOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops)
+      assign(op);
+    // The function's results keep their declared types (the signature and
+    // so the runtime's view of outputs do not change).
+    fn.walk([&](func::ReturnOp ret) {
+      for (OpOperand &o : ret->getOpOperands()) {
+        Type want = fn.getResultTypes()[o.getOperandNumber()];
+        if (o.get().getType() != want)
+          o.set(castTo(ret, o.get(), cast<RankedTensorType>(want)
+                                         .getElementType(), kOutput));
+      }
+    });
+  }
+
+private:
+  /// Whether `v`'s element type is one this policy converts (f32 or low).
+  bool convertible(Value v) const {
+    Type e = eltOf(v);
+    return e && (e == f32 || e == low);
+  }
+
+  /// `v` as element type `elt`: the parameter's shared compute copy, or a
+  /// cast right before `user` tagged with `rule`.
+  Value castTo(Operation *user, Value v, Type elt, StringRef rule) {
+    if (eltOf(v) == elt)
+      return v;
+    auto type = cast<RankedTensorType>(v.getType()).clone(elt);
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (arg && arg.getOwner() == &fn.front() &&
+        getArgRole(fn, arg.getArgNumber()) == Role::param) {
+      // One copy per parameter per step, at the top of the function, in
+      // argument order; the backward pass reads the same copy.
+      Value &copy = copies[v];
+      if (!copy) {
+        if (lastCopy)
+          b.setInsertionPointAfter(lastCopy);
+        else
+          b.setInsertionPointToStart(&fn.front());
+        auto c = CastOp::create(b, v.getLoc(), type, v);
+        tg.getPrecisionAttrHelper().setAttr(c, b.getStringAttr(kComputeCopy));
+        lastCopy = c;
+        copy = c;
+      }
+      return copy;
+    }
+    b.setInsertionPoint(user);
+    auto c = CastOp::create(b, user->getLoc(), type, v);
+    tg.getPrecisionAttrHelper().setAttr(c, b.getStringAttr(rule));
+    return c;
+  }
+
+  void assign(Operation *op) {
+    Type target;
+    StringRef rule;
+    if (isContraction(op)) {
+      target = low;
+      rule = kContraction;
+    } else if (isa<EmbeddingOp>(op)) {
+      target = low; // a gather is exact in any type: read the compute copy
+      rule = kGather;
+    } else if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
+      // Attention probabilities are the largest activations of a
+      // transformer: stored in bf16, computed in f32 inside the op (as every
+      // backend and tg-decompose compute a bf16 composite, rounding once).
+      target = low;
+      rule = kF32Math;
+    } else if (isSensitive(op)) {
+      target = f32;
+      rule = kSensitive;
+    } else if (llvm::any_of(op->getOperands(),
+                            [&](Value v) { return eltOf(v) == low; })) {
+      target = low;
+      rule = kFollow;
+    } else {
+      return;
+    }
+    bool changed = false;
+    for (OpOperand &o : op->getOpOperands()) {
+      if (!convertible(o.get()) || eltOf(o.get()) == target)
+        continue;
+      o.set(castTo(op, o.get(), target, rule));
+      changed = true;
+    }
+    for (OpResult r : op->getResults()) {
+      if (!convertible(r) || eltOf(r) == target)
+        continue;
+      r.setType(cast<RankedTensorType>(r.getType()).clone(target));
+      changed = true;
+    }
+    if (!changed)
+      return;
+    tg.getPrecisionAttrHelper().setAttr(op, b.getStringAttr(rule));
+    if (rule == kContraction)
+      tg.getAccAttrHelper().setAttr(op, TypeAttr::get(f32));
+  }
+
+  func::FuncOp fn;
+  OpBuilder b;
+  Type low, f32;
+  TGDialect &tg;
+  DenseMap<Value, Value> copies;
+  Operation *lastCopy = nullptr;
+};
+
+struct AssignPrecisionPass final
+    : tg::impl::AssignPrecisionPassBase<AssignPrecisionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::string prec = precision;
+    if (prec.empty()) {
+      prec = "fp32";
+      if (auto train = module->getAttrOfType<DictionaryAttr>(attr::train))
+        if (auto p = train.getAs<StringAttr>("precision"))
+          prec = p.str();
+    }
+    if (prec == "fp32")
+      return;
+    if (prec == "fp16") {
+      module.emitError("precision = fp16 needs loss scaling, which TGC does "
+                       "not implement yet; use bf16 (the range of fp32) or "
+                       "fp32");
+      return signalPassFailure();
+    }
+    if (prec != "bf16") {
+      module.emitError() << "unknown precision '" << prec
+                         << "' (supported: fp32, bf16, fp16)";
+      return signalPassFailure();
+    }
+    auto fn = module.lookupSymbol<func::FuncOp>(funcName);
+    if (!fn) {
+      module.emitError() << "tg-assign-precision: no function named '"
+                         << funcName << "'";
+      return signalPassFailure();
+    }
+    Assigner(fn, BFloat16Type::get(&getContext())).run();
+    if (failed(mlir::verify(fn)))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
