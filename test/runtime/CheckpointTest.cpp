@@ -15,17 +15,11 @@ using namespace tgrt;
 using namespace tgrt::test;
 
 namespace {
-struct Tiny {
-  std::unique_ptr<Artifact> artifact;
-  std::unique_ptr<Executor> ex;
+struct Tiny : LoadedTiny {
   TempDir dir;
   std::string path = dir.file("pretrained.safetensors");
   Tiny() {
     std::string err;
-    artifact = Artifact::fromBytes(tinyArtifact(), "tiny.tgx", err);
-    REQUIRE(artifact);
-    ex = Executor::load(*artifact, err);
-    REQUIRE(ex);
     REQUIRE(ex->init(3, err));
   }
   /// Writes `m` and runs initFromCheckpoint; "" on success, else the error.

@@ -9,6 +9,7 @@
 #define TG_TEST_RUNTIME_TESTUTIL_H
 
 #include "runtime/Artifact.h"
+#include "runtime/Executor.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -63,6 +64,21 @@ inline std::string tinyArtifact(const std::string &manifest = tinyManifest(),
     throw std::runtime_error(err);
   return w.bytes();
 }
+
+/// The tiny model's artifact loaded into an executor (throws, which Catch
+/// reports, if it does not load).
+struct LoadedTiny {
+  std::unique_ptr<Artifact> artifact;
+  std::unique_ptr<Executor> ex;
+  LoadedTiny() {
+    std::string err;
+    artifact = Artifact::fromBytes(tinyArtifact(), "tiny.tgx", err);
+    if (artifact)
+      ex = Executor::load(*artifact, err);
+    if (!ex)
+      throw std::runtime_error("the tiny model does not load: " + err);
+  }
+};
 
 /// Result of running a command: exit status and combined output.
 struct Run {

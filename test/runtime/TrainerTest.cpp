@@ -19,18 +19,7 @@ using namespace tgrt::test;
 
 namespace {
 
-struct Tiny {
-  std::unique_ptr<Artifact> artifact;
-  std::unique_ptr<Executor> ex;
-  Tiny() {
-    std::string err;
-    artifact = Artifact::fromBytes(tinyArtifact(), "tiny.tgx", err);
-    REQUIRE(artifact);
-    ex = Executor::load(*artifact, err);
-    INFO(err);
-    REQUIRE(ex);
-  }
-};
+using Tiny = LoadedTiny;
 
 /// `n` rows a linear model separates: the label is the brightest of ten
 /// pixel bands.
