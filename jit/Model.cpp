@@ -1,24 +1,29 @@
 //===- Model.cpp - compile and train a model in-process ---------*- C++ -*-===//
 //
-// See include/tgc/Jit.h: frontend -> training pipeline -> CPU JIT, with the
-// persistent tensors (roles param, state, step) kept by name between calls.
-// Everything MLIR lives in Model::Impl, so the public header has none.
+// See include/tgc/Jit.h: frontend -> training pipeline -> the artifact tgc
+// would write (codegen/artifact, built in memory) -> the runtime's Executor
+// and Trainer. Everything MLIR and runtime lives in Model::Impl, so the
+// public header has neither.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Jit.h"
-#include "frontend/Sema.h"
-#include "codegen/cpu/Jit.h"
+#include "codegen/artifact/Manifest.h"
 #include "codegen/registry/InitAll.h"
 #include "dialects/TGDialect.h"
+#include "frontend/Sema.h"
 #include "passes/Pipelines.h"
+#include "runtime/Artifact.h"
+#include "runtime/Data.h"
+#include "runtime/Executor.h"
+#include "runtime/Trainer.h"
 #include "tgc/Builder.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -27,21 +32,21 @@ using namespace mlir;
 namespace tgc {
 
 struct Model::Impl {
-  /// Calls `entry` with its persistent arguments taken from `persistent`
-  /// and the others from `given`; stores the persistent results back.
-  bool call(const std::string &entry, const TensorMap &given,
-            TensorMap &results, std::string &error);
+  /// Fails with "call init first" until the state is set.
+  bool ready(const char *entry, std::string &error) const;
+  /// Refreshes the state() copy after the state changed.
+  void stateChanged();
 
-  std::unique_ptr<tg::cpu::JitModule> jit;
-  /// Each entry's arguments and results as (role, name), in order.
-  using Tags = std::vector<std::pair<tg::Role, std::string>>;
-  std::map<std::string, std::pair<Tags, Tags>> signatures;
-  TensorMap persistent, inputs;
+  std::unique_ptr<tgrt::Artifact> artifact;
+  std::unique_ptr<tgrt::Executor> executor;
+  std::string label; ///< the model's file, or "<graph>"
+  bool initialised = false;
+  TensorMap stateCopy, inputs;
 };
 
 Model::Model(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 Model::~Model() = default;
-const TensorMap &Model::state() const { return impl->persistent; }
+const TensorMap &Model::state() const { return impl->stateCopy; }
 const TensorMap &Model::inputSpecs() const { return impl->inputs; }
 
 namespace {
@@ -52,16 +57,35 @@ void addDialects(MLIRContext &ctx) {
   ctx.appendDialectRegistry(registry);
 }
 
-bool isPersistent(tg::Role role) {
-  return role == tg::Role::param || role == tg::Role::state ||
-         role == tg::Role::step;
+HostTensor toHost(const tgrt::Tensor &t) {
+  HostTensor h;
+  h.shape = t.shape;
+  h.type = t.dtype;
+  h.bytes.assign(t.bytes.begin(), t.bytes.end());
+  return h;
 }
+
+tgrt::Tensor toRuntime(const HostTensor &h) {
+  tgrt::Tensor t;
+  t.shape = h.shape;
+  t.dtype = h.type;
+  t.bytes.assign(h.bytes.begin(), h.bytes.end());
+  return t;
+}
+
+tgrt::TensorMap toRuntime(const TensorMap &m) {
+  tgrt::TensorMap out;
+  for (const auto &[name, t] : m)
+    out[name] = toRuntime(t);
+  return out;
+}
+
 } // namespace
 
 std::unique_ptr<Model> Model::compileGraph(Builder &builder,
                                            std::string &error) {
-  // The module lives in the builder's context; the JIT keeps no MLIR, so the
-  // context need not outlive this call.
+  // The module lives in the builder's context; the model keeps no MLIR, so
+  // the context need not outlive this call.
   std::string diagnostics;
   MLIRContext *ctx = &builder.context();
   addDialects(*ctx);
@@ -75,8 +99,8 @@ std::unique_ptr<Model> Model::compileGraph(Builder &builder,
     error = "the graph does not verify: " + diagnostics;
     return nullptr;
   }
-  // As for artifacts: composites decomposed, @train_step planned, and its
-  // code keeps every intermediate in the planned arena.
+  // Exactly what tgc does for an artifact: composites decomposed,
+  // @train_step planned, its code keeping every intermediate in the arena.
   PassManager pm(ctx);
   tg::TrainingPipelineOptions training;
   training.decompose = true;
@@ -86,37 +110,31 @@ std::unique_ptr<Model> Model::compileGraph(Builder &builder,
     error = "building the training step failed: " + diagnostics;
     return nullptr;
   }
-  tg::cpu::CpuPipelineOptions cpu;
-  cpu.arena = true;
-  auto compiled = tg::cpu::JitModule::compile(*module, cpu);
-  if (failed(compiled)) {
-    error = "JIT compilation failed: " + diagnostics;
+  std::string why;
+  FailureOr<tg::CpuArtifact> sections =
+      tg::buildCpuArtifact(*module, tg::CpuObjectOptions(), nullptr, why);
+  if (failed(sections)) {
+    error = "compiling for the CPU failed: " + (why.empty() ? diagnostics : why);
     return nullptr;
   }
-  auto model = std::make_unique<Impl>();
-  for (auto fn : module->getOps<func::FuncOp>()) {
-    auto &[args, results] = model->signatures[fn.getName().str()];
-    auto tag = [](DictionaryAttr attrs, tg::Role untagged) {
-      auto role = attrs ? attrs.getAs<tg::RoleAttr>(tg::attr::role) : nullptr;
-      auto name = attrs ? attrs.getAs<StringAttr>(tg::attr::name) : nullptr;
-      return std::make_pair(role ? role.getValue() : untagged,
-                            name ? name.getValue().str() : std::string());
-    };
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      args.push_back(tag(fn.getArgAttrDict(i), tg::Role::input));
-    for (unsigned i = 0; i < fn.getNumResults(); ++i)
-      results.push_back(tag(fn.getResultAttrDict(i), tg::Role::output));
-    if (fn.getName() == "train_step")
-      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-        if (args[i].first == tg::Role::input) {
-          auto t = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
-          auto ht = tg::cpu::hostTypeOf(t.getElementType());
-          model->inputs[args[i].second] =
-              HostTensor::zeros(t.getShape().vec(), succeeded(ht) ? *ht : HostType::F32);
-        }
-  }
-  model->jit = std::move(*compiled);
-  return std::unique_ptr<Model>(new Model(std::move(model)));
+  tgrt::ArtifactWriter writer;
+  std::string manifest =
+      llvm::formatv("{0}", llvm::json::Value(std::move(sections->manifest)));
+  if (!writer.addSection("manifest", manifest, error) ||
+      !writer.addSection("cpu.so", sections->cpuSo, error))
+    return nullptr;
+  auto impl = std::make_unique<Impl>();
+  auto model = (*module)->getAttrOfType<StringAttr>(tg::attr::model);
+  impl->label = model ? model.getValue().str() : "<graph>";
+  impl->artifact = tgrt::Artifact::fromBytes(writer.bytes(), impl->label, error);
+  if (!impl->artifact)
+    return nullptr;
+  impl->executor = tgrt::Executor::load(*impl->artifact, error);
+  if (!impl->executor)
+    return nullptr;
+  for (const tgrt::TensorSpec &s : impl->executor->inputsOf("train_step"))
+    impl->inputs[s.name] = HostTensor::zeros(s.shape, s.dtype);
+  return std::unique_ptr<Model>(new Model(std::move(impl)));
 }
 
 std::unique_ptr<Model> Model::compileFile(
@@ -141,57 +159,100 @@ std::unique_ptr<Model> Model::compileFile(
   return compileGraph(*builder, error);
 }
 
-bool Model::Impl::call(const std::string &entry, const TensorMap &given,
-                 TensorMap &results, std::string &error) {
-  auto it = signatures.find(entry);
-  if (it == signatures.end()) {
-    error = "the model has no entry point '" + entry + "'";
-    return false;
-  }
-  std::vector<HostTensor> args;
-  for (const auto &[role, name] : it->second.first) {
-    const TensorMap &from = isPersistent(role) ? persistent : given;
-    auto found = from.find(name);
-    if (found == from.end()) {
-      error = entry + ": missing " + (isPersistent(role) ? "state '" : "input '") +
-              name + "'" + (isPersistent(role) ? " (call init first)" : "");
-      return false;
-    }
-    args.push_back(found->second);
-  }
-  auto out = jit->run(entry, args, &error);
-  if (failed(out))
-    return false;
-  results.clear();
-  for (auto [i, tag] : llvm::enumerate(it->second.second))
-    results[tag.second] = std::move((*out)[i]);
-  // Persistent results are the next values of the persistent arguments.
-  for (const auto &[role, name] : it->second.second)
-    if (isPersistent(role))
-      persistent[name] = results[name];
-  return true;
+bool Model::Impl::ready(const char *entry, std::string &error) const {
+  if (initialised)
+    return true;
+  error = std::string(entry) +
+          ": parameters and optimizer state are not set (call init first)";
+  return false;
+}
+
+void Model::Impl::stateChanged() {
+  stateCopy.clear();
+  for (const auto &[name, t] : executor->state())
+    stateCopy[name] = toHost(t);
 }
 
 bool Model::init(int64_t seed, std::string &error) {
-  HostTensor s = HostTensor::zeros({}, HostType::I64);
-  s.set(0, double(seed));
-  TensorMap results;
-  return impl->call("init", {{"seed", s}}, results, error);
+  if (!impl->executor->init(seed, error))
+    return false;
+  impl->initialised = true;
+  impl->stateChanged();
+  return true;
 }
 
 bool Model::trainStep(const TensorMap &given, double &loss,
                       std::string &error) {
-  TensorMap results;
-  if (!impl->call("train_step", given, results, error))
+  if (!impl->ready("train_step", error) ||
+      !impl->executor->trainStep(toRuntime(given), loss, error))
     return false;
-  loss = results["loss"].get(0);
+  impl->stateChanged();
   return true;
 }
 
 bool Model::eval(const TensorMap &given, TensorMap &outputs,
                  std::string &error) {
-  // eval's parameters are arguments with role "param": the current state.
-  return impl->call("eval", given, outputs, error);
+  tgrt::TensorMap out;
+  if (!impl->ready("eval", error) ||
+      !impl->executor->eval(toRuntime(given), out, error))
+    return false;
+  outputs.clear();
+  for (const auto &[name, t] : out)
+    outputs[name] = toHost(t);
+  return true;
+}
+
+bool Model::train(const TrainSettings &settings,
+                  std::vector<EpochSummary> &epochs, std::string &error) {
+  tgrt::TrainOptions options;
+  options.epochs = settings.epochs;
+  options.batchLimit = settings.stepsPerEpoch;
+  options.seed = settings.seed;
+  options.save = settings.save;
+  options.metrics = settings.metrics;
+  options.label = impl->label;
+  options.out = settings.progress ? stdout : nullptr;
+  tgrt::Trainer trainer(*impl->executor, options);
+  tgrt::DataSource data;
+  std::string dir =
+      settings.dataDir.empty() ? tgrt::kFashionMnistDir : settings.dataDir;
+  if (!tgrt::openDataSource(settings.data, dir, *impl->executor, data, error))
+    return false;
+  if (!impl->initialised && !trainer.start(error))
+    return false;
+  impl->initialised = true;
+  tgrt::TrainResult result = trainer.train(data);
+  impl->stateChanged();
+  epochs.clear();
+  for (const tgrt::EpochStats &e : result.epochs)
+    epochs.push_back({e.epoch, e.steps, e.meanLoss, e.seconds,
+                      e.samplesPerSecond, e.accuracy});
+  if (result.status == tgrt::TrainResult::Finished)
+    return true;
+  error = result.message;
+  return false;
+}
+
+bool Model::saveCheckpoint(const std::string &path, std::string &error) const {
+  return impl->ready("saveCheckpoint", error) &&
+         impl->executor->saveCheckpoint(path, error);
+}
+
+bool Model::loadCheckpoint(const std::string &path, std::string &error) {
+  if (!impl->executor->loadCheckpoint(path, /*paramsOnly=*/false, error))
+    return false;
+  impl->initialised = true;
+  impl->stateChanged();
+  return true;
+}
+
+bool Model::writeArtifact(const std::string &path, std::string &error) const {
+  tgrt::ArtifactWriter writer;
+  return writer.addSection("manifest", impl->artifact->section("manifest"),
+                           error) &&
+         writer.addSection("cpu.so", impl->artifact->section("cpu.so"),
+                           error) &&
+         writer.write(path, error);
 }
 
 } // namespace tgc

@@ -9,6 +9,9 @@
 #ifndef TGC_CODEGEN_ARTIFACT_MANIFEST_H
 #define TGC_CODEGEN_ARTIFACT_MANIFEST_H
 
+#include "codegen/artifact/CpuObject.h"
+#include "passes/MemoryPlan.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
 
@@ -32,6 +35,25 @@ llvm::StringRef artifactDTypeName(Type t);
 /// a type the runtime cannot hold.
 FailureOr<llvm::json::Object> buildManifest(ModuleOp module,
                                             const llvm::json::Object *memory);
+
+/// A CPU artifact's two sections, built from a training module.
+struct CpuArtifact {
+  llvm::json::Object manifest;
+  std::string cpuSo;
+};
+
+/// Builds the sections of a `.tgx` from `module` after the training pipeline
+/// (the one path from IR to artifact: tgc writes the result to a file, the
+/// JIT API loads it in-process). With `cpu.arena`, train_step and eval are
+/// planned here (the same deterministic plan as the memory report's) and the
+/// manifest's memory summary is train_step's plan with the scratch the
+/// backend placed after it; otherwise `unplanned` is summarised (may be
+/// null: no summary). On failure `error` has one line, or is empty where
+/// the failure was diagnosed on the IR (to the context's handler).
+FailureOr<CpuArtifact> buildCpuArtifact(ModuleOp module,
+                                        const CpuObjectOptions &cpu,
+                                        const MemoryPlan *unplanned,
+                                        std::string &error);
 
 /// Writes a `.tgx` file with the manifest, the CPU shared object and, if
 /// non-empty, a GPU fat binary. `error` gets one line on failure.

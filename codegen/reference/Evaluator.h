@@ -81,7 +81,7 @@ struct EvalOptions {
   unsigned maxCallDepth = 64;
   /// Ops (and loop iterations) executed before evaluation stops with an
   /// error: a loop of 2^63 iterations is a located error, not a hang.
-  uint64_t maxSteps = uint64_t(1) << 26;
+  uint64_t maxSteps = uint64_t(1) << 24;
   /// Largest tensor (elements) a value may have; 0: a quarter of this
   /// machine's memory in float64 values. Checked for every value's type
   /// before evaluation starts.

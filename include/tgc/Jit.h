@@ -5,6 +5,11 @@
 // evaluate it on host buffers. Parameters and optimizer state live inside
 // the Model between calls, named as in the model (docs/training.md).
 //
+// A Model is the artifact tgc would write, loaded in this process by the
+// runtime that tg-run uses: the same code, manifest checks, memory plan,
+// checkpoints and training loop (runtime/Trainer), so a model trained here
+// and one trained by tg-run behave alike.
+//
 //   std::string error;
 //   auto model = tgc::Model::compileFile("examples/mlp.tg", {{"batch", "32"}}, error);
 //   model->init(/*seed=*/1, error);
@@ -31,6 +36,27 @@ class Builder;
 /// Tensors keyed by their tg.name.
 using TensorMap = std::map<std::string, HostTensor>;
 
+/// How Model::train trains (the options of `tg-run` that concern training).
+struct TrainSettings {
+  /// The data, as `tg-run --data` takes it: "fashion-mnist",
+  /// "PATH.safetensors", "u8:PATH", "u16:PATH", "u32:PATH".
+  std::string data = "fashion-mnist";
+  std::string dataDir; ///< Fashion-MNIST's folder ("": Debian's)
+  int64_t epochs = 1;
+  int64_t stepsPerEpoch = -1; ///< at most this many steps (<= 0: all)
+  int64_t seed = 0;           ///< the order of every epoch
+  std::string save;           ///< checkpoint written after every epoch
+  std::string metrics;        ///< CSV, one row per step and per epoch
+  bool progress = false;      ///< print progress lines to stdout
+};
+
+/// One epoch of Model::train.
+struct EpochSummary {
+  int64_t epoch = 0, steps = 0;
+  double meanLoss = 0, seconds = 0, samplesPerSecond = 0;
+  double accuracy = -1; ///< % on the test split; -1 where not measured
+};
+
 /// A model compiled for the CPU in this process.
 class Model {
 public:
@@ -56,14 +82,29 @@ public:
   /// the outputs).
   bool eval(const TensorMap &inputs, TensorMap &outputs, std::string &error);
 
-  /// Parameters, optimizer state and the step counter, by name.
+  /// Trains for `settings.epochs` epochs with the runtime's training loop
+  /// (shuffling, test accuracy, checkpoints, metrics), starting from the
+  /// current state (init(settings.seed) first if init was never called).
+  bool train(const TrainSettings &settings, std::vector<EpochSummary> &epochs,
+             std::string &error);
+
+  /// Writes parameters, optimizer state and `step` as safetensors, in the
+  /// format and names of `tg-run --save`.
+  bool saveCheckpoint(const std::string &path, std::string &error) const;
+  /// Loads a checkpoint written by saveCheckpoint or `tg-run --save`.
+  bool loadCheckpoint(const std::string &path, std::string &error);
+  /// Writes the compiled model as a `.tgx` artifact that `tg-run` trains.
+  bool writeArtifact(const std::string &path, std::string &error) const;
+
+  /// Parameters, optimizer state and the step counter, by name (a copy
+  /// made when the state last changed).
   const TensorMap &state() const;
   /// Names and types of the inputs of a training step.
   const TensorMap &inputSpecs() const;
 
 private:
-  /// The JIT-compiled module and the tensors kept between
-  /// calls (jit/Model.cpp); hidden so that this header needs no MLIR.
+  /// The loaded artifact and its executor (jit/Model.cpp); hidden so that
+  /// this header needs neither MLIR nor the runtime's headers.
   struct Impl;
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl;

@@ -11,7 +11,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <cstdlib>
+#include <unistd.h>
 
 namespace {
 std::string example(const char *name) {
@@ -113,4 +115,51 @@ TEST_CASE("a model built in C++ compiles and outlives its Builder", "[jit]") {
   bad.output("r", bad.matmul(a, a));
   CHECK_FALSE(tgc::Model::compileGraph(bad, error));
   CHECK_THAT(error, Catch::Contains("contraction dimensions differ"));
+}
+
+TEST_CASE("a JIT model trains with the runtime's loop and writes what "
+          "tg-run reads", "[jit]") {
+  std::string error;
+  auto model = tgc::Model::compileFile(
+      example("mlp.tg"), {{"batch", "32"}, {"hidden", "32"}}, error);
+  INFO(error);
+  REQUIRE(model);
+  // Without init: train starts from init(seed), as tg-run does.
+  tgc::TrainSettings settings;
+  settings.stepsPerEpoch = 40;
+  settings.seed = 5;
+  std::vector<tgc::EpochSummary> epochs;
+  REQUIRE(model->train(settings, epochs, error));
+  REQUIRE(epochs.size() == 1);
+  CHECK(epochs[0].steps == 40);
+  CHECK(epochs[0].meanLoss > 0);
+  CHECK(epochs[0].accuracy > 15); // 40 steps of Fashion-MNIST: above chance (10%)
+  CHECK(model->state().at("step").get(0) == 40);
+
+  // A checkpoint round-trips into a second model: same predictions.
+  char dir[] = "/tmp/tgc-jit-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  std::string ckpt = std::string(dir) + "/m.safetensors";
+  std::string tgx = std::string(dir) + "/m.tgx";
+  REQUIRE(model->saveCheckpoint(ckpt, error));
+  REQUIRE(model->writeArtifact(tgx, error));
+  auto twin = tgc::Model::compileFile(
+      example("mlp.tg"), {{"batch", "32"}, {"hidden", "32"}}, error);
+  REQUIRE(twin);
+  tgc::TensorMap inputs = batch(model->inputSpecs()), a, b;
+  CHECK_FALSE(twin->eval(inputs, b, error));
+  CHECK_THAT(error, Catch::Contains("call init first"));
+  REQUIRE(twin->loadCheckpoint(ckpt, error));
+  REQUIRE(model->eval(inputs, a, error));
+  REQUIRE(twin->eval(inputs, b, error));
+  CHECK(a.at("logits").bytes == b.at("logits").bytes);
+  CHECK(twin->state().at("step").get(0) == 40);
+
+  // Bad data is a message naming it, not a crash.
+  settings.data = std::string(dir) + "/missing.safetensors";
+  CHECK_FALSE(model->train(settings, epochs, error));
+  CHECK_THAT(error, Catch::Contains("missing.safetensors"));
+  std::remove(ckpt.c_str());
+  std::remove(tgx.c_str());
+  rmdir(dir);
 }

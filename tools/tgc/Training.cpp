@@ -245,37 +245,13 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
 bool tgc::writeArtifactFile(ModuleOp module, const tg::MemoryPlan &reported,
                             const std::string &path,
                             const tg::CpuObjectOptions &cpu) {
-  // The code follows the plan: train_step and eval are planned in place
-  // (the same deterministic plan as the report's), and the CPU backend puts
-  // every planned value at its offset in one arena per call.
-  FailureOr<tg::MemoryPlan> stepPlan = failure();
-  for (StringRef entry : {"train_step", "eval"})
-    if (auto fn = cpu.arena ? module.lookupSymbol<func::FuncOp>(entry)
-                            : func::FuncOp()) {
-      FailureOr<tg::MemoryPlan> p = tg::planMemory(fn, {});
-      if (failed(p))
-        return false;
-      if (entry == "train_step")
-        stepPlan = std::move(p);
-    }
-  tg::MemoryPlan plan = succeeded(stepPlan) ? std::move(*stepPlan) : reported;
-  // Code first: the backend records each arena with the ops' scratch added
-  // (tg.arena_bytes), and the manifest is built once from that module.
   std::string error;
-  FailureOr<std::string> so = tg::buildCpuSharedObject(module, error, cpu);
-  if (failed(so)) {
-    llvm::errs() << "tgc: error: " << error << "\n";
-    return false;
-  }
-  if (auto arenas = module->getAttrOfType<DictionaryAttr>(tg::attr::arenaBytes))
-    if (auto step = arenas.getAs<IntegerAttr>("train_step"))
-      plan.scratchBytes = step.getInt() - plan.transientBytes;
-  llvm::json::Object memory = tg::memorySummaryJson(plan);
-  FailureOr<llvm::json::Object> manifest = tg::buildManifest(module, &memory);
-  if (failed(manifest))
-    return false;
-  if (!tg::writeArtifact(*manifest, *so, "", path, error)) {
-    llvm::errs() << "tgc: error: " << error << "\n";
+  FailureOr<tg::CpuArtifact> artifact =
+      tg::buildCpuArtifact(module, cpu, &reported, error);
+  if (failed(artifact) ||
+      !tg::writeArtifact(artifact->manifest, artifact->cpuSo, "", path, error)) {
+    if (!error.empty())
+      llvm::errs() << "tgc: error: " << error << "\n";
     return false;
   }
   return true;

@@ -1,0 +1,50 @@
+//===- Build.cpp - a training module to the sections of a .tgx --*- C++ -*-===//
+//
+// See Manifest.h (buildCpuArtifact): the one path from a planned training
+// module to an artifact, shared by tgc and the JIT API.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/artifact/Manifest.h"
+#include "dialects/TGDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+
+FailureOr<tg::CpuArtifact>
+mlir::tg::buildCpuArtifact(ModuleOp module, const CpuObjectOptions &cpu,
+                           const MemoryPlan *unplanned, std::string &error) {
+  // The code follows the plan: train_step and eval are planned in place and
+  // the CPU backend puts every planned value at its offset in one arena per
+  // call.
+  std::optional<MemoryPlan> plan;
+  if (unplanned)
+    plan = *unplanned;
+  for (StringRef entry : {"train_step", "eval"})
+    if (auto fn = cpu.arena ? module.lookupSymbol<func::FuncOp>(entry)
+                            : func::FuncOp()) {
+      FailureOr<MemoryPlan> p = planMemory(fn, {});
+      if (failed(p))
+        return failure(); // diagnosed on the function
+      if (entry == "train_step")
+        plan = std::move(*p);
+    }
+  // Code first: the backend records each arena with the ops' scratch added
+  // (tg.arena_bytes), and the manifest is built once from that module.
+  FailureOr<std::string> so = buildCpuSharedObject(module, error, cpu);
+  if (failed(so))
+    return failure();
+  std::optional<llvm::json::Object> memory;
+  if (plan) {
+    if (auto arenas = module->getAttrOfType<DictionaryAttr>(attr::arenaBytes))
+      if (auto step = arenas.getAs<IntegerAttr>("train_step"))
+        plan->scratchBytes = step.getInt() - plan->transientBytes;
+    memory = memorySummaryJson(*plan);
+  }
+  FailureOr<llvm::json::Object> manifest =
+      buildManifest(module, memory ? &*memory : nullptr);
+  if (failed(manifest))
+    return failure(); // diagnosed on the entry point
+  return CpuArtifact{std::move(*manifest), std::move(*so)};
+}
