@@ -37,6 +37,8 @@ hang or silent result). docs/hardening.md has the numbers of a full run.
 import concurrent.futures as cf
 import json, os, random, re, shutil, struct, subprocess, sys, tempfile, time, zlib
 
+from formats import safetensors  # test/attack/formats.py, beside this file
+
 args = sys.argv[1:]
 
 
@@ -481,19 +483,10 @@ def gen_artifacts(count):
 
 
 def data_files():
-    def st(tensors):
-        hdr, off, body = {}, 0, b""
-        for name, (dt, shape, raw) in tensors.items():
-            hdr[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(raw)]}
-            off += len(raw)
-            body += raw
-        h = json.dumps(hdr).encode()
-        h += b" " * ((8 - len(h) % 8) % 8)
-        return struct.pack("<Q", len(h)) + h + body
     rows = 32
     img = struct.pack("<%df" % (rows * 784), *([0.25] * rows * 784))
     lab = struct.pack("<%dq" % rows, *[i % 10 for i in range(rows)])
-    mnist = write(path("data.safetensors"), st({"images": ("F32", [rows, 784], img),
+    mnist = write(path("data.safetensors"), safetensors({"images": ("F32", [rows, 784], img),
                                                 "labels": ("I64", [rows], lab)}))
     toks = write(path("tokens.bin"), struct.pack("<400H", *[rng.randrange(50) for _ in range(400)]))
     return {"mlp": ["--data", "safetensors:" + mnist], "mlp2": ["--data", "safetensors:" + mnist],

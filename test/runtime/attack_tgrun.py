@@ -20,6 +20,9 @@ numbers of a run.
 """
 import gzip, json, os, random, signal, struct, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "attack"))
+from formats import safetensors  # noqa: E402  (test/attack/formats.py)
+
 BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
 QUICK = "--quick" in sys.argv
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -90,17 +93,6 @@ compile_model(GPT, "gpt.tg", ["layers=1", "d_model=32", "heads=2", "seq=16", "ct
 
 def idx(dims, data, type_=0x08):
     return bytes([0, 0, type_, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims) + data
-
-
-def safetensors(tensors):
-    hdr, off, data = {}, 0, b""
-    for name, (dt, shape, raw) in tensors.items():
-        hdr[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(raw)]}
-        off += len(raw)
-        data += raw
-    h = json.dumps(hdr).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    return struct.pack("<Q", len(h)) + h + data
 
 
 def mutate(b):
