@@ -12,8 +12,12 @@
 #include "dialects/TGOps.h"
 #include "passes/Pipelines.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -100,25 +104,149 @@ static FailureOr<tg::MemoryPlan> planCopy(ModuleOp module, bool remat,
   return tg::planMemory(copy->lookupSymbol<func::FuncOp>("train_step"), {});
 }
 
-/// Bytes of op scratch the CPU backend places after the planned region of
-/// `planned`'s train_step (tg-plan-scratch; 0 for models without
-/// convolutions, pooling or materialised splats). Lowers `planned` in place
-/// as far as bufferization.
-static FailureOr<int64_t> cpuScratchBytes(ModuleOp planned,
-                                          const tg::MemoryPlan &plan) {
+/// Lowers the planned functions `entries` of `module` in place as far as
+/// tg-plan-scratch, which records each one's final arena size.
+static LogicalResult lowerToScratch(ModuleOp module,
+                                    ArrayRef<std::string> entries) {
   DialectRegistry registry;
   tg::cpu::registerCpuDialects(registry);
-  planned.getContext()->appendDialectRegistry(registry);
-  PassManager pm(planned.getContext());
+  module.getContext()->appendDialectRegistry(registry);
+  PassManager pm(module.getContext());
   tg::cpu::CpuPipelineOptions options;
   options.arena = true;
   options.stopAfterScratch = true;
-  options.entryPoints = {"train_step"};
+  options.entryPoints.assign(entries.begin(), entries.end());
   tg::cpu::buildCpuPipeline(pm, options);
-  if (failed(pm.run(planned)))
+  return pm.run(module);
+}
+
+/// The scratch above a planned function's region: its lowered arena less
+/// its transient bytes rounded up as tg-plan-scratch places the region.
+static int64_t scratchAbove(ModuleOp lowered, StringRef fn, int64_t transient) {
+  int64_t arena = tg::cpu::loweredArenaBytes(lowered, fn);
+  return arena ? arena - llvm::alignTo(transient, 256) : 0;
+}
+
+/// A multi-element splat constant: the CPU backend lowers it to a fill of
+/// a fresh tensor, which tg-plan-memory does not plan (constants live in
+/// the code), so where an op reads it the fill is op scratch.
+static bool isSplatFill(Value v) {
+  auto c = v.getDefiningOp<tg::ConstantOp>();
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return c && type && type.getNumElements() > 1 &&
+         isa<SplatElementsAttr>(c.getValue());
+}
+
+/// Whether an op of `step` reads a splat fill (as the initial value of the
+/// accumulation loop it is copied into the loop's planned slot instead).
+static bool readsSplatFill(func::FuncOp step) {
+  return step
+      .walk([](tg::ConstantOp c) {
+        bool read = isSplatFill(c) &&
+                    !llvm::all_of(c->getUsers(), llvm::IsaPred<scf::ForOp>);
+        return read ? WalkResult::interrupt() : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// Bytes of op scratch the CPU backend places after the planned region of
+/// `planned`'s train_step (tg-plan-scratch; 0 for models without
+/// convolutions, pooling or materialised splats).
+///
+/// Lowering and bufferizing the whole step costs time superlinear in its
+/// length (upstream's empty-tensor elimination, one-shot analysis and
+/// deallocation simplification: 60 s for 2,000 parameters), so each op is
+/// lowered alone instead, through the same pipeline and tg-plan-scratch, in
+/// a function of its own that is planned like the step: its operands are
+/// arguments (constants are cloned), its results planned values. Equal ops
+/// (the same printed kernel) are lowered once. An op's scratch lives only
+/// while the op runs, so the scratch of different ops never overlaps and
+/// the step's scratch region is the largest op's. Where scratch can live
+/// across ops (a splat read by ops) or an op alone allocates what its own
+/// plan cannot place, the step is lowered whole, as before.
+static FailureOr<int64_t> cpuScratchBytes(ModuleOp planned,
+                                          const tg::MemoryPlan &plan) {
+  auto step = planned.lookupSymbol<func::FuncOp>("train_step");
+  auto whole = [&]() -> FailureOr<int64_t> {
+    if (failed(lowerToScratch(planned, {"train_step"})))
+      return failure();
+    return scratchAbove(planned, "train_step", plan.transientBytes);
+  };
+  // A splat's fill read by ops (directly or through views) is scratch
+  // live across ops: only the whole step's lowering places it as the
+  // backend does.
+  if (!step || readsSplatFill(step))
+    return whole();
+
+  MLIRContext *ctx = planned.getContext();
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(planned.getLoc());
+  (*kernels)->setDiscardableAttrs(planned->getDiscardableAttrDictionary());
+  OpBuilder b = OpBuilder::atBlockEnd(kernels->getBody());
+  tg::TGDialect &tgd = tg::dialect(ctx);
+  const StringAttr planAttrs[] = {
+      tgd.getOffsetAttrHelper().getName(), tgd.getOffsetsAttrHelper().getName(),
+      tgd.getBytesAttrHelper().getName(), tgd.getAliasArgAttrHelper().getName()};
+  llvm::StringSet<> byText; // printed kernels
+  std::vector<std::string> names;
+  std::vector<tg::MemoryPlan> plans;
+  auto isConstant = [](Value v) {
+    Operation *def = v.getDefiningOp();
+    return def && def->hasTrait<OpTrait::ConstantLike>();
+  };
+  step.walk([&](Operation *op) {
+    if (op->getNumRegions() || op->hasTrait<OpTrait::ConstantLike>() ||
+        op->hasTrait<OpTrait::IsTerminator>() ||
+        llvm::none_of(op->getResultTypes(), llvm::IsaPred<RankedTensorType>))
+      return;
+    llvm::SetVector<Value> inputs;
+    for (Value v : op->getOperands())
+      if (!isConstant(v))
+        inputs.insert(v);
+    auto fn = func::FuncOp::create(
+        b, op->getLoc(), "kernel",
+        b.getFunctionType(ValueRange(inputs.getArrayRef()).getTypes(),
+                          op->getResultTypes()));
+    OpBuilder fb = OpBuilder::atBlockEnd(fn.addEntryBlock());
+    IRMapping map;
+    map.map(inputs.getArrayRef(), fn.getArguments());
+    for (Value v : op->getOperands())
+      if (!map.contains(v))
+        map.map(v, fb.clone(*v.getDefiningOp())
+                       ->getResult(cast<OpResult>(v).getResultNumber()));
+    Operation *copy = fb.clone(*op, map);
+    for (StringAttr a : planAttrs)
+      copy->removeDiscardableAttr(a);
+    func::ReturnOp::create(fb, op->getLoc(), copy->getResults());
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    fn->print(os, OpPrintingFlags().useLocalScope());
+    if (!byText.insert(text).second) {
+      fn->erase();
+      return;
+    }
+    names.push_back("kernel" + std::to_string(names.size()));
+    fn.setSymName(names.back());
+  });
+  for (auto fn : kernels->getOps<func::FuncOp>()) {
+    FailureOr<tg::MemoryPlan> p = tg::planMemory(fn, {});
+    if (failed(p))
+      return whole();
+    plans.push_back(std::move(*p));
+  }
+  if (failed(lowerToScratch(*kernels, names)))
     return failure();
-  int64_t arena = tg::cpu::loweredArenaBytes(planned, "train_step");
-  return arena ? arena - plan.transientBytes : 0;
+  // An allocation left in a kernel is one its own plan could not place:
+  // the isolated lowering is not the step's, so ask the step.
+  if (kernels->walk([](memref::AllocOp) { return WalkResult::interrupt(); })
+          .wasInterrupted())
+    return whole();
+  int64_t largest = 0;
+  for (auto [name, p] : llvm::zip(names, plans))
+    largest = std::max(largest, scratchAbove(*kernels, name, p.transientBytes));
+  if (largest == 0)
+    return 0;
+  return llvm::alignTo(plan.transientBytes, 256) + largest -
+         plan.transientBytes;
 }
 
 FailureOr<tg::MemoryPlan> tgc::planTraining(ModuleOp module, bool remat) {
