@@ -766,19 +766,27 @@ mlir::OwningOpRef<mlir::ModuleOp> Builder::build() {
                                  mlir::ValueRange(results).getTypes()));
   if (entry.getNumArguments())
     func->setLoc(entry.getArgument(0).getLoc());
-  for (size_t i = 0; i < m.args.size(); ++i) {
-    const Impl::Arg &a = m.args[i];
-    func.setArgAttr(i, tg::attr::name, b.getStringAttr(a.name));
-    func.setArgAttr(i, tg::attr::role, m.roleAttr(a.role));
+  // All at once: setArgAttr rebuilds the array of every argument's
+  // attributes, which made a model of N parameters O(N^2) in time and in
+  // uniqued attributes (8,000 parameters: 5 s and 1.3 GB).
+  auto tags = [&](const std::string &name, const std::string &role) {
+    mlir::NamedAttrList attrs;
+    attrs.set(tg::attr::name, b.getStringAttr(name));
+    attrs.set(tg::attr::role, m.roleAttr(role));
+    return attrs;
+  };
+  llvm::SmallVector<mlir::DictionaryAttr> argAttrs, resultAttrs;
+  for (const Impl::Arg &a : m.args) {
+    mlir::NamedAttrList attrs = tags(a.name, a.role);
     if (a.role == "param")
-      func.setArgAttr(
-          i, tg::attr::init,
-          tg::InitializerAttr::get(&m.ctx, a.init.kind, a.init.args));
+      attrs.set(tg::attr::init,
+                tg::InitializerAttr::get(&m.ctx, a.init.kind, a.init.args));
+    argAttrs.push_back(attrs.getDictionary(&m.ctx));
   }
-  for (size_t i = 0; i < m.results.size(); ++i) {
-    func.setResultAttr(i, tg::attr::name, b.getStringAttr(m.results[i].name));
-    func.setResultAttr(i, tg::attr::role, m.roleAttr(m.results[i].role));
-  }
+  for (const Impl::Result &r : m.results)
+    resultAttrs.push_back(tags(r.name, r.role).getDictionary(&m.ctx));
+  func.setAllArgAttrs(argAttrs);
+  func.setAllResultAttrs(resultAttrs);
   mlir::OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(&entry);
   mlir::Location retLoc =
