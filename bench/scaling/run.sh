@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# bench/scaling/run.sh [BUILD] [OUT] - compile time and peak memory of tgc
+# against the size of the training step (issue 12, class 2), written as a
+# markdown table to OUT (default bench/results/scaling-<date>.md):
+#
+#   params-train   tgc --emit=train     of N parameters (params.tg)
+#   params-report  tgc --report=memory  of N parameters
+#   chain-O0       tgc -O0 -o x.tgx     of a chain of N relus (chain.tg)
+#
+# Each case runs under /usr/bin/time: wall seconds, CPU seconds (user +
+# system: what the compile itself cost, the better number on a loaded
+# machine) and peak resident MiB. Each case ends with the ratio of its last
+# to its first N in CPU time and the exponent k of time ~ N^k between them
+# (1 is linear, 2 quadratic). Environment: PARAM_NS (default
+# "500 1000 2000 4000 8000"), CHAIN_NS (default "1000 2000"; empty skips).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${1:-$root/build}
+out=${2:-$root/bench/results/scaling-$(date -u +%Y-%m-%d).md}
+param_ns=${PARAM_NS-"500 1000 2000 4000 8000"}
+chain_ns=${CHAIN_NS-"1000 2000"}
+tgc=$build/bin/tgc
+[ -x "$tgc" ] || { echo "run.sh: error: no $tgc (build first)" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+rows=()
+# measure LABEL N ARGS...: one row "| LABEL | N | wall | cpu | MiB |".
+measure() {
+  local label=$1 n=$2
+  shift 2
+  /usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$tgc" -D "n=$n" "$@" >/dev/null
+  read -r wall user sys kib <"$tmp/time"
+  local cpu
+  cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
+  rows+=("| $label | $n | $wall | $cpu | $((kib / 1024)) |")
+  echo "$n $cpu" >>"$tmp/$label"
+  echo "${rows[-1]}" >&2
+}
+
+# fit LABEL: the ratio and exponent between the first and the last N.
+fit() {
+  [ -s "$tmp/$1" ] || return 0
+  awk -v label="$1" 'NR == 1 { n0 = $1; t0 = $2 } { n1 = $1; t1 = $2 }
+    END { if (n1 > n0 && t0 > 0)
+            printf "- %s: N x%d costs x%.1f CPU time, time ~ N^%.2f (N = %d to %d)\n",
+                   label, n1 / n0, t1 / t0, log(t1 / t0) / log(n1 / n0), n0, n1 }' "$tmp/$1"
+}
+
+for n in $param_ns; do
+  measure params-train "$n" --emit=train "$here/params.tg" -o "$tmp/p.mlir"
+done
+for n in $param_ns; do
+  measure params-report "$n" --report=memory "$here/params.tg"
+done
+for n in $chain_ns; do
+  measure chain-O0 "$n" -O0 "$here/chain.tg" -o "$tmp/c.tgx"
+done
+
+{
+  echo "# tgc compile-time scaling ($(date -u +%Y-%m-%d))"
+  echo
+  echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "- machine: $(uname -m), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "- git: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "- command: bench/scaling/run.sh $build (PARAM_NS=\"$param_ns\" CHAIN_NS=\"$chain_ns\")"
+  echo "- other builds and tests may have run beside it: wall times are upper"
+  echo "  bounds; CPU time (user + system) is the compile's own cost"
+  echo
+  echo "| case | N | wall s | CPU s | peak MiB |"
+  echo "|---|---:|---:|---:|---:|"
+  printf '%s\n' "${rows[@]}"
+  echo
+  fit params-train
+  fit params-report
+  fit chain-O0
+} >"$out"
+echo "run.sh: wrote $out" >&2
