@@ -8,6 +8,7 @@
 #include "passes/PrecisionReport.h"
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
+#include "passes/TrainConfig.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -124,10 +125,16 @@ std::vector<Row> collect(ModuleOp module, StringRef forward,
         continue;
       auto name = step.getArgAttrOfType<StringAttr>(i, attr::name);
       Type t = step.getArgumentTypes()[i];
-      rows.push_back({"state", name ? name.str() : "",
+      StringRef n = name ? name.getValue() : "";
+      rows.push_back({"state", n.str(),
                       typeName(cast<RankedTensorType>(t).getElementType()),
-                      "as its master (the update runs in fp32)", 1,
-                      bytesOf(t)});
+                      n == kLossScaleName ? "loss scaler: the loss's factor "
+                                            "before the backward pass"
+                      : n == kGrowthTrackerName
+                          ? "loss scaler: finite steps since the scale "
+                            "last changed"
+                          : "as its master (the update runs in fp32)",
+                      1, bytesOf(t)});
     }
   return rows;
 }
