@@ -30,7 +30,6 @@ namespace {
 /// The rules, as `tg.precision` spells them (and --report=precision); the
 /// low-precision ones start with the type's name ("bf16-acc-f32",
 /// "fp16-acc-f32", ...), see Assigner.
-constexpr StringLiteral kComputeCopy = "compute-copy";
 constexpr StringLiteral kSensitive = "fp32-sensitive";
 constexpr StringLiteral kFollow = "follow";
 constexpr StringLiteral kOutput = "output";
@@ -103,7 +102,7 @@ private:
         else
           b.setInsertionPointToStart(&fn.front());
         auto c = CastOp::create(b, v.getLoc(), type, v);
-        tg.getPrecisionAttrHelper().setAttr(c, b.getStringAttr(kComputeCopy));
+        tg.getPrecisionAttrHelper().setAttr(c, b.getStringAttr(kComputeCopyRule));
         lastCopy = c;
         copy = c;
       }

@@ -22,6 +22,10 @@ namespace mlir::tg {
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 
+/// The `tg.precision` rule of a parameter's low-precision compute copy
+/// (tg-assign-precision), which the precision and memory reports count.
+inline constexpr StringLiteral kComputeCopyRule = "compute-copy";
+
 /// Patterns that rewrite composite ops into primitive ones. `only` names the
 /// ops to decompose (without the "tg." prefix); empty means all of them.
 void populateDecomposeCompositesPatterns(RewritePatternSet &patterns,

@@ -63,7 +63,7 @@ std::vector<Row> collect(ModuleOp module, StringRef forward,
   // Parameters and their compute copies.
   DenseMap<Value, Operation *> copies;
   fn.walk([&](CastOp c) {
-    if (ruleOf(c) == "compute-copy")
+    if (ruleOf(c) == kComputeCopyRule)
       copies[c.getInput()] = c;
   });
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
@@ -88,7 +88,7 @@ std::vector<Row> collect(ModuleOp module, StringRef forward,
   std::map<std::tuple<std::string, std::string, std::string>, Row> classes;
   fn.walk([&](Operation *op) {
     if (!isa<TGDialect>(op->getDialect()) || op->getNumResults() != 1 ||
-        isa<ConstantOp>(op) || ruleOf(op) == "compute-copy")
+        isa<ConstantOp>(op) || ruleOf(op) == kComputeCopyRule)
       return;
     Type t = op->getResult(0).getType();
     std::string rule = ruleOf(op).str();
