@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# bench/precision.sh BUILD - precision = bf16 against fp32: the MLP's test
-# accuracy on Fashion-MNIST after EPOCHS epochs (CPU backend, seed 1), and
+# bench/precision.sh BUILD - precision = bf16 and fp16 (dynamic loss
+# scaling) against fp32: the MLP's test accuracy on Fashion-MNIST after
+# EPOCHS epochs (CPU backend, seed 1; PRECISIONS picks which), and
 # the planned activation bytes of GPT-2 small (batch 8 x 1024) with no
 # budget pressure. Prints the numbers that bench/results/*-precision.md
 # records.
@@ -12,7 +13,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-for p in fp32 bf16; do
+for p in ${PRECISIONS:-fp32 bf16 fp16}; do
   sed "s/precision = fp32/precision = $p/" "$here/examples/mlp.tg" > "$tmp/mlp-$p.tg"
   "$bin/tgc" "$tmp/mlp-$p.tg" -o "$tmp/mlp-$p.tgx"
   echo "== mlp $p"

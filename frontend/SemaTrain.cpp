@@ -114,6 +114,12 @@ bool Sema::trainCall(const Expr &e, const std::string &key,
       settings.push_back({"eps", 1e-8, 0, inf, false});
     }
     settings.push_back({"weight_decay", k == "adamw" ? 0.01 : 0.0, 0, inf, false});
+  } else if (key == "loss_scale") {
+    // PyTorch's GradScaler defaults; ranges are checked below.
+    settings.push_back({"init", 65536.0, 0, inf, false});
+    settings.push_back({"growth", 2.0, 1, inf, false});
+    settings.push_back({"backoff", 0.5, 0, 1, false});
+    settings.push_back({"interval", 2000, 1, inf, true});
   } else if (k == "warmup") {
     settings.push_back({"steps", -1, 1, inf, true});
   } else if (k == "cosine") {
@@ -152,11 +158,26 @@ bool Sema::trainCall(const Expr &e, const std::string &key,
       }
       bool inRange = s.hi == 1 && !s.isInt ? (v >= s.lo && v < s.hi)
                                             : (v >= s.lo && v <= s.hi);
-      if (std::string(s.name) == "lr" || std::string(s.name) == "eps")
+      std::string name = s.name;
+      bool positive = name == "lr" || name == "eps" || name == "init";
+      if (positive)
         inRange = v > 0 && std::isfinite(v);
+      // The scale is an f32 state tensor.
+      if (name == "init")
+        inRange = v > 0 && v <= std::numeric_limits<float>::max();
+      // A loss scale must shrink on overflow and grow after a run of
+      // finite steps: backoff in (0, 1), growth above 1.
+      if (key == "loss_scale" && name == "backoff")
+        inRange = v > 0 && v < 1;
+      if (key == "loss_scale" && name == "growth")
+        inRange = v > 1 && v <= std::numeric_limits<float>::max();
       if (!inRange || (s.isInt && v != std::floor(v))) {
-        std::string range = std::string(s.name) == "lr" || std::string(s.name) == "eps"
-                                ? "positive"
+        std::string range = name == "init" ? "positive and at most 3.4e38"
+                            : positive ? "positive"
+                            : key == "loss_scale" && name == "backoff"
+                                ? "in (0, 1)"
+                            : key == "loss_scale" && name == "growth"
+                                ? "greater than 1"
                             : s.hi == 1 && !s.isInt ? "in [0, 1)"
                             : s.isInt ? "a non-negative integer"
                                       : "non-negative";
@@ -187,9 +208,11 @@ bool Sema::trainCall(const Expr &e, const std::string &key,
 void Sema::evalTrain(const TrainDecl &tr) {
   static const std::vector<std::string> keys = {
       "optimizer", "schedule", "batch", "accumulate",
-      "precision", "memory_budget", "clip_grad_norm"};
+      "precision", "memory_budget", "clip_grad_norm", "loss_scale"};
   ConfigDict dict;
   std::set<std::string> seen;
+  std::string precision = "fp32";
+  const Expr *lossScale = nullptr;
   Frame empty;
   frame = &empty;
   for (const TrainEntry &en : tr.entries) {
@@ -210,6 +233,10 @@ void Sema::evalTrain(const TrainDecl &tr) {
     } else if (en.key == "schedule") {
       if (!trainCall(e, "schedule", {"constant", "warmup", "cosine"}, cv))
         continue;
+    } else if (en.key == "loss_scale") {
+      lossScale = &e;
+      if (!trainCall(e, "loss_scale", {"dynamic"}, cv))
+        continue;
     } else if (en.key == "precision") {
       static const std::vector<std::string> precs = {"fp32", "bf16", "fp16"};
       std::string p = e.kind == Expr::Name || e.kind == Expr::String ? e.text : "";
@@ -219,14 +246,7 @@ void Sema::evalTrain(const TrainDecl &tr) {
                                          p, precs));
         continue;
       }
-      if (p == "fp16") {
-        // Without loss scaling small fp16 gradients flush to zero; refused
-        // here, at the line, until tg-assign-precision implements it.
-        diag.error(e.loc, "precision = fp16 needs loss scaling, which TGC "
-                          "does not implement yet; use bf16 (the range of "
-                          "fp32) or fp32");
-        continue;
-      }
+      precision = p;
       cv = ConfigValue::ofString(p);
     } else if (en.key == "clip_grad_norm") {
       double v;
@@ -250,6 +270,12 @@ void Sema::evalTrain(const TrainDecl &tr) {
     }
     dict.emplace_back(en.key, std::move(cv));
   }
+  // fp16 always scales (with GradScaler's defaults unless loss_scale says
+  // otherwise); bf16 and fp32 have fp32's exponent range and need none.
+  if (lossScale && precision != "fp16")
+    diag.error(lossScale->loc, "loss_scale applies to precision = fp16 only "
+                               "(this block's precision is " +
+                                   precision + ")");
   frame = nullptr;
   b->setTrain(std::move(dict));
 }

@@ -27,12 +27,10 @@ using namespace mlir::tg;
 
 namespace {
 
-/// The rules, as `tg.precision` spells them (and --report=precision).
-constexpr StringLiteral kComputeCopy = "compute-copy";
-constexpr StringLiteral kContraction = "bf16-acc-f32";
-constexpr StringLiteral kGather = "bf16-gather";
+/// The rules, as `tg.precision` spells them (and --report=precision); the
+/// low-precision ones start with the type's name ("bf16-acc-f32",
+/// "fp16-acc-f32", ...), see Assigner.
 constexpr StringLiteral kSensitive = "fp32-sensitive";
-constexpr StringLiteral kF32Math = "bf16-io-f32-math";
 constexpr StringLiteral kFollow = "follow";
 constexpr StringLiteral kOutput = "output";
 
@@ -49,12 +47,15 @@ Type eltOf(Value v) {
   return t ? t.getElementType() : Type();
 }
 
-/// Rewrites one function for compute type `low` (bf16).
+/// Rewrites one function for compute type `low` (bf16 or f16), whose
+/// rules are spelled with `prefix` ("bf16", "fp16").
 class Assigner {
 public:
-  Assigner(func::FuncOp fn, Type low)
+  Assigner(func::FuncOp fn, Type low, StringRef prefix)
       : fn(fn), b(fn.getContext()), low(low), f32(b.getF32Type()),
-        tg(dialect(fn.getContext())) {}
+        tg(dialect(fn.getContext())), contraction((prefix + "-acc-f32").str()),
+        gather((prefix + "-gather").str()),
+        f32Math((prefix + "-io-f32-math").str()) {}
 
   void run() {
     SmallVector<Operation *> ops;
@@ -101,7 +102,7 @@ private:
         else
           b.setInsertionPointToStart(&fn.front());
         auto c = CastOp::create(b, v.getLoc(), type, v);
-        tg.getPrecisionAttrHelper().setAttr(c, b.getStringAttr(kComputeCopy));
+        tg.getPrecisionAttrHelper().setAttr(c, b.getStringAttr(kComputeCopyRule));
         lastCopy = c;
         copy = c;
       }
@@ -118,16 +119,16 @@ private:
     StringRef rule;
     if (isContraction(op)) {
       target = low;
-      rule = kContraction;
+      rule = contraction;
     } else if (isa<EmbeddingOp>(op)) {
       target = low; // a gather is exact in any type: read the compute copy
-      rule = kGather;
+      rule = gather;
     } else if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
       // Attention probabilities are the largest activations of a
       // transformer: stored in bf16, computed in f32 inside the op (as every
       // backend and tg-decompose compute a bf16 composite, rounding once).
       target = low;
-      rule = kF32Math;
+      rule = f32Math;
     } else if (isSensitive(op)) {
       target = f32;
       rule = kSensitive;
@@ -154,7 +155,7 @@ private:
     if (!changed)
       return;
     tg.getPrecisionAttrHelper().setAttr(op, b.getStringAttr(rule));
-    if (rule == kContraction)
+    if (rule == contraction)
       tg.getAccAttrHelper().setAttr(op, TypeAttr::get(f32));
   }
 
@@ -164,6 +165,7 @@ private:
   TGDialect &tg;
   DenseMap<Value, Value> copies;
   Operation *lastCopy = nullptr;
+  std::string contraction, gather, f32Math;
 };
 
 struct AssignPrecisionPass final
@@ -181,13 +183,7 @@ struct AssignPrecisionPass final
     }
     if (prec == "fp32")
       return;
-    if (prec == "fp16") {
-      module.emitError("precision = fp16 needs loss scaling, which TGC does "
-                       "not implement yet; use bf16 (the range of fp32) or "
-                       "fp32");
-      return signalPassFailure();
-    }
-    if (prec != "bf16") {
+    if (prec != "bf16" && prec != "fp16") {
       module.emitError() << "unknown precision '" << prec
                          << "' (supported: fp32, bf16, fp16)";
       return signalPassFailure();
@@ -198,7 +194,12 @@ struct AssignPrecisionPass final
                          << funcName << "'";
       return signalPassFailure();
     }
-    Assigner(fn, BFloat16Type::get(&getContext())).run();
+    // fp16's gradients need loss scaling, which tg-build-train-step adds
+    // for the train block's precision = fp16 (TrainConfig::lossScale).
+    if (prec == "fp16")
+      Assigner(fn, Float16Type::get(&getContext()), "fp16").run();
+    else
+      Assigner(fn, BFloat16Type::get(&getContext()), "bf16").run();
     if (failed(mlir::verify(fn)))
       return signalPassFailure();
   }

@@ -64,12 +64,13 @@ private:
 
 /// Appends the backward pass of `fn`'s body before its return and returns
 /// the cotangents it computed.
-LogicalResult backward(func::FuncOp fn, unsigned lossIndex, Cotangents &cot,
-                       TensorBuilder &t) {
+/// `seed` is the loss's cotangent (null: ones).
+LogicalResult backward(func::FuncOp fn, unsigned lossIndex, Value seed,
+                       Cotangents &cot, TensorBuilder &t) {
   Block &body = fn.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   Value loss = ret.getOperand(lossIndex);
-  cot.accumulate(loss, t.filled(loss.getType(), 1.0));
+  cot.accumulate(loss, seed ? seed : t.filled(loss.getType(), 1.0));
 
   SmallVector<Operation *> forward;
   for (Operation &op : body.without_terminator())
@@ -143,7 +144,8 @@ struct AutodiffPass final : tg::impl::AutodiffPassBase<AutodiffPass> {
 } // namespace
 
 FailureOr<func::FuncOp> mlir::tg::buildGradientFunction(func::FuncOp fn,
-                                                      bool wrtInputs) {
+                                                      bool wrtInputs,
+                                                      bool lossSeed) {
   FailureOr<unsigned> lossIndex = findLoss(fn);
   if (failed(lossIndex))
     return failure();
@@ -157,8 +159,16 @@ FailureOr<func::FuncOp> mlir::tg::buildGradientFunction(func::FuncOp fn,
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   b.setInsertionPoint(ret);
   TensorBuilder t{b, fn.getLoc()};
+  Value seed;
+  if (lossSeed) {
+    Type lossType = fn.getResultTypes()[*lossIndex];
+    unsigned at = grad.getNumArguments();
+    if (failed(grad.insertArgument(at, lossType, {}, fn.getLoc())))
+      return failure();
+    seed = grad.getArgument(at);
+  }
   Cotangents cot(t);
-  if (failed(backward(grad, *lossIndex, cot, t)))
+  if (failed(backward(grad, *lossIndex, seed, cot, t)))
     return failure();
 
   // Gradients of parameters (and float inputs on request), in argument

@@ -67,7 +67,38 @@ struct Model {
   }
 };
 
-FailureOr<Model> analyse(func::FuncOp fn) {
+/// Loss scaling's half of the gradient function: the seed argument (the
+/// loss's cotangent) is the scaler's state `loss_scale`, and the gradients
+/// are divided by it before they are returned, so `@forward_grad` returns
+/// true gradients that were computed on the scaled loss.
+LogicalResult scaleLoss(func::FuncOp grad, unsigned numForward,
+                        Type lossType) {
+  auto scalar = dyn_cast<RankedTensorType>(lossType);
+  if (!scalar || scalar.getRank() != 0 || !scalar.getElementType().isF32())
+    return grad.emitOpError("loss scaling needs a scalar f32 loss, not ")
+           << lossType;
+  MLIRContext *ctx = grad.getContext();
+  unsigned seedArg = grad.getNumArguments() - 1;
+  grad.setArgAttr(seedArg, attr::role, RoleAttr::get(ctx, Role::state));
+  grad.setArgAttr(seedArg, attr::name, StringAttr::get(ctx, kLossScaleName));
+  auto ret = cast<func::ReturnOp>(grad.getBody().front().getTerminator());
+  OpBuilder b(ret);
+  TensorBuilder t{b, grad.getLoc()};
+  // PyTorch's unscale_ multiplies by the reciprocal: exact for the powers of
+  // two a default scaler holds.
+  Value inv = t.div(t.scalar(b.getF32Type(), 1.0), grad.getArgument(seedArg));
+  for (OpOperand &g : ret->getOpOperands().drop_front(numForward)) {
+    Value factor = inv;
+    if (TensorBuilder::elt(g.get()) != TensorBuilder::elt(inv))
+      factor = CastOp::create(
+          b, t.loc, TensorBuilder::typeOf(inv).clone(TensorBuilder::elt(g.get())),
+          inv);
+    g.set(t.mul(g.get(), factor));
+  }
+  return success();
+}
+
+FailureOr<Model> analyse(func::FuncOp fn, const TrainConfig &cfg) {
   Model m;
   m.forward = fn;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
@@ -83,13 +114,22 @@ FailureOr<Model> analyse(func::FuncOp fn) {
       m.inputs.push_back(i);
     }
   }
-  FailureOr<func::FuncOp> grad = buildGradientFunction(fn, false);
+  bool scaled = cfg.lossScale.has_value();
+  if (scaled)
+    for (unsigned p : m.params)
+      if (m.name(p) == kLossScaleName || m.name(p) == kGrowthTrackerName)
+        return fn.emitOpError("parameter '")
+               << m.name(p) << "' has the name of the loss scaler's state";
+  FailureOr<func::FuncOp> grad = buildGradientFunction(fn, false, scaled);
   if (failed(grad))
     return failure();
   m.grad = *grad;
   for (unsigned i = 0; i < fn.getNumResults(); ++i)
     if (getResultRole(fn, i) == Role::loss)
       m.loss = i;
+  if (scaled && failed(scaleLoss(m.grad, fn.getNumResults(),
+                                 fn.getResultTypes()[m.loss])))
+    return failure();
   return m;
 }
 
@@ -115,7 +155,7 @@ struct BuildTrainStepPass final
                            << taken << "'";
         return signalPassFailure();
       }
-    FailureOr<Model> model = analyse(fn);
+    FailureOr<Model> model = analyse(fn, *cfg);
     if (failed(model) || failed(buildTrainStep(*model, *cfg)))
       return signalPassFailure();
     buildInit(*model, *cfg);
@@ -130,6 +170,13 @@ struct BuildTrainStepPass final
     for (StringRef slot : cfg.stateSlots())
       for (unsigned p : m.params)
         slots.push_back({m.type(p), Role::state, (m.name(p) + "." + slot).str()});
+    if (cfg.lossScale) {
+      OpBuilder b(&getContext());
+      slots.push_back({RankedTensorType::get({}, b.getF32Type()), Role::state,
+                       kLossScaleName.str()});
+      slots.push_back({RankedTensorType::get({}, b.getI64Type()), Role::state,
+                       kGrowthTrackerName.str()});
+    }
     return slots;
   }
 
@@ -189,6 +236,14 @@ struct BuildTrainStepPass final
       return step.getArgument(np + state.size() + 1 + i);
     };
 
+    size_t slots = cfg.stateSlots().size();
+    // The loss scaler's state follows the per-parameter slots.
+    Value scaleArg, trackerArg;
+    if (cfg.lossScale) {
+      scaleArg = stateArg(slots * np);
+      trackerArg = stateArg(slots * np + 1);
+    }
+
     // Runs forward+backward on `inputs` (one micro-batch): loss and grads.
     auto callGrad = [&](ValueRange inputs, Value &loss,
                         SmallVectorImpl<Value> &grads) {
@@ -197,6 +252,8 @@ struct BuildTrainStepPass final
         operands[p] = paramArg(i);
       for (auto [i, in] : llvm::enumerate(m.inputs))
         operands[in] = inputs[i];
+      if (scaleArg)
+        operands.push_back(scaleArg);
       auto call = func::CallOp::create(b, loc, m.grad, operands);
       loss = call.getResult(m.loss);
       unsigned first = m.forward.getNumResults();
@@ -262,6 +319,13 @@ struct BuildTrainStepPass final
       }
     }
 
+    // Loss scaling: one check over every (unscaled) gradient; a step that
+    // saw inf or NaN keeps every parameter, state tensor and the step count
+    // (selected below) and only backs the scale off.
+    Value finite;
+    if (cfg.lossScale)
+      finite = buildAllFinite(t, grads);
+
     if (cfg.clipGradNorm)
       buildClipByGlobalNorm(t, grads, *cfg.clipGradNorm);
 
@@ -272,7 +336,6 @@ struct BuildTrainStepPass final
     Value t1 = t.add(stepF, t.scalar(f, 1.0));
     Value lr = buildLearningRate(t, cfg, stepF);
 
-    size_t slots = cfg.stateSlots().size();
     SmallVector<Value> newParams, newState(slots * np);
     for (size_t i = 0; i < np; ++i) {
       SmallVector<Value> st;
@@ -288,10 +351,22 @@ struct BuildTrainStepPass final
       for (size_t s = 0; s < slots; ++s)
         newState[s * np + i] = st[s];
     }
+    Value nextStep = t.add(stepArg, t.integer(b.getI64Type(), 1));
+    if (finite) {
+      for (size_t i = 0; i < np; ++i)
+        newParams[i] = t.select(finite, newParams[i], paramArg(i));
+      for (size_t i = 0; i < newState.size(); ++i)
+        newState[i] = t.select(finite, newState[i], stateArg(i));
+      nextStep = t.select(finite, nextStep, stepArg);
+      auto [scale, tracker] = buildLossScaleUpdate(t, *cfg.lossScale, finite,
+                                                   scaleArg, trackerArg);
+      newState.push_back(scale);
+      newState.push_back(tracker);
+    }
     SmallVector<Value> ret{loss};
     llvm::append_range(ret, newParams);
     llvm::append_range(ret, newState);
-    ret.push_back(t.add(stepArg, t.integer(b.getI64Type(), 1)));
+    ret.push_back(nextStep);
     func::ReturnOp::create(b, loc, ret);
     return success();
   }
@@ -315,7 +390,9 @@ struct BuildTrainStepPass final
           t, m.forward.getArgAttrOfType<InitializerAttr>(p, attr::init),
           m.type(p), init.getArgument(0), stream));
     for (const Slot &s : state)
-      ret.push_back(t.filled(s.type, 0.0));
+      ret.push_back(t.filled(s.type, s.name == kLossScaleName
+                                         ? cfg.lossScale->init
+                                         : 0.0));
     ret.push_back(t.integer(b.getI64Type(), 0));
     func::ReturnOp::create(b, t.loc, ret);
   }

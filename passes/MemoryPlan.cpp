@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/MemoryPlan.h"
-#include "dialects/TGOps.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
@@ -42,6 +42,14 @@ int64_t MemoryPlan::bytesOf(BufferKind kind) const {
     return it == peakByKind.end() ? 0 : it->second;
   }
   return totalBytesOf(kind);
+}
+
+int64_t MemoryPlan::computeCopyBytes() const {
+  int64_t sum = 0;
+  for (const Buffer &b : buffers)
+    if (b.computeCopy && !b.holder && b.aliasOf < 0)
+      sum += b.bytes;
+  return sum;
 }
 
 int64_t MemoryPlan::totalBytesOf(BufferKind kind) const {
@@ -549,6 +557,8 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
       buf.start = step[op];
       buf.end = lastUse(r);
       buf.kind = kindOf(r, marks);
+      if (auto rule = dialect(op->getContext()).getPrecisionAttrHelper().getAttr(op))
+        buf.computeCopy = isa<CastOp>(op) && rule.getValue() == kComputeCopyRule;
       bufferOf[r] = plan.buffers.size();
       plan.buffers.push_back(buf);
     }

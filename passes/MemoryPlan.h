@@ -38,6 +38,7 @@ struct Buffer {
   bool nested = false;     ///< inside a loop body; [start, end] is the loop's
   bool holder = false;     ///< reserves a loop body's region (not a value)
   int64_t aliasOf = -1;    ///< an argument whose storage this result reuses
+  bool computeCopy = false; ///< a parameter's low-precision compute copy
 };
 
 /// A complete plan of one function.
@@ -56,6 +57,11 @@ struct MemoryPlan {
   /// inputs, argmax indices), placed after the transient region; 0 until a
   /// backend reports it (tgc fills it in for the CPU).
   int64_t scratchBytes = 0;
+
+  /// Bytes of the parameters' low-precision compute copies (tg.cast with
+  /// the compute-copy rule), each buffer once: the mixed-precision share of
+  /// the transient buffers, beside the fp32 masters of BufferKind::Param.
+  int64_t computeCopyBytes() const;
 
   int64_t peakBytes() const {
     return persistentBytes + transientBytes + scratchBytes;

@@ -54,6 +54,10 @@ void mlir::tg::printMemoryTable(const MemoryPlan &plan, llvm::raw_ostream &os) {
   os << llvm::left_justify("memory", 22) << llvm::right_justify("size", 12)
      << llvm::right_justify("bytes", 16) << "\n";
   row("parameters", plan.bytesOf(BufferKind::Param));
+  // Mixed precision: the fp32 masters above, their bf16/f16 copies here
+  // (transient buffers, also counted in activations or workspace).
+  if (int64_t copies = plan.computeCopyBytes())
+    row("  compute copies", copies);
   row("gradients", plan.bytesOf(BufferKind::Gradient));
   row("optimizer state", plan.bytesOf(BufferKind::Optimizer));
   row("inputs", plan.bytesOf(BufferKind::Input));
@@ -78,6 +82,7 @@ void mlir::tg::printMemoryTable(const MemoryPlan &plan, llvm::raw_ostream &os) {
 llvm::json::Object mlir::tg::memorySummaryJson(const MemoryPlan &plan) {
   return llvm::json::Object{
       {"params_bytes", plan.bytesOf(BufferKind::Param)},
+      {"compute_copy_bytes", plan.computeCopyBytes()},
       {"grads_bytes", plan.bytesOf(BufferKind::Gradient)},
       {"optimizer_bytes", plan.bytesOf(BufferKind::Optimizer)},
       {"inputs_bytes", plan.bytesOf(BufferKind::Input)},

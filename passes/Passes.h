@@ -22,14 +22,22 @@ namespace mlir::tg {
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 
+/// The `tg.precision` rule of a parameter's low-precision compute copy
+/// (tg-assign-precision), which the precision and memory reports count.
+inline constexpr StringLiteral kComputeCopyRule = "compute-copy";
+
 /// Patterns that rewrite composite ops into primitive ones. `only` names the
 /// ops to decompose (without the "tg." prefix); empty means all of them.
 void populateDecomposeCompositesPatterns(RewritePatternSet &patterns,
                                          ArrayRef<std::string> only = {});
 
-/// Adds `@<fn>_grad` next to `fn` (see tg-autodiff) and returns it.
+/// Adds `@<fn>_grad` next to `fn` (see tg-autodiff) and returns it. With
+/// `lossSeed` it takes one more, last, argument of the loss's type: the
+/// loss's cotangent (ones without it), which loss scaling sets to the scale;
+/// the caller gives it its tg.role and tg.name.
 FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp fn,
-                                              bool wrtInputs);
+                                              bool wrtInputs,
+                                              bool lossSeed = false);
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"

@@ -79,9 +79,10 @@ def AssignPrecisionPass : Pass<"tg-assign-precision", "::mlir::ModuleOp"> {
     option) and rewrites the forward function so that every decision is an
     explicit op or attribute; runs before tg-build-train-step, so autodiff
     differentiates the casts (the VJP of a cast is the cast back: gradients
-    of the fp32 masters arrive in fp32). `fp32` changes nothing; `fp16` is
-    refused until loss scaling exists. For `bf16`, each op the pass touches
-    gets `tg.precision = "<rule>"`:
+    of the fp32 masters arrive in fp32). `fp32` changes nothing. For `bf16`
+    and `fp16` (rules then spelled `fp16-...`; tg-build-train-step adds the
+    dynamic loss scaling fp16 needs), each op the pass touches gets
+    `tg.precision = "<rule>"`:
 
     - parameters stay fp32 arguments (the masters; the optimizer state and
       update stay fp32 with them); each one that a low-precision op reads
@@ -141,6 +142,16 @@ def BuildTrainStepPass : Pass<"tg-build-train-step", "::mlir::ModuleOp"> {
 
     State is named `<param>.<slot>` with slots `momentum` (momentum) or
     `exp_avg`, `exp_avg_sq` (adam, adamw), as in PyTorch's optimizer state.
+
+    With `precision = "fp16"` in `tg.train` the step scales the loss
+    dynamically (PyTorch's GradScaler; `loss_scale = {init, growth,
+    backoff, interval}` overrides its defaults): two more state tensors,
+    `loss_scale` (f32) and `loss_scale.growth_tracker` (i64); `@<func>_grad`
+    takes `loss_scale` as its last argument, seeds the backward pass with it
+    and divides the gradients by it; `@train_step` checks every gradient
+    for inf/NaN once and, if it finds one, returns every parameter, state
+    tensor and the step unchanged, and halves the scale; after `interval`
+    finite steps in a row the scale doubles.
   }];
   let dependentDialects = [
     "::mlir::tg::TGDialect", "::mlir::arith::ArithDialect",

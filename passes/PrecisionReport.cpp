@@ -8,6 +8,7 @@
 #include "passes/PrecisionReport.h"
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
+#include "passes/TrainConfig.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -62,7 +63,7 @@ std::vector<Row> collect(ModuleOp module, StringRef forward,
   // Parameters and their compute copies.
   DenseMap<Value, Operation *> copies;
   fn.walk([&](CastOp c) {
-    if (ruleOf(c) == "compute-copy")
+    if (ruleOf(c) == kComputeCopyRule)
       copies[c.getInput()] = c;
   });
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
@@ -87,7 +88,7 @@ std::vector<Row> collect(ModuleOp module, StringRef forward,
   std::map<std::tuple<std::string, std::string, std::string>, Row> classes;
   fn.walk([&](Operation *op) {
     if (!isa<TGDialect>(op->getDialect()) || op->getNumResults() != 1 ||
-        isa<ConstantOp>(op) || ruleOf(op) == "compute-copy")
+        isa<ConstantOp>(op) || ruleOf(op) == kComputeCopyRule)
       return;
     Type t = op->getResult(0).getType();
     std::string rule = ruleOf(op).str();
@@ -124,10 +125,16 @@ std::vector<Row> collect(ModuleOp module, StringRef forward,
         continue;
       auto name = step.getArgAttrOfType<StringAttr>(i, attr::name);
       Type t = step.getArgumentTypes()[i];
-      rows.push_back({"state", name ? name.str() : "",
+      StringRef n = name ? name.getValue() : "";
+      rows.push_back({"state", n.str(),
                       typeName(cast<RankedTensorType>(t).getElementType()),
-                      "as its master (the update runs in fp32)", 1,
-                      bytesOf(t)});
+                      n == kLossScaleName ? "loss scaler: the loss's factor "
+                                            "before the backward pass"
+                      : n == kGrowthTrackerName
+                          ? "loss scaler: finite steps since the scale "
+                            "last changed"
+                          : "as its master (the update runs in fp32)",
+                      1, bytesOf(t)});
     }
   return rows;
 }

@@ -10,6 +10,7 @@
 #include "passes/TrainConfig.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -78,6 +79,26 @@ FailureOr<TrainConfig> TrainConfig::read(ModuleOp module) {
     return module.emitError("tg.train: accumulate must be >= 1");
   if (auto b = number(train, "batch"))
     cfg.batch = int64_t(*b);
+  if (auto p = train.getAs<StringAttr>("precision"))
+    cfg.precision = p.getValue().str();
+  auto scaling = train.getAs<DictionaryAttr>("loss_scale");
+  if (scaling && cfg.precision != "fp16")
+    return module.emitError("tg.train: loss_scale needs precision = fp16 (bf16 "
+                            "and fp32 have fp32's exponent range)");
+  if (cfg.precision == "fp16") {
+    TrainConfig::LossScale ls;
+    ls.init = number(scaling, "init").value_or(ls.init);
+    ls.growth = number(scaling, "growth").value_or(ls.growth);
+    ls.backoff = number(scaling, "backoff").value_or(ls.backoff);
+    ls.interval = int64_t(number(scaling, "interval").value_or(ls.interval));
+    // The frontend checks these at their line; this is for IR by hand.
+    if (!(ls.init > 0 && ls.init <= 3.4e38) || !(ls.growth > 1) ||
+        !(ls.growth < 1e38) || !(ls.backoff > 0 && ls.backoff < 1) ||
+        ls.interval < 1)
+      return module.emitError("tg.train: loss_scale needs 0 < init <= 3.4e38, "
+                              "growth > 1, 0 < backoff < 1 and interval >= 1");
+    cfg.lossScale = ls;
+  }
   return cfg;
 }
 
@@ -135,6 +156,44 @@ void mlir::tg::buildClipByGlobalNorm(TensorBuilder &t,
       t.div(t.scalar(f, maxNorm), t.add(norm, t.scalar(f, 1e-6))));
   for (Value &g : grads)
     g = t.mul(g, scale);
+}
+
+Value mlir::tg::buildAllFinite(TensorBuilder &t, ArrayRef<Value> grads) {
+  Value total;
+  for (Value g : grads) {
+    Value zeros = t.mul(g, t.scalar(TensorBuilder::elt(g), 0.0));
+    Value s = t.sum(zeros, TensorBuilder::allAxes(g), false);
+    if (total && TensorBuilder::elt(s) != TensorBuilder::elt(total))
+      s = CastOp::create(t.b, t.loc, TensorBuilder::typeOf(total), s);
+    total = total ? t.add(total, s) : s;
+  }
+  if (!total)
+    return t.cmp(CmpPredicate::eq, t.integer(t.b.getI64Type(), 0),
+                 t.integer(t.b.getI64Type(), 0));
+  // NaN is the one value that is not equal to itself.
+  return t.cmp(CmpPredicate::eq, total, total);
+}
+
+std::pair<Value, Value>
+mlir::tg::buildLossScaleUpdate(TensorBuilder &t,
+                               const TrainConfig::LossScale &ls, Value finite,
+                               Value scale, Value tracker) {
+  // torch.amp's _amp_update_scale_: an overflow backs off and restarts the
+  // count; `interval` finite steps in a row grow the scale unless that would
+  // overflow f32.
+  Type f = TensorBuilder::elt(scale), i = TensorBuilder::elt(tracker);
+  Value counted = t.add(tracker, t.integer(i, 1));
+  Value due = t.cmp(CmpPredicate::eq, counted, t.integer(i, ls.interval));
+  Value grown = t.mul(scale, t.scalar(f, ls.growth));
+  Value grownFits = t.cmp(CmpPredicate::le, grown,
+                          t.scalar(f, double(std::numeric_limits<float>::max())));
+  Value onFinite = t.select(due, t.select(grownFits, grown, scale), scale);
+  Value nextScale =
+      t.select(finite, onFinite, t.mul(scale, t.scalar(f, ls.backoff)));
+  Value zero = t.integer(i, 0);
+  Value nextTracker =
+      t.select(finite, t.select(due, zero, counted), zero);
+  return {nextScale, nextTracker};
 }
 
 Value mlir::tg::buildOptimizerUpdate(TensorBuilder &t, const TrainConfig &cfg,

@@ -30,6 +30,16 @@ struct TrainConfig {
   std::optional<double> clipGradNorm;
   int64_t accumulate = 1;
   std::optional<int64_t> batch;
+  std::string precision = "fp32"; ///< fp32, bf16 or fp16
+
+  /// Dynamic loss scaling (fp16), with the defaults of PyTorch's GradScaler.
+  struct LossScale {
+    double init = 65536.0, growth = 2.0, backoff = 0.5;
+    int64_t interval = 2000;
+  };
+  /// Set for precision = fp16 (defaults unless the block's `loss_scale`
+  /// says otherwise); unset means the loss is not scaled.
+  std::optional<LossScale> lossScale;
 
   /// Reads `tg.train` from `module`; errors name the offending key.
   static FailureOr<TrainConfig> read(ModuleOp module);
@@ -37,6 +47,24 @@ struct TrainConfig {
   /// Names of the per-parameter optimizer state slots, in order.
   SmallVector<StringRef> stateSlots() const;
 };
+
+/// Names of the loss scaler's state tensors (role state, after the
+/// per-parameter slots): the scale (f32) and the count of finite steps since
+/// it last changed (i64), as GradScaler's `scale` and `_growth_tracker`.
+inline constexpr StringLiteral kLossScaleName = "loss_scale";
+inline constexpr StringLiteral kGrowthTrackerName = "loss_scale.growth_tracker";
+
+/// Emits GradScaler's update: `finite` (tensor<i1>) says whether every
+/// gradient of the step was finite. Returns the next scale and tracker.
+std::pair<Value, Value> buildLossScaleUpdate(TensorBuilder &t,
+                                             const TrainConfig::LossScale &ls,
+                                             Value finite, Value scale,
+                                             Value tracker);
+
+/// Emits a tensor<i1> that is true when every element of every tensor of
+/// `grads` is finite: one reduction per gradient of `g * 0` (0 for a finite
+/// element, NaN for inf or NaN), summed, compared with itself.
+Value buildAllFinite(TensorBuilder &t, ArrayRef<Value> grads);
 
 /// Emits the learning rate for the 0-based `step` (a tensor<f32>).
 Value buildLearningRate(TensorBuilder &t, const TrainConfig &cfg, Value step);

@@ -1,10 +1,14 @@
 // RUN: tg-opt %s --split-input-file --tg-assign-precision | FileCheck %s
 // RUN: tg-opt %s --split-input-file --tg-assign-precision=precision=fp32 | FileCheck %s --check-prefix=FP32
 // RUN: tg-opt %s --split-input-file --tg-training-pipeline | FileCheck %s --check-prefix=TRAIN
-// RUN: not tg-opt %s --split-input-file --tg-assign-precision=precision=fp16 2>&1 | FileCheck %s --check-prefix=FP16
+// RUN: tg-opt %s --split-input-file --tg-assign-precision=precision=fp16 | FileCheck %s --check-prefix=FP16
 // RUN: not tg-opt %s --split-input-file --tg-assign-precision=precision=fp8 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 
-// FP16: error: precision = fp16 needs loss scaling, which TGC does not implement yet; use bf16 (the range of fp32) or fp32
+// fp16: the bf16 policy with f16 copies and rules spelled fp16-...
+// FP16-LABEL: func.func @forward
+// FP16: tg.cast %arg2 {tg.precision = "compute-copy"} : tensor<12x8xf32> to tensor<12x8xf16>
+// FP16: tg.matmul {{.*}} {tg.acc = f32, tg.precision = "fp16-acc-f32"} : tensor<4x12xf16>, tensor<12x8xf16> -> tensor<4x8xf16>
+// FP16: tg.cross_entropy {{.*}} {tg.precision = "fp32-sensitive"}
 // UNKNOWN: error: unknown precision 'fp8' (supported: fp32, bf16, fp16)
 
 // An MLP under precision = bf16: one compute copy per parameter at the top

@@ -91,3 +91,78 @@ func.func @train_step() {
   return
 }
 }
+
+// -----
+
+// precision = fp16: dynamic loss scaling. forward_grad seeds the backward
+// pass with the scaler's loss_scale and divides the gradient by it; the
+// step checks every gradient once (g * 0 sums to NaN on inf or NaN), keeps
+// the parameter and the step count on a non-finite step, and updates the
+// scale and its growth tracker as GradScaler does; init starts the scale
+// at `init` and the tracker at 0.
+// CHECK-LABEL: func.func @forward_grad
+// CHECK-SAME: %[[SCALE:[a-z0-9]+]]: tensor<f32> {tg.name = "loss_scale", tg.role = #tg.role<state>}
+// CHECK: %[[SEED:.+]] = tg.broadcast_to
+// CHECK: %[[G:.+]] = tg.mul %[[SEED]], %arg0
+// CHECK: %[[INV:.+]] = tg.div %{{.+}}, %[[SCALE]]
+// CHECK: %[[UNSCALED:.+]] = tg.mul %[[G]], %[[INV]]
+// CHECK: return %{{.+}}, %[[UNSCALED]]
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {tg.name = "w", tg.role = #tg.role<param>}, %[[S:[a-z0-9]+]]: tensor<f32> {tg.name = "loss_scale", tg.role = #tg.role<state>}, %[[T:[a-z0-9]+]]: tensor<i64> {tg.name = "loss_scale.growth_tracker", tg.role = #tg.role<state>}, %[[STEP:[a-z0-9]+]]: tensor<i64> {tg.name = "step"
+// CHECK: %[[CALL:.+]]:2 = call @forward_grad(%{{.+}}, %[[W]], %[[S]])
+// CHECK: %[[ZERO:.+]] = tg.mul %[[CALL]]#1, %{{.+}} : tensor<4xf32>, tensor<f32>
+// CHECK: %[[SUM:.+]] = tg.sum %[[ZERO]]
+// CHECK: %[[FINITE:.+]] = tg.cmp eq %[[SUM]], %[[SUM]]
+// CHECK: %[[NEWW:.+]] = tg.sub %[[W]]
+// CHECK: %[[NEXT:.+]] = tg.add %[[STEP]]
+// CHECK: %[[KEEPW:.+]] = tg.select %[[FINITE]], %[[NEWW]], %[[W]]
+// CHECK: %[[KEEPSTEP:.+]] = tg.select %[[FINITE]], %[[NEXT]], %[[STEP]]
+// CHECK: %[[COUNT:.+]] = tg.add %[[T]]
+// CHECK: %[[DUE:.+]] = tg.cmp eq %[[COUNT]], %{{.+}} : tensor<i64>
+// CHECK: %[[GROWN:.+]] = tg.mul %[[S]], %{{.+}}
+// CHECK: %[[FITS:.+]] = tg.cmp le %[[GROWN]]
+// CHECK: %[[G1:.+]] = tg.select %[[FITS]], %[[GROWN]], %[[S]]
+// CHECK: %[[G2:.+]] = tg.select %[[DUE]], %[[G1]], %[[S]]
+// CHECK: %[[HALF:.+]] = tg.mul %[[S]], %{{.+}}
+// CHECK: %[[NEWS:.+]] = tg.select %[[FINITE]], %[[G2]], %[[HALF]]
+// CHECK: %[[NEWT:.+]] = tg.select %[[FINITE]]
+// CHECK: return %[[CALL]]#0, %[[KEEPW]], %[[NEWS]], %[[NEWT]], %[[KEEPSTEP]]
+// CHECK-LABEL: func.func @init
+// CHECK: tg.constant dense<1.024000e+03> : tensor<f32>
+module attributes {tg.train = {precision = "fp16", loss_scale = {kind = "dynamic", init = 1024.0 : f64, growth = 2.0 : f64, backoff = 0.5 : f64, interval = 7 : i64}}} {
+func.func @forward(%x: tensor<4xf32> {tg.name = "x", tg.role = #tg.role<input>}, %w: tensor<4xf32> {tg.name = "w", tg.role = #tg.role<param>}) -> (tensor<f32> {tg.role = #tg.role<loss>}) {
+  %0 = tg.mul %x, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %1 = tg.sum %0 axes = [0] : tensor<4xf32> -> tensor<f32>
+  return %1 : tensor<f32>
+}
+}
+
+// -----
+
+// expected-error @+1 {{tg.train: loss_scale needs precision = fp16}}
+module attributes {tg.train = {precision = "bf16", loss_scale = {kind = "dynamic"}}} {
+func.func @forward(%w: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>}) -> tensor<f32> {
+  %0 = tg.sum %w axes = [0] : tensor<2xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+}
+
+// -----
+
+// expected-error @+1 {{tg.train: loss_scale needs 0 < init <= 3.4e38, growth > 1, 0 < backoff < 1 and interval >= 1}}
+module attributes {tg.train = {precision = "fp16", loss_scale = {kind = "dynamic", backoff = 1.5 : f64}}} {
+func.func @forward(%w: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>}) -> tensor<f32> {
+  %0 = tg.sum %w axes = [0] : tensor<2xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+}
+
+// -----
+
+module attributes {tg.train = {precision = "fp16"}} {
+// expected-error @+1 {{parameter 'loss_scale' has the name of the loss scaler's state}}
+func.func @forward(%w: tensor<2xf32> {tg.name = "loss_scale", tg.role = #tg.role<param>}) -> tensor<f32> {
+  %0 = tg.sum %w axes = [0] : tensor<2xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+}
