@@ -30,29 +30,33 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<FILE.mlir>"),
+/// tg-eval's own options: --help lists these, not the hundreds LLVM
+/// registers in every tool that links it.
+static cl::OptionCategory evalCategory("tg-eval options");
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::cat(evalCategory), cl::desc("<FILE.mlir>"),
                                       cl::Required);
-static cl::opt<std::string> funcName("func",
+static cl::opt<std::string> funcName("func", cl::cat(evalCategory),
                                      cl::desc("function to evaluate (default: "
                                               "@forward, else the first one)"));
-static cl::opt<uint64_t> seed("seed", cl::desc("seed of the random arguments"),
+static cl::opt<uint64_t> seed("seed", cl::cat(evalCategory), cl::desc("seed of the random arguments"),
                               cl::init(0));
-static cl::opt<bool> f64("f64", cl::desc("evaluate in float64 throughout "
+static cl::opt<bool> f64("f64", cl::cat(evalCategory), cl::desc("evaluate in float64 throughout "
                                          "(no rounding to element types)"));
-static cl::opt<int64_t> intMax("int-max",
+static cl::opt<int64_t> intMax("int-max", cl::cat(evalCategory),
                                cl::desc("integer arguments are drawn from "
                                         "[0, N)"),
                                cl::init(10));
-static cl::opt<bool> useInit("init", cl::desc("take arguments from @init(seed) "
+static cl::opt<bool> useInit("init", cl::cat(evalCategory), cl::desc("take arguments from @init(seed) "
                                               "results of the same tg.name"));
-static cl::opt<unsigned> steps("steps",
+static cl::opt<unsigned> steps("steps", cl::cat(evalCategory),
                                cl::desc("run N times, feeding results back "
                                         "into arguments of the same tg.name"),
                                cl::init(1));
 static cl::opt<unsigned>
-    showCount("show", cl::desc("values printed per result"), cl::init(8));
+    showCount("show", cl::cat(evalCategory), cl::desc("values printed per result"), cl::init(8));
 static cl::opt<uint64_t>
-    maxSteps("max-steps",
+    maxSteps("max-steps", cl::cat(evalCategory),
              cl::desc("stop with an error after N ops and loop iterations "
                       "per evaluation"),
              cl::init(tg::ref::EvalOptions().maxSteps));
@@ -84,6 +88,7 @@ static void printTensor(unsigned i, const tg::ref::Tensor &t) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(evalCategory);
   cl::ParseCommandLineOptions(argc, argv, "TGC reference evaluator\n");
 
   DialectRegistry registry;
