@@ -1,10 +1,11 @@
 //===- PtxCompiler.cpp - MLIR kernel → LLVM IR → NVPTX → PTX ----*- C++ -*-===//
 //
-// Builds the kernel module (or parses MLIR text) and verifies it, lowers its structured
-// control flow (scf → cf → llvm), translates llvm+nvvm to LLVM IR, runs the
-// O3 pipeline with the NVPTX target machine attached (so address-space
-// inference and NVPTX's own IR passes run), and prints PTX. PTX ISA 8.0 is
-// the floor: sm_90a's wgmma/TMA/setmaxnreg need it and ptxas 12+ reads it.
+// Builds the kernel module (or parses MLIR text) and verifies it, lowers its
+// structured control flow (scf → cf → llvm), translates llvm+nvvm to LLVM
+// IR, runs the O3 pipeline with the NVPTX target machine attached (so
+// address-space inference and NVPTX's own IR passes run), and prints PTX.
+// PTX ISA 8.0 is the floor: sm_90a's wgmma/TMA/setmaxnreg need it and ptxas
+// 12+ reads it.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/Gemm.h"
