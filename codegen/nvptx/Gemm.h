@@ -22,8 +22,9 @@ struct GemmKernelSpec {
   TileConfig config;
 };
 
-/// The MLIR module (text) of the kernel for `p` with tile config `c`. The
-/// kernel function is `kernelName(p, c)`; it carries the config as the
+/// The MLIR module of the kernel for `p` with tile config `c`, built with the
+/// op builders and printed (SSA names from name locations). The kernel
+/// function is `kernelName(p, c)`; it carries the config as the
 /// `tg.tile_config` attribute. `checkProblem(p)` must have passed.
 std::string generateGemmMLIR(const GemmProblem &p, const TileConfig &c);
 
@@ -39,13 +40,15 @@ bool buildGemmFatbin(const std::vector<GemmProblem> &problems,
                      std::string &fatbin, std::vector<GemmKernelSpec> &kernels,
                      std::string &error);
 
-/// Parses, verifies and lowers `mlir` to LLVM IR, optimises it and emits PTX
-/// for `t` with the NVPTX target machine. Returns false and sets `error` on
-/// failure.
+/// Parses, verifies and lowers MLIR text (e.g. what generateGemmMLIR
+/// printed) to LLVM IR, optimises it and emits PTX for `t` with the NVPTX
+/// target machine. Returns false and sets `error` on failure. The generator
+/// itself compiles the built module without printing it.
 bool compileMLIRToPTX(const std::string &mlir, Target t, std::string &ptx,
                       std::string &error);
 
-/// Convenience: generate + compile. Returns false and sets `error` on failure.
+/// Builds the kernel and compiles it to PTX. Returns false and sets `error`
+/// on failure.
 bool generateGemmPTX(const GemmProblem &p, const TileConfig &c,
                      std::string &ptx, std::string &error);
 

@@ -5,142 +5,280 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/GemmCommon.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+#include <cstring>
+
 namespace tg::nvptx::detail {
 
-std::string mlirType(ElemType t) { return toString(t); }
+using namespace mlir;
 
-std::string accAliasName(int n) { return "!tg_acc" + std::to_string(n); }
-
-std::string accAliasDef(int n) {
-  std::string s = accAliasName(n) + " = !llvm.struct<(";
-  for (int i = 0; i < n / 2; ++i)
-    s += i ? ", f32" : "f32";
-  return s + ")>\n";
+Type mlirType(MLIRContext *ctx, ElemType t) {
+  // checkProblem admits only these as kernel inputs and outputs.
+  if (t == ElemType::BF16)
+    return BFloat16Type::get(ctx);
+  if (t == ElemType::F16)
+    return Float16Type::get(ctx);
+  return Float32Type::get(ctx);
 }
 
-std::string functionHeader(const GemmProblem &p, const TileConfig &c,
-                           const std::string &aArgTy) {
-  const Epilogue &e = p.epilogue;
-  std::string cfg = "{bm = " + std::to_string(c.bm) +
-                    " : i32, bn = " + std::to_string(c.bn) +
-                    " : i32, bk = " + std::to_string(c.bk) +
-                    " : i32, stages = " + std::to_string(c.stages) +
-                    " : i32, group_m = " + std::to_string(c.groupM) + " : i32";
-  if (p.target == Target::SM80)
-    cfg += ", warps_m = " + std::to_string(c.warpsM) +
-           " : i32, warps_n = " + std::to_string(c.warpsN) + " : i32";
+Type accType(MLIRContext *ctx, int n) {
+  return LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(n / 2, Float32Type::get(ctx)));
+}
+
+KernelBuilder::KernelBuilder(Block *entry, Location loc)
+    : b(loc.getContext()), loc(loc), entry(entry) {
+  MLIRContext *ctx = loc.getContext();
+  b.setInsertionPointToEnd(entry);
+  i1 = b.getI1Type();
+  i32 = b.getI32Type();
+  i64 = b.getI64Type();
+  f32 = b.getF32Type();
+  v2f32 = VectorType::get({2}, f32);
+  ptr0 = LLVM::LLVMPointerType::get(ctx);
+  ptr1 = LLVM::LLVMPointerType::get(ctx, 1);
+  ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
+  ptr7 = LLVM::LLVMPointerType::get(ctx, 7);
+}
+
+Value KernelBuilder::hoisted(const std::string &key,
+                             llvm::function_ref<Value(OpBuilder &)> make) {
+  auto it = consts.find(key);
+  if (it != consts.end())
+    return it->second;
+  // Hoisted definitions stay in creation order ahead of the body.
+  OpBuilder h(loc.getContext());
+  if (lastHoisted)
+    h.setInsertionPointAfter(lastHoisted);
   else
-    cfg += ", consumer_warpgroups = " +
-           std::to_string(c.consumerWarpgroups()) + " : i32, persistent";
-  cfg += ", target = \"" + toString(p.target) + "\"}";
-  std::string gemm = "{form = \"" + toString(p.form) + "\", in = \"" +
-                     toString(p.in) + "\", out = \"" + toString(e.out) +
-                     "\", scale = " + (e.scale ? "true" : "false") +
-                     ", bias = " + (e.bias ? "true" : "false") +
-                     ", act = \"" + toString(e.act) + "\", residual = " +
-                     (e.residual ? "true" : "false") + "}";
-  std::string s;
-  s += "  llvm.func @" + kernelName(p, c) + "(%A: " + aArgTy + ", %B: " +
-       aArgTy +
-       ", %C: !llvm.ptr<1>, %bias: !llvm.ptr<1>, %res: !llvm.ptr<1>, "
-       "%M: i32, %N: i32, %K: i32, %alpha: f32)\n";
-  // sm_90a: one CTA per SM is what lets ptxas size registers for setmaxnreg.
-  s += "      attributes {nvvm.kernel, nvvm.maxntid = array<i32: " +
-       std::to_string(c.threads(p.target)) + ", 1, 1>" +
-       (p.target == Target::SM90a ? ", nvvm.minctasm = 1 : i32" : "") + ",\n";
-  s += "                  tg.tile_config = " + cfg + ",\n";
-  s += "                  tg.gemm = " + gemm + "} {\n";
-  return s;
+    h.setInsertionPointToStart(entry);
+  Value v = make(h);
+  lastHoisted = v.getDefiningOp();
+  return consts[key] = v;
 }
 
-std::string functionFooter() { return "    llvm.return\n  }\n"; }
+Value KernelBuilder::i32c(int64_t v) {
+  return hoisted("i32:" + std::to_string(v), [&](OpBuilder &h) {
+    return LLVM::ConstantOp::create(h, loc, i32, h.getI32IntegerAttr(v));
+  });
+}
 
-void emitTileRaster(MlirWriter &w, const TileConfig &c, const KernelArgs &a,
-                    const std::string &tile, std::string &tileM,
-                    std::string &tileN) {
+Value KernelBuilder::i64c(int64_t v) {
+  return hoisted("i64:" + std::to_string(v), [&](OpBuilder &h) {
+    return LLVM::ConstantOp::create(h, loc, i64, h.getI64IntegerAttr(v));
+  });
+}
+
+Value KernelBuilder::f32c(double v) {
+  float f = static_cast<float>(v);
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return hoisted("f32:" + std::to_string(bits), [&](OpBuilder &h) {
+    return LLVM::ConstantOp::create(h, loc, f32, h.getF32FloatAttr(f));
+  });
+}
+
+Value KernelBuilder::zero(Type t) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << "zero:" << t;
+  return hoisted(key, [&](OpBuilder &h) {
+    return LLVM::ZeroOp::create(h, loc, t);
+  });
+}
+
+Value KernelBuilder::add(Value x, Value y) { return LLVM::AddOp::create(b, loc, x, y); }
+Value KernelBuilder::sub(Value x, Value y) { return LLVM::SubOp::create(b, loc, x, y); }
+Value KernelBuilder::mul(Value x, Value y) { return LLVM::MulOp::create(b, loc, x, y); }
+Value KernelBuilder::udiv(Value x, Value y) { return LLVM::UDivOp::create(b, loc, x, y); }
+Value KernelBuilder::urem(Value x, Value y) { return LLVM::URemOp::create(b, loc, x, y); }
+Value KernelBuilder::lshr(Value x, Value y) { return LLVM::LShrOp::create(b, loc, x, y); }
+Value KernelBuilder::and_(Value x, Value y) { return LLVM::AndOp::create(b, loc, x, y); }
+Value KernelBuilder::or_(Value x, Value y) { return LLVM::OrOp::create(b, loc, x, y); }
+Value KernelBuilder::xor_(Value x, Value y) { return LLVM::XOrOp::create(b, loc, x, y); }
+Value KernelBuilder::fadd(Value x, Value y) { return LLVM::FAddOp::create(b, loc, x, y); }
+Value KernelBuilder::fmul(Value x, Value y) { return LLVM::FMulOp::create(b, loc, x, y); }
+
+Value KernelBuilder::icmp(LLVM::ICmpPredicate p, Value x, Value y) {
+  return LLVM::ICmpOp::create(b, loc, p, x, y);
+}
+
+Value KernelBuilder::select(Value p, Value x, Value y) {
+  return LLVM::SelectOp::create(b, loc, p, x, y);
+}
+
+Value KernelBuilder::zext64(Value x) { return LLVM::ZExtOp::create(b, loc, i64, x); }
+
+Value KernelBuilder::gep(Value base, Value off, Type elt) {
+  return LLVM::GEPOp::create(b, loc, base.getType(), elt, base, ValueRange{off});
+}
+
+Value KernelBuilder::extractvalue(Value agg, int64_t i) {
+  return LLVM::ExtractValueOp::create(b, loc, agg, ArrayRef<int64_t>{i});
+}
+
+void KernelBuilder::openIf(Value cond, Block **elseBlock) {
+  auto op = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/elseBlock != nullptr);
+  if (elseBlock)
+    *elseBlock = op.elseBlock();
+  b.setInsertionPoint(op.thenBlock()->getTerminator());
+}
+
+scf::ForOp KernelBuilder::openFor(Value ub, ValueRange inits, StringRef ivName) {
+  auto loop = scf::ForOp::create(b, loc, i32c(0), ub, i32c(1), inits);
+  if (!ivName.empty())
+    loop.getInductionVar().setLoc(NameLoc::get(b.getStringAttr(ivName), loc));
+  Block *body = loop.getBody();
+  if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+    b.setInsertionPoint(&body->back());
+  else
+    b.setInsertionPointToEnd(body);
+  return loop;
+}
+
+void KernelBuilder::closeFor(scf::ForOp loop, ValueRange results) {
+  if (!loop.getInitArgs().empty())
+    scf::YieldOp::create(b, loc, results);
+  b.setInsertionPointAfter(loop);
+}
+
+LLVM::LLVMFuncOp createKernel(ModuleOp module, const GemmProblem &p,
+                              const TileConfig &c, Type abPtr, KernelArgs &args) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  Location loc = module.getLoc();
+  Type ptr1 = LLVM::LLVMPointerType::get(ctx, 1), i32 = b.getI32Type();
+  SmallVector<Type> argTys = {abPtr, abPtr, ptr1, ptr1, ptr1,
+                              i32,   i32,   i32,  b.getF32Type()};
+  auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), argTys);
+  auto fn = LLVM::LLVMFuncOp::create(b, loc, kernelName(p, c), fnTy);
+
+  const Epilogue &e = p.epilogue;
+  auto i32Attr = [&](int64_t v) { return b.getI32IntegerAttr(v); };
+  SmallVector<NamedAttribute> cfg = {
+      b.getNamedAttr("bm", i32Attr(c.bm)), b.getNamedAttr("bn", i32Attr(c.bn)),
+      b.getNamedAttr("bk", i32Attr(c.bk)),
+      b.getNamedAttr("stages", i32Attr(c.stages)),
+      b.getNamedAttr("group_m", i32Attr(c.groupM))};
+  if (p.target == Target::SM80) {
+    cfg.push_back(b.getNamedAttr("warps_m", i32Attr(c.warpsM)));
+    cfg.push_back(b.getNamedAttr("warps_n", i32Attr(c.warpsN)));
+  } else {
+    cfg.push_back(b.getNamedAttr("consumer_warpgroups",
+                                 i32Attr(c.consumerWarpgroups())));
+    cfg.push_back(b.getNamedAttr("persistent", b.getUnitAttr()));
+  }
+  cfg.push_back(b.getNamedAttr("target", b.getStringAttr(toString(p.target))));
+  SmallVector<NamedAttribute> gemm = {
+      b.getNamedAttr("form", b.getStringAttr(toString(p.form))),
+      b.getNamedAttr("in", b.getStringAttr(toString(p.in))),
+      b.getNamedAttr("out", b.getStringAttr(toString(e.out))),
+      b.getNamedAttr("scale", b.getBoolAttr(e.scale)),
+      b.getNamedAttr("bias", b.getBoolAttr(e.bias)),
+      b.getNamedAttr("act", b.getStringAttr(toString(e.act))),
+      b.getNamedAttr("residual", b.getBoolAttr(e.residual))};
+  fn->setAttr("nvvm.kernel", b.getUnitAttr());
+  fn->setAttr("nvvm.maxntid",
+              b.getDenseI32ArrayAttr({c.threads(p.target), 1, 1}));
+  // sm_90a: one CTA per SM is what lets ptxas size registers for setmaxnreg.
+  if (p.target == Target::SM90a)
+    fn->setAttr("nvvm.minctasm", i32Attr(1));
+  fn->setAttr("tg.tile_config", b.getDictionaryAttr(cfg));
+  fn->setAttr("tg.gemm", b.getDictionaryAttr(gemm));
+
+  // Name locations print as the SSA names (%A, %M, ...) in --emit-mlir.
+  static const char *const names[] = {"A", "B", "C", "bias", "res",
+                                      "M", "N", "K", "alpha"};
+  Block *entry = fn.addEntryBlock(b);
+  for (unsigned i = 0; i < entry->getNumArguments(); ++i)
+    entry->getArgument(i).setLoc(NameLoc::get(b.getStringAttr(names[i]), loc));
+  args = {entry->getArgument(0), entry->getArgument(1), entry->getArgument(2),
+          entry->getArgument(3), entry->getArgument(4), entry->getArgument(5),
+          entry->getArgument(6), entry->getArgument(7), entry->getArgument(8)};
+  return fn;
+}
+
+std::pair<Value, Value> emitTileRaster(KernelBuilder &w, const TileConfig &c,
+                                       const KernelArgs &a, Value tile) {
   // Triton-style grouped order: walk groupM tile-rows down a column of
   // tiles before moving right, so a band of A and a column of B stay in L2.
-  std::string tilesM = w.bin("udiv", w.addi(a.m, c.bm - 1), w.i32(c.bm));
-  std::string tilesN = w.bin("udiv", w.addi(a.n, c.bn - 1), w.i32(c.bn));
-  std::string perGroup = w.muli(tilesN, c.groupM);
-  std::string group = w.bin("udiv", tile, perGroup);
-  std::string firstM = w.muli(group, c.groupM);
-  std::string left = w.bin("sub", tilesM, firstM);
-  std::string gsz = w.def("llvm.intr.umin(" + left + ", " + w.i32(c.groupM) +
-                          ") : (i32, i32) -> i32");
-  std::string inGroup = w.bin("urem", tile, perGroup);
-  tileM = w.add(firstM, w.bin("urem", inGroup, gsz));
-  tileN = w.bin("udiv", inGroup, gsz);
+  Value tilesM = w.udiv(w.addi(a.m, c.bm - 1), w.i32c(c.bm));
+  Value tilesN = w.udiv(w.addi(a.n, c.bn - 1), w.i32c(c.bn));
+  Value perGroup = w.muli(tilesN, c.groupM);
+  Value group = w.udiv(tile, perGroup);
+  Value firstM = w.muli(group, c.groupM);
+  Value left = w.sub(tilesM, firstM);
+  Value gsz = LLVM::UMinOp::create(w.b, w.loc, left, w.i32c(c.groupM));
+  Value inGroup = w.urem(tile, perGroup);
+  Value tileM = w.add(firstM, w.urem(inGroup, gsz));
+  Value tileN = w.udiv(inGroup, gsz);
+  return {tileM, tileN};
 }
 
-void emitEpiloguePair(MlirWriter &w, const GemmProblem &p, const KernelArgs &a,
-                      const std::string &row, const std::string &col,
-                      const std::string &v0In, const std::string &v1In) {
+void emitEpiloguePair(KernelBuilder &w, const GemmProblem &p,
+                      const KernelArgs &a, Value row, Value col, Value v0In,
+                      Value v1In) {
   const Epilogue &e = p.epilogue;
-  std::string inM = w.ult(row, a.m), inN = w.ult(col, a.n);
-  std::string pred = w.bin("and", inM, inN, "i1");
-  w.open("scf.if " + pred + " {");
-  std::string v = w.def("llvm.mlir.undef : vector<2xf32>");
-  v = w.def("llvm.insertelement " + v0In + ", " + v + "[" + w.i32(0) +
-            " : i32] : vector<2xf32>");
-  v = w.def("llvm.insertelement " + v1In + ", " + v + "[" + w.i32(1) +
-            " : i32] : vector<2xf32>");
+  Location loc = w.loc;
+  OpBuilder &b = w.b;
+  Value inM = w.ult(row, a.m), inN = w.ult(col, a.n);
+  Value pred = w.and_(inM, inN);
+  scf::IfOp ifOp = scf::IfOp::create(b, loc, pred, /*withElseRegion=*/false);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  Value v = LLVM::UndefOp::create(b, loc, w.v2f32);
+  v = LLVM::InsertElementOp::create(b, loc, v, v0In, w.i32c(0));
+  v = LLVM::InsertElementOp::create(b, loc, v, v1In, w.i32c(1));
   if (e.scale) {
-    std::string s = w.def("llvm.mlir.undef : vector<2xf32>");
-    s = w.def("llvm.insertelement " + a.alpha + ", " + s + "[" + w.i32(0) +
-              " : i32] : vector<2xf32>");
-    s = w.def("llvm.shufflevector " + s + ", " + s +
-              " [0, 0] : vector<2xf32>");
-    v = w.fbin("fmul", v, s, "vector<2xf32>");
+    Value s = LLVM::UndefOp::create(b, loc, w.v2f32);
+    s = LLVM::InsertElementOp::create(b, loc, s, a.alpha, w.i32c(0));
+    s = LLVM::ShuffleVectorOp::create(b, loc, s, s, ArrayRef<int32_t>{0, 0});
+    v = w.fmul(v, s);
   }
   if (e.bias) {
-    std::string bp = w.gep(a.bias, w.zext64(col), "!llvm.ptr<1>", "i64", "f32");
-    std::string bv = w.def("llvm.load " + bp +
-                           " {alignment = 8 : i64} : !llvm.ptr<1> -> vector<2xf32>");
-    v = w.fbin("fadd", v, bv, "vector<2xf32>");
+    Value bp = w.gep(a.bias, w.zext64(col), w.f32);
+    Value bv = LLVM::LoadOp::create(b, loc, w.v2f32, bp, /*alignment=*/8);
+    v = w.fadd(v, bv);
   }
   if (e.act == Activation::ReLU) {
-    std::string z = w.hoist("llvm.mlir.zero : vector<2xf32>");
-    v = w.def("llvm.intr.maxnum(" + v + ", " + z +
-              ") : (vector<2xf32>, vector<2xf32>) -> vector<2xf32>");
+    Value z = w.zero(w.v2f32);
+    v = LLVM::MaxNumOp::create(b, loc, v, z);
   } else if (e.act == Activation::GELU) {
     // tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), with the
-    // hardware tanh.approx.f32 (sm_75+), per lane.
-    std::string out = w.def("llvm.mlir.undef : vector<2xf32>");
+    // hardware tanh.approx.f32 (sm_75+), per lane. NVVM has no op for it.
+    Value out = LLVM::UndefOp::create(b, loc, w.v2f32);
     for (int i = 0; i < 2; ++i) {
-      std::string x = w.def("llvm.extractelement " + v + "[" + w.i32(i) +
-                            " : i32] : vector<2xf32>");
-      std::string x3 = w.fbin("fmul", w.fbin("fmul", x, x), x);
-      std::string in = w.fbin("fadd", x, w.fbin("fmul", x3, w.f32(0.044715)));
-      in = w.fbin("fmul", in, w.f32(0.7978845608028654));
-      std::string t = w.def("llvm.inline_asm \"tanh.approx.f32 $0, $1;\", "
-                            "\"=f,f\" " + in + " : (f32) -> f32");
-      std::string y = w.fbin("fmul", w.fbin("fmul", x, w.f32(0.5)),
-                             w.fbin("fadd", t, w.f32(1.0)));
-      out = w.def("llvm.insertelement " + y + ", " + out + "[" + w.i32(i) +
-                  " : i32] : vector<2xf32>");
+      Value x = LLVM::ExtractElementOp::create(b, loc, v, w.i32c(i));
+      Value x3 = w.fmul(w.fmul(x, x), x);
+      Value in = w.fadd(x, w.fmul(x3, w.f32c(0.044715)));
+      in = w.fmul(in, w.f32c(0.7978845608028654));
+      Value t = LLVM::InlineAsmOp::create(
+                    b, loc, w.f32, ValueRange{in}, "tanh.approx.f32 $0, $1;",
+                    "=f,f", /*has_side_effects=*/false,
+                    /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+                    LLVM::AsmDialectAttr(), ArrayAttr())
+                    .getResult(0);
+      Value y = w.fmul(w.fmul(x, w.f32c(0.5)), w.fadd(t, w.f32c(1.0)));
+      out = LLVM::InsertElementOp::create(b, loc, out, y, w.i32c(i));
     }
     v = out;
   }
-  std::string ot = mlirType(e.out), vt = "vector<2x" + ot + ">";
-  std::string off = w.add(w.mul(w.zext64(row), w.zext64(a.n), "i64"),
-                          w.zext64(col), "i64");
-  int align = 2 * elemBytes(e.out);
+  Type ot = mlirType(b.getContext(), e.out);
+  Type vt = VectorType::get({2}, ot);
+  Value off = w.add(w.mul(w.zext64(row), w.zext64(a.n)), w.zext64(col));
+  unsigned align = 2 * elemBytes(e.out);
   if (e.residual) {
-    std::string rp = w.gep(a.res, off, "!llvm.ptr<1>", "i64", ot);
-    std::string rv = w.def("llvm.load " + rp + " {alignment = " +
-                           std::to_string(align) + " : i64} : !llvm.ptr<1> -> " +
-                           vt);
+    Value rp = w.gep(a.res, off, ot);
+    Value rv = LLVM::LoadOp::create(b, loc, vt, rp, align);
     if (e.out != ElemType::F32)
-      rv = w.def("llvm.fpext " + rv + " : " + vt + " to vector<2xf32>");
-    v = w.fbin("fadd", v, rv, "vector<2xf32>");
+      rv = LLVM::FPExtOp::create(b, loc, w.v2f32, rv);
+    v = w.fadd(v, rv);
   }
   if (e.out != ElemType::F32)
-    v = w.def("llvm.fptrunc " + v + " : vector<2xf32> to " + vt);
-  std::string cp = w.gep(a.c, off, "!llvm.ptr<1>", "i64", ot);
-  w.line("llvm.store " + v + ", " + cp + " {alignment = " +
-         std::to_string(align) + " : i64} : " + vt + ", !llvm.ptr<1>");
-  w.close();
+    v = LLVM::FPTruncOp::create(b, loc, vt, v);
+  Value cp = w.gep(a.c, off, ot);
+  LLVM::StoreOp::create(b, loc, v, cp, align);
+  b.setInsertionPointAfter(ifOp);
 }
 
 } // namespace tg::nvptx::detail

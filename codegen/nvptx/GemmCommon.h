@@ -1,51 +1,140 @@
 //===- GemmCommon.h - IR pieces shared by the sm_80 and sm_90a paths -*- C++ -*-===//
 //
-// The tile raster (grouped along M for L2 reuse), the kernel signature, and
-// the fused epilogue that turns a pair of f32 accumulators into stored
-// output. Both code paths hold accumulators in the same m16n8 fragment layout
-// (mma.sync's C fragment and wgmma's D fragment agree), so they share it.
+// The kernel builder both generators use, the tile raster (grouped along M
+// for L2 reuse), the kernel signature, and the fused epilogue that turns a
+// pair of f32 accumulators into stored output. Both code paths hold
+// accumulators in the same m16n8 fragment layout (mma.sync's C fragment and
+// wgmma's D fragment agree), so they share it.
+//
+// Kernels are built with the MLIR op builders (OpTy::create), not written as
+// text and parsed back: a wrong operand or attribute is a C++ compile error
+// at the line that makes it, and the verifier still checks the whole module.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TG_CODEGEN_NVPTX_GEMMCOMMON_H
 #define TG_CODEGEN_NVPTX_GEMMCOMMON_H
 
 #include "codegen/nvptx/GemmConfig.h"
-#include "codegen/nvptx/MlirWriter.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 
 namespace tg::nvptx::detail {
 
-/// The MLIR type name of `t` ("bf16", "f16", "f32").
-std::string mlirType(ElemType t);
+/// The MLIR element type of `t` (bf16, f16, f32).
+mlir::Type mlirType(mlir::MLIRContext *ctx, ElemType t);
 
-/// Names of the kernel's arguments, fixed by the ABI in GemmConfig.h.
-struct KernelArgs {
-  std::string a = "%A", b = "%B", c = "%C", bias = "%bias", res = "%res";
-  std::string m = "%M", n = "%N", k = "%K", alpha = "%alpha";
+/// Builds one kernel body with llvm-dialect arithmetic. Constants (and other
+/// value-independent definitions) are hoisted into the entry block, in the
+/// order first asked for, and shared, so they dominate every nested region.
+class KernelBuilder {
+public:
+  /// `entry` is the kernel's entry block; ops are appended at its end.
+  KernelBuilder(mlir::Block *entry, mlir::Location loc);
+
+  mlir::OpBuilder b;
+  mlir::Location loc;
+  mlir::Type i1, i32, i64, f32, v2f32;
+  mlir::Type ptr0, ptr1, ptr3, ptr7; ///< pointers in address spaces 0/1/3/7
+
+  mlir::Value i32c(int64_t v);
+  mlir::Value i64c(int64_t v);
+  mlir::Value f32c(double v);
+  /// `llvm.mlir.zero : t`, hoisted.
+  mlir::Value zero(mlir::Type t);
+
+  mlir::Value add(mlir::Value x, mlir::Value y);
+  mlir::Value sub(mlir::Value x, mlir::Value y);
+  mlir::Value mul(mlir::Value x, mlir::Value y);
+  mlir::Value udiv(mlir::Value x, mlir::Value y);
+  mlir::Value urem(mlir::Value x, mlir::Value y);
+  mlir::Value lshr(mlir::Value x, mlir::Value y);
+  mlir::Value and_(mlir::Value x, mlir::Value y);
+  mlir::Value or_(mlir::Value x, mlir::Value y);
+  mlir::Value xor_(mlir::Value x, mlir::Value y);
+  /// i32 arithmetic with an immediate; the identity adds no op.
+  mlir::Value addi(mlir::Value x, int64_t v) { return v == 0 ? x : add(x, i32c(v)); }
+  mlir::Value muli(mlir::Value x, int64_t v) { return v == 1 ? x : mul(x, i32c(v)); }
+  mlir::Value shri(mlir::Value x, int64_t v) { return v == 0 ? x : lshr(x, i32c(v)); }
+  mlir::Value andi(mlir::Value x, int64_t v) { return and_(x, i32c(v)); }
+  mlir::Value icmp(mlir::LLVM::ICmpPredicate p, mlir::Value x, mlir::Value y);
+  mlir::Value ult(mlir::Value x, mlir::Value y) {
+    return icmp(mlir::LLVM::ICmpPredicate::ult, x, y);
+  }
+  mlir::Value select(mlir::Value p, mlir::Value x, mlir::Value y);
+  mlir::Value zext64(mlir::Value x);
+  /// `&base[off]` with element type `elt`, in base's address space.
+  mlir::Value gep(mlir::Value base, mlir::Value off, mlir::Type elt);
+  mlir::Value fadd(mlir::Value x, mlir::Value y);
+  mlir::Value fmul(mlir::Value x, mlir::Value y);
+  mlir::Value extractvalue(mlir::Value agg, int64_t i);
+
+  /// `scf.if cond` without results; the builder moves into the then block
+  /// (and `elseBlock`, when asked for, receives the else block).
+  void openIf(mlir::Value cond, mlir::Block **elseBlock = nullptr);
+  /// `scf.for iv = 0 to ub step 1` (i32) carrying `inits`; the builder moves
+  /// into the body. Close it with closeFor.
+  mlir::scf::ForOp openFor(mlir::Value ub, mlir::ValueRange inits = {},
+                           llvm::StringRef ivName = "");
+  /// Yields `results` (if the loop carries values) and leaves the loop body.
+  void closeFor(mlir::scf::ForOp loop, mlir::ValueRange results = {});
+  /// Moves the builder to just after `op` (leaving a region).
+  void after(mlir::Operation *op) { b.setInsertionPointAfter(op); }
+
+private:
+  mlir::Value hoisted(const std::string &key,
+                      llvm::function_ref<mlir::Value(mlir::OpBuilder &)> make);
+  mlir::Block *entry;
+  mlir::Operation *lastHoisted = nullptr;
+  std::map<std::string, mlir::Value> consts;
 };
 
-/// Opens the kernel function (signature and attributes). `aArgTy` is the
-/// type of the first two arguments.
-std::string functionHeader(const GemmProblem &p, const TileConfig &c,
-                           const std::string &aArgTy);
-/// Closes what functionHeader opened.
-std::string functionFooter();
-/// The type alias of a wgmma m64nN f32 accumulator (`!tg_accN`, N/2 f32s),
-/// and its definition.
-std::string accAliasName(int n);
-std::string accAliasDef(int n);
+/// The kernel's arguments, in the order fixed by the ABI in GemmConfig.h.
+struct KernelArgs {
+  mlir::Value a, b, c, bias, res, m, n, k, alpha;
+};
+
+/// Creates the kernel function (signature and attributes) at the end of
+/// `module`, with an entry block; `abPtr` is the type of the first two
+/// arguments. Fills `args`.
+mlir::LLVM::LLVMFuncOp createKernel(mlir::ModuleOp module, const GemmProblem &p,
+                                    const TileConfig &c, mlir::Type abPtr,
+                                    KernelArgs &args);
+/// The wgmma m64nN f32 accumulator type (N/2 f32s in a literal struct).
+mlir::Type accType(mlir::MLIRContext *ctx, int n);
 
 /// Maps a linear tile id to (tileM, tileN), grouped by c.groupM along M.
-void emitTileRaster(MlirWriter &w, const TileConfig &c, const KernelArgs &a,
-                    const std::string &tile, std::string &tileM,
-                    std::string &tileN);
+std::pair<mlir::Value, mlir::Value> emitTileRaster(KernelBuilder &w,
+                                                   const TileConfig &c,
+                                                   const KernelArgs &a,
+                                                   mlir::Value tile);
 
 /// Emits the epilogue for two adjacent outputs (row, col) and (row, col+1):
 /// scale, bias, activation, residual, cast, predicated store.
-void emitEpiloguePair(MlirWriter &w, const GemmProblem &p, const KernelArgs &a,
-                      const std::string &row, const std::string &col,
-                      const std::string &v0, const std::string &v1);
+void emitEpiloguePair(KernelBuilder &w, const GemmProblem &p,
+                      const KernelArgs &a, mlir::Value row, mlir::Value col,
+                      mlir::Value v0, mlir::Value v1);
+
+/// log2 of a power of two.
+inline int log2i(int64_t v) {
+  int l = 0;
+  while ((int64_t(1) << l) < v)
+    ++l;
+  return l;
+}
+
+/// The kernel functions, appended to `module` (which must hold @tg_smem).
+void buildSm80Gemm(mlir::ModuleOp module, const GemmProblem &p,
+                   const TileConfig &c);
+void buildSm90Gemm(mlir::ModuleOp module, const GemmProblem &p,
+                   const TileConfig &c);
 
 } // namespace tg::nvptx::detail
 

@@ -22,94 +22,109 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/GemmCommon.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
 #include <vector>
 
 namespace tg::nvptx::detail {
 namespace {
 
+using namespace mlir;
+
 class Sm90Gen {
 public:
-  Sm90Gen(const GemmProblem &p, const TileConfig &c) : p(p), c(c) {}
-  std::string run();
+  Sm90Gen(const GemmProblem &p, const TileConfig &c, KernelBuilder &w,
+          const KernelArgs &a)
+      : p(p), c(c), w(w), b(w.b), loc(w.loc), a(a) {}
+  void run();
 
 private:
-  std::string barrier(const std::string &base, const std::string &stage) {
-    return w.gep(smem, w.addi(w.muli(stage, 8), base == "full" ? fullOff : emptyOff),
-                 "!llvm.ptr<3>", "i32", "i8");
+  enum class Bar { Full, Empty };
+  Value barrier(Bar which, Value stage) {
+    return w.gep(smem,
+                 w.addi(w.muli(stage, 8), which == Bar::Full ? fullOff : emptyOff),
+                 b.getI8Type());
   }
   /// Iteration bookkeeping shared by producer and consumers.
-  void stagePhase(const std::string &it, std::string &stage,
-                  std::string &phase) {
-    stage = w.bin("urem", it, w.i32(c.stages));
-    phase = w.andi(w.bin("udiv", it, w.i32(c.stages)), 1);
+  void stagePhase(Value it, Value &stage, Value &phase) {
+    stage = w.urem(it, w.i32c(c.stages));
+    phase = w.andi(w.udiv(it, w.i32c(c.stages)), 1);
   }
-  void emitTileLoopHeader(std::string &ti, std::string &m0, std::string &n0);
+  /// Opens the loop over this CTA's tiles; returns it with the tile origin.
+  scf::ForOp emitTileLoopHeader(Value &m0, Value &n0);
   void emitProducer();
   void emitConsumer();
   /// 64-bit wgmma shared-memory descriptor for byte offset `off`.
-  std::string descriptor(const std::string &off, int lbo, int sbo);
+  Value descriptor(Value off, int lbo, int sbo);
+  /// Waits (spinning in try_wait) for `bar` to complete phase `parity`.
+  void waitParity(Value bar, Value parity) {
+    NVVM::MBarrierTryWaitParityOp::create(b, loc, bar, parity, w.i32c(10000000));
+  }
+  void arrive(Value bar) {
+    NVVM::MBarrierArriveOp::create(b, loc, Type{}, bar, Value{},
+                                   NVVM::MemScopeKind::CTA, false);
+  }
 
   const GemmProblem &p;
   const TileConfig &c;
-  MlirWriter w;
+  KernelBuilder &w;
+  OpBuilder &b;
+  Location loc;
   KernelArgs a;
   bool aKMajor = true, bKMajor = false;
   int aStage = 0, bStage = 0, fullOff = 0, emptyOff = 0;
-  std::string tid, smem, smemAddr, numK, myTiles, ctaid, nctaid;
-  std::string accTy;
+  Value tid, smem, smemAddr, numK, myTiles, ctaid, nctaid;
+  Type accTy;
 };
 
-std::string Sm90Gen::descriptor(const std::string &off, int lbo, int sbo) {
+Value Sm90Gen::descriptor(Value off, int lbo, int sbo) {
   // bits 0-13 start>>4, 16-29 LBO>>4, 32-45 SBO>>4, 62-63 swizzle (1=128B).
   uint64_t fixed = (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32) |
                    (uint64_t(1) << 62);
-  std::string addr = w.shri(w.add(smemAddr, off), 4);
-  std::string lo = w.zext64(w.andi(addr, 0x3FFF));
-  return w.bin("or", lo, w.i64(static_cast<int64_t>(fixed)), "i64");
+  Value addr = w.shri(w.add(smemAddr, off), 4);
+  Value lo = w.zext64(w.andi(addr, 0x3FFF));
+  return w.or_(lo, w.i64c(static_cast<int64_t>(fixed)));
 }
 
-void Sm90Gen::emitTileLoopHeader(std::string &ti, std::string &m0,
-                                 std::string &n0) {
-  ti = w.fresh("ti");
-  w.open("scf.for " + ti + " = " + w.i32(0) + " to " + myTiles + " step " +
-         w.i32(1) + " : i32 {");
-  std::string tile = w.add(ctaid, w.mul(ti, nctaid));
-  std::string tm, tn;
-  emitTileRaster(w, c, a, tile, tm, tn);
+scf::ForOp Sm90Gen::emitTileLoopHeader(Value &m0, Value &n0) {
+  scf::ForOp loop = w.openFor(myTiles, {}, "ti");
+  Value ti = loop.getInductionVar();
+  Value tile = w.add(ctaid, w.mul(ti, nctaid));
+  auto [tm, tn] = emitTileRaster(w, c, a, tile);
   m0 = w.muli(tm, c.bm);
   n0 = w.muli(tn, c.bn);
+  return loop;
 }
 
 void Sm90Gen::emitProducer() {
-  std::string ti, m0, n0;
-  emitTileLoopHeader(ti, m0, n0);
-  std::string kt = w.fresh("kt");
-  w.open("scf.for " + kt + " = " + w.i32(0) + " to " + numK + " step " +
-         w.i32(1) + " : i32 {");
-  std::string it = w.add(w.mul(ti, numK), kt), stage, phase;
+  Value m0, n0;
+  scf::ForOp tiles = emitTileLoopHeader(m0, n0);
+  Value ti = tiles.getInductionVar();
+  scf::ForOp kLoop = w.openFor(numK, {}, "kt");
+  Value kt = kLoop.getInductionVar();
+  Value it = w.add(w.mul(ti, numK), kt), stage, phase;
   stagePhase(it, stage, phase);
   // A fresh barrier counts as having completed the phase before phase 0,
   // so the first pass over the ring does not wait.
-  std::string emptyBar = barrier("empty", stage);
-  w.line("nvvm.mbarrier.try_wait.parity " + emptyBar + ", " +
-         w.bin("xor", phase, w.i32(1)) + ", " + w.i32(10000000) +
-         " : !llvm.ptr<3>, i32, i32");
-  std::string fullBar = barrier("full", stage);
-  w.line("nvvm.mbarrier.arrive.expect_tx " + fullBar + ", " +
-         w.i32(aStage + bStage) + " : !llvm.ptr<3>, i32");
-  std::string k0 = w.muli(kt, c.bk);
-  auto tma = [&](const std::string &desc, int dstOff, const std::string &dyn,
-                 const std::string &x, const std::string &y) {
-    std::string dst = w.gep(smem, w.addi(dyn, dstOff), "!llvm.ptr<3>", "i32", "i8");
+  Value emptyBar = barrier(Bar::Empty, stage);
+  waitParity(emptyBar, w.xor_(phase, w.i32c(1)));
+  Value fullBar = barrier(Bar::Full, stage);
+  NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type{}, fullBar,
+                                         w.i32c(aStage + bStage),
+                                         NVVM::MemScopeKind::CTA, false, Value{});
+  Value k0 = w.muli(kt, c.bk);
+  auto tma = [&](Value desc, int dstOff, Value dyn, Value x, Value y) {
+    Value dst = w.gep(smem, w.addi(dyn, dstOff), b.getI8Type());
     // The destination operand is a shared::cluster address; this CTA's
     // shared window is part of it.
-    dst = w.def("llvm.addrspacecast " + dst + " : !llvm.ptr<3> to !llvm.ptr<7>");
-    w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " +
-           desc + ", " + fullBar + ", box[" + x + ", " + y +
-           "] : !llvm.ptr<7>, !llvm.ptr");
+    dst = LLVM::AddrSpaceCastOp::create(b, loc, w.ptr7, dst);
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        b, loc, dst, desc, ValueRange{x, y}, fullBar, ValueRange{}, Value{},
+        Value{}, NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr{},
+        Value{});
   };
-  std::string aSlot = w.muli(stage, aStage);
-  std::string bSlot = w.addi(w.muli(stage, bStage), c.stages * aStage);
+  Value aSlot = w.muli(stage, aStage);
+  Value bSlot = w.addi(w.muli(stage, bStage), c.stages * aStage);
   // Coordinates are innermost-first: (k, row) for K-major boxes.
   if (aKMajor)
     tma(a.a, 0, aSlot, k0, m0);
@@ -121,136 +136,139 @@ void Sm90Gen::emitProducer() {
   else
     for (int i = 0; i < c.bn / 64; ++i)
       tma(a.b, i * c.bk * 128, bSlot, w.addi(n0, 64 * i), k0);
-  w.close();
-  w.close();
+  w.closeFor(kLoop);
+  w.closeFor(tiles);
 }
 
 void Sm90Gen::emitConsumer() {
-  std::string wg = w.addi(w.shri(tid, 7), -1); // consumer index 0..C-1
-  std::string t = w.andi(tid, 127);
-  std::string lane = w.andi(t, 31), warp = w.shri(t, 5);
-  std::string lane0 = w.def("llvm.icmp \"eq\" " + lane + ", " + w.i32(0) + " : i32");
+  MLIRContext *ctx = b.getContext();
+  Value wg = w.addi(w.shri(tid, 7), -1); // consumer index 0..C-1
+  Value t = w.andi(tid, 127);
+  Value lane = w.andi(t, 31), warp = w.shri(t, 5);
+  Value lane0 = w.icmp(LLVM::ICmpPredicate::eq, lane, w.i32c(0));
   // Descriptor offsets that do not change with the slot.
-  std::string aWg = aKMajor ? w.muli(wg, 64 * 128) : w.muli(wg, c.bk * 128);
+  Value aWg = aKMajor ? w.muli(wg, 64 * 128) : w.muli(wg, c.bk * 128);
   int aLbo = aKMajor ? 16 : c.bk * 128, bLbo = bKMajor ? 16 : c.bk * 128;
-  std::string zero = w.hoist("llvm.mlir.zero : " + accTy);
+  Value zero = w.zero(accTy);
 
-  std::string ti, m0, n0;
-  emitTileLoopHeader(ti, m0, n0);
-  std::string kt = "%ckt";
-  std::string acc = w.fresh("acc");
-  w.open(acc + " = scf.for " + kt + " = " + w.i32(0) + " to " + numK +
-         " step " + w.i32(1) + " iter_args(%acc_in = " + zero + ") -> (" +
-         accTy + ") : i32 {");
-  std::string it = w.add(w.mul(ti, numK), kt), stage, phase;
+  Value m0, n0;
+  scf::ForOp tiles = emitTileLoopHeader(m0, n0);
+  Value ti = tiles.getInductionVar();
+  scf::ForOp kLoop = w.openFor(numK, ValueRange{zero}, "ckt");
+  Value kt = kLoop.getInductionVar();
+  Value it = w.add(w.mul(ti, numK), kt), stage, phase;
   stagePhase(it, stage, phase);
-  w.line("nvvm.mbarrier.try_wait.parity " + barrier("full", stage) + ", " +
-         phase + ", " + w.i32(10000000) + " : !llvm.ptr<3>, i32, i32");
-  std::string aSlot = w.add(w.muli(stage, aStage), aWg);
-  std::string bSlot = w.addi(w.muli(stage, bStage), c.stages * aStage);
-  w.line("nvvm.wgmma.fence.aligned");
-  std::string d = "%acc_in";
-  std::string ty = p.in == ElemType::BF16 ? "bf16" : "f16";
+  waitParity(barrier(Bar::Full, stage), phase);
+  Value aSlot = w.add(w.muli(stage, aStage), aWg);
+  Value bSlot = w.addi(w.muli(stage, bStage), c.stages * aStage);
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  Value d = kLoop.getRegionIterArgs()[0];
+  auto ty = p.in == ElemType::BF16 ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  auto shape = NVVM::MMAShapeAttr::get(ctx, 64, c.bn, 16);
+  auto tyAttr = NVVM::WGMMATypesAttr::get(ctx, ty);
+  auto f32Attr = NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32);
+  auto scaleOut = NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one);
+  auto scaleIn = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
+  auto layoutA = NVVM::MMALayoutAttr::get(
+      ctx, aKMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col);
+  auto layoutB = NVVM::MMALayoutAttr::get(
+      ctx, bKMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row);
   for (int kk = 0; kk < c.bk / 16; ++kk) {
     // K-major: the next 16 elements of each 128-byte row (32 bytes on);
     // MN-major: the next 16 rows of 128 bytes.
-    std::string da = descriptor(w.addi(aSlot, aKMajor ? kk * 32 : kk * 2048), aLbo, 1024);
-    std::string db = descriptor(w.addi(bSlot, bKMajor ? kk * 32 : kk * 2048), bLbo, 1024);
-    d = w.def("nvvm.wgmma.mma_async " + da + ", " + db + ", " + d +
-              ", #nvvm.shape<m = 64, n = " + std::to_string(c.bn) +
-              ", k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<" + ty +
-              ">, #nvvm.wgmma_scale_in<one>, <" + (aKMajor ? "row" : "col") +
-              ">], B [<" + ty + ">, #nvvm.wgmma_scale_in<one>, <" +
-              (bKMajor ? "col" : "row") + ">] : " + accTy + " -> " + accTy,
-              "acc");
+    Value da = descriptor(w.addi(aSlot, aKMajor ? kk * 32 : kk * 2048), aLbo, 1024);
+    Value db = descriptor(w.addi(bSlot, bKMajor ? kk * 32 : kk * 2048), bLbo, 1024);
+    d = NVVM::WgmmaMmaAsyncOp::create(b, loc, accTy, d, da, db, shape, tyAttr,
+                                      tyAttr, f32Attr, scaleOut, scaleIn,
+                                      scaleIn, layoutA, layoutB,
+                                      NVVM::MMAIntOverflowAttr{});
   }
-  w.line("nvvm.wgmma.commit.group.sync.aligned");
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   // Keep this slot's group in flight; the previous one is done: free its slot.
-  w.line("nvvm.wgmma.wait.group.sync.aligned 1");
-  std::string notFirst = w.def("llvm.icmp \"ugt\" " + kt + ", " + w.i32(0) + " : i32");
-  w.open("scf.if " + w.bin("and", notFirst, lane0, "i1") + " {");
-  std::string prevStage = w.bin("urem", w.addi(it, -1), w.i32(c.stages));
-  w.line("nvvm.mbarrier.arrive " + barrier("empty", prevStage) + " : !llvm.ptr<3>");
-  w.close();
-  w.line("scf.yield " + d + " : " + accTy);
-  w.close();
-  w.line("nvvm.wgmma.wait.group.sync.aligned 0");
-  w.open("scf.if " + lane0 + " {");
-  std::string lastStage =
-      w.bin("urem", w.addi(w.add(w.mul(ti, numK), numK), -1), w.i32(c.stages));
-  w.line("nvvm.mbarrier.arrive " + barrier("empty", lastStage) + " : !llvm.ptr<3>");
-  w.close();
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
+  Value notFirst = w.icmp(LLVM::ICmpPredicate::ugt, kt, w.i32c(0));
+  w.openIf(w.and_(notFirst, lane0));
+  Value prevStage = w.urem(w.addi(it, -1), w.i32c(c.stages));
+  arrive(barrier(Bar::Empty, prevStage));
+  w.after(b.getInsertionBlock()->getParentOp());
+  w.closeFor(kLoop, ValueRange{d});
+  Value acc = kLoop.getResult(0);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  w.openIf(lane0);
+  Value lastStage =
+      w.urem(w.addi(w.add(w.mul(ti, numK), numK), -1), w.i32c(c.stages));
+  arrive(barrier(Bar::Empty, lastStage));
+  w.after(b.getInsertionBlock()->getParentOp());
 
   // Epilogue: wgmma's m64nN f32 fragment; 16 rows per warp, n8 blocks.
-  std::string row0 = w.add(w.add(m0, w.muli(wg, 64)),
-                           w.add(w.muli(warp, 16), w.shri(lane, 2)));
-  std::string col0 = w.add(n0, w.muli(w.andi(lane, 3), 2));
+  Value row0 = w.add(w.add(m0, w.muli(wg, 64)),
+                     w.add(w.muli(warp, 16), w.shri(lane, 2)));
+  Value col0 = w.add(n0, w.muli(w.andi(lane, 3), 2));
   for (int i = 0; i < c.bn / 8; ++i)
     for (int h = 0; h < 2; ++h) {
-      std::string v0 = w.def("llvm.extractvalue " + acc + "[" +
-                             std::to_string(4 * i + 2 * h) + "] : " + accTy);
-      std::string v1 = w.def("llvm.extractvalue " + acc + "[" +
-                             std::to_string(4 * i + 2 * h + 1) + "] : " + accTy);
+      Value v0 = w.extractvalue(acc, 4 * i + 2 * h);
+      Value v1 = w.extractvalue(acc, 4 * i + 2 * h + 1);
       emitEpiloguePair(w, p, a, w.addi(row0, 8 * h), w.addi(col0, 8 * i), v0, v1);
     }
-  w.close(); // tile loop
+  w.closeFor(tiles);
 }
 
-std::string Sm90Gen::run() {
+void Sm90Gen::run() {
   aKMajor = p.form != Form::TN;
   bKMajor = p.form == Form::NT;
-  accTy = accAliasName(c.bn);
+  accTy = accType(b.getContext(), c.bn);
   aStage = c.bm * c.bk * 2;
   bStage = c.bn * c.bk * 2;
   fullOff = c.stages * (aStage + bStage);
   emptyOff = fullOff + 8 * c.stages;
   int consumers = c.consumerWarpgroups();
 
-  tid = w.sreg("tid.x");
-  ctaid = w.sreg("ctaid.x");
-  nctaid = w.sreg("nctaid.x");
-  smem = w.def("llvm.mlir.addressof @tg_smem : !llvm.ptr<3>");
-  smemAddr = w.def("llvm.ptrtoint " + smem + " : !llvm.ptr<3> to i32");
-  numK = w.bin("udiv", w.addi(a.k, c.bk - 1), w.i32(c.bk));
-  std::string tiles =
-      w.mul(w.bin("udiv", w.addi(a.m, c.bm - 1), w.i32(c.bm)),
-            w.bin("udiv", w.addi(a.n, c.bn - 1), w.i32(c.bn)));
+  tid = NVVM::ThreadIdXOp::create(b, loc, w.i32);
+  ctaid = NVVM::BlockIdXOp::create(b, loc, w.i32);
+  nctaid = NVVM::GridDimXOp::create(b, loc, w.i32);
+  smem = LLVM::AddressOfOp::create(b, loc, w.ptr3, "tg_smem");
+  smemAddr = LLVM::PtrToIntOp::create(b, loc, w.i32, smem);
+  numK = w.udiv(w.addi(a.k, c.bk - 1), w.i32c(c.bk));
+  Value tiles = w.mul(w.udiv(w.addi(a.m, c.bm - 1), w.i32c(c.bm)),
+                      w.udiv(w.addi(a.n, c.bn - 1), w.i32c(c.bn)));
   // Tiles this CTA owns: ceil((tiles - ctaid) / nctaid) (grid ≤ tiles).
-  myTiles = w.bin("udiv", w.add(w.bin("sub", tiles, ctaid), w.addi(nctaid, -1)), nctaid);
+  myTiles = w.udiv(w.add(w.sub(tiles, ctaid), w.addi(nctaid, -1)), nctaid);
 
-  std::string isT0 = w.def("llvm.icmp \"eq\" " + tid + ", " + w.i32(0) + " : i32");
-  w.open("scf.if " + isT0 + " {");
+  Value isT0 = w.icmp(LLVM::ICmpPredicate::eq, tid, w.i32c(0));
+  w.openIf(isT0);
   for (int s = 0; s < c.stages; ++s) {
-    w.line("nvvm.mbarrier.init " + barrier("full", w.i32(s)) + ", " + w.i32(1) +
-           " : !llvm.ptr<3>, i32");
-    w.line("nvvm.mbarrier.init " + barrier("empty", w.i32(s)) + ", " +
-           w.i32(4 * consumers) + " : !llvm.ptr<3>, i32");
+    NVVM::MBarrierInitOp::create(b, loc, barrier(Bar::Full, w.i32c(s)),
+                                 w.i32c(1), Value{});
+    NVVM::MBarrierInitOp::create(b, loc, barrier(Bar::Empty, w.i32c(s)),
+                                 w.i32c(4 * consumers), Value{});
   }
-  w.line("nvvm.fence.mbarrier.init");
-  w.close();
-  w.line("nvvm.barrier0");
+  NVVM::FenceMbarrierInitOp::create(b, loc);
+  w.after(b.getInsertionBlock()->getParentOp());
+  NVVM::Barrier0Op::create(b, loc);
 
-  std::string isProducer = w.def("llvm.icmp \"ult\" " + tid + ", " + w.i32(128) + " : i32");
-  w.open("scf.if " + isProducer + " {");
-  w.line("nvvm.setmaxregister decrease 40");
-  w.open("scf.if " + isT0 + " {");
+  Value isProducer = w.ult(tid, w.i32c(128));
+  Block *consumerBlock = nullptr;
+  w.openIf(isProducer, &consumerBlock);
+  Operation *roles = b.getInsertionBlock()->getParentOp();
+  NVVM::SetMaxRegisterOp::create(b, loc, 40, NVVM::SetMaxRegisterAction::decrease);
+  w.openIf(isT0);
   emitProducer();
-  w.close();
-  w.close("} else {");
-  w.depth++;
-  w.line("nvvm.setmaxregister increase " + std::string(consumers == 1 ? "240" : "232"));
+  b.setInsertionPoint(consumerBlock->getTerminator());
+  NVVM::SetMaxRegisterOp::create(b, loc, consumers == 1 ? 240 : 232,
+                                 NVVM::SetMaxRegisterAction::increase);
   emitConsumer();
-  w.close();
-
-  return functionHeader(p, c, "!llvm.ptr") + w.text() + functionFooter();
+  w.after(roles);
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
 
 } // namespace
 
-/// The kernel function (without its module) for `p` with `c`; it uses the
-/// accumulator alias accAliasName(c.bn).
-std::string generateSm90Gemm(const GemmProblem &p, const TileConfig &c) {
-  return Sm90Gen(p, c).run();
+void buildSm90Gemm(ModuleOp module, const GemmProblem &p, const TileConfig &c) {
+  KernelArgs a;
+  LLVM::LLVMFuncOp fn = createKernel(
+      module, p, c, LLVM::LLVMPointerType::get(module.getContext()), a);
+  KernelBuilder w(&fn.getBody().front(), module.getLoc());
+  Sm90Gen(p, c, w, a).run();
 }
 
 } // namespace tg::nvptx::detail

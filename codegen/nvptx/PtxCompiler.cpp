@@ -1,10 +1,11 @@
 //===- PtxCompiler.cpp - MLIR kernel → LLVM IR → NVPTX → PTX ----*- C++ -*-===//
 //
-// Parses and verifies a generated kernel module, lowers its structured
-// control flow (scf → cf → llvm), translates llvm+nvvm to LLVM IR, runs the
-// O3 pipeline with the NVPTX target machine attached (so address-space
-// inference and NVPTX's own IR passes run), and prints PTX. PTX ISA 8.0 is
-// the floor: sm_90a's wgmma/TMA/setmaxnreg need it and ptxas 12+ reads it.
+// Builds the kernel module (or parses MLIR text) and verifies it, lowers its
+// structured control flow (scf → cf → llvm), translates llvm+nvvm to LLVM
+// IR, runs the O3 pipeline with the NVPTX target machine attached (so
+// address-space inference and NVPTX's own IR passes run), and prints PTX.
+// PTX ISA 8.0 is the floor: sm_90a's wgmma/TMA/setmaxnreg need it and ptxas
+// 12+ reads it.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/Gemm.h"
@@ -36,38 +37,84 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include "mlir/IR/Verifier.h"
+
+#include <memory>
 #include <mutex>
 #include <set>
 
 namespace tg::nvptx {
 
-namespace detail {
-std::string generateSm80Gemm(const GemmProblem &p, const TileConfig &c);
-std::string generateSm90Gemm(const GemmProblem &p, const TileConfig &c);
-} // namespace detail
+namespace {
 
-std::string generateGemmModuleMLIR(const std::vector<GemmKernelSpec> &kernels) {
-  std::set<int> accs;
+/// A context with the dialects and translations the kernels use, collecting
+/// diagnostics for error messages.
+struct KernelContext {
+  KernelContext() : ctx(makeRegistry()), diagOS(diags) {
+    ctx.loadAllAvailableDialects();
+    handler = std::make_unique<mlir::ScopedDiagnosticHandler>(
+        &ctx, [this](mlir::Diagnostic &d) {
+          diagOS << d.getLocation() << ": " << d << "\n";
+          return mlir::success();
+        });
+  }
+  static mlir::DialectRegistry makeRegistry() {
+    mlir::DialectRegistry registry;
+    registry.insert<mlir::LLVM::LLVMDialect, mlir::NVVM::NVVMDialect,
+                    mlir::scf::SCFDialect, mlir::cf::ControlFlowDialect,
+                    mlir::arith::ArithDialect>();
+    mlir::registerBuiltinDialectTranslation(registry);
+    mlir::registerLLVMDialectTranslation(registry);
+    mlir::registerNVVMDialectTranslation(registry);
+    return registry;
+  }
+  mlir::MLIRContext ctx;
+  std::string diags;
+  llvm::raw_string_ostream diagOS;
+  std::unique_ptr<mlir::ScopedDiagnosticHandler> handler;
+};
+
+/// Builds the module holding `kernels` (all for one target; duplicate
+/// symbols are built once).
+mlir::OwningOpRef<mlir::ModuleOp>
+buildGemmModule(mlir::MLIRContext &ctx,
+                const std::vector<GemmKernelSpec> &kernels) {
+  mlir::Location loc = mlir::FileLineColLoc::get(&ctx, "tg_gemm", 0, 0);
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(loc);
+  mlir::OpBuilder b = mlir::OpBuilder::atBlockEnd(module->getBody());
+  if (!kernels.empty())
+    (*module)->setAttr("tg.target",
+                       b.getStringAttr(toString(kernels.front().problem.target)));
+  // All kernels share the dynamic shared-memory symbol; each sizes it at launch.
+  mlir::LLVM::GlobalOp::create(
+      b, loc, mlir::LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+      /*isConstant=*/false, mlir::LLVM::Linkage::External, "tg_smem",
+      mlir::Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
   std::set<std::string> seen;
-  std::string aliases, funcs, target;
   for (const GemmKernelSpec &k : kernels) {
     if (!seen.insert(kernelName(k.problem, k.config)).second)
       continue; // one definition per symbol
-    if (target.empty())
-      target = toString(k.problem.target);
-    if (k.problem.target == Target::SM80) {
-      funcs += detail::generateSm80Gemm(k.problem, k.config);
-    } else {
-      if (accs.insert(k.config.bn).second)
-        aliases += detail::accAliasDef(k.config.bn);
-      funcs += detail::generateSm90Gemm(k.problem, k.config);
-    }
+    if (k.problem.target == Target::SM80)
+      detail::buildSm80Gemm(*module, k.problem, k.config);
+    else
+      detail::buildSm90Gemm(*module, k.problem, k.config);
   }
-  // All kernels share the dynamic shared-memory symbol; each sizes it at launch.
-  return aliases + "module attributes {tg.target = \"" + target + "\"} {\n" +
-         "  llvm.mlir.global external @tg_smem() {addr_space = 3 : i32, "
-         "alignment = 1024 : i64} : !llvm.array<0 x i8>\n" +
-         funcs + "}\n";
+  return module;
+}
+
+bool compileModuleToPTX(KernelContext &kc, mlir::ModuleOp module, Target t,
+                        std::string &ptx, std::string &error);
+
+} // namespace
+
+std::string generateGemmModuleMLIR(const std::vector<GemmKernelSpec> &kernels) {
+  KernelContext kc;
+  mlir::OwningOpRef<mlir::ModuleOp> module = buildGemmModule(kc.ctx, kernels);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  // Name locations print as SSA names: %A, %kt, ... instead of %arg0, %arg9.
+  module->print(os, mlir::OpPrintingFlags().printNameLocAsPrefix());
+  return text;
 }
 
 std::string generateGemmMLIR(const GemmProblem &p, const TileConfig &c) {
@@ -93,7 +140,8 @@ bool buildGemmFatbin(const std::vector<GemmProblem> &problems,
     if (group.empty())
       continue;
     std::string ptx;
-    if (!compileMLIRToPTX(generateGemmModuleMLIR(group), t, ptx, error))
+    KernelContext kc;
+    if (!compileModuleToPTX(kc, *buildGemmModule(kc.ctx, group), t, ptx, error))
       return false;
     archPtx.push_back({toString(t), ptx});
     kernels.insert(kernels.end(), group.begin(), group.end());
@@ -117,28 +165,28 @@ static void initNVPTX() {
 
 bool compileMLIRToPTX(const std::string &text, Target t, std::string &ptx,
                       std::string &error) {
-  mlir::DialectRegistry registry;
-  registry.insert<mlir::LLVM::LLVMDialect, mlir::NVVM::NVVMDialect,
-                  mlir::scf::SCFDialect, mlir::cf::ControlFlowDialect,
-                  mlir::arith::ArithDialect>();
-  mlir::registerBuiltinDialectTranslation(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  mlir::registerNVVMDialectTranslation(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-
-  std::string diags;
-  llvm::raw_string_ostream diagOS(diags);
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-    diagOS << d.getLocation() << ": " << d << "\n";
-    return mlir::success();
-  });
+  KernelContext kc;
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(text, &ctx, "gemm.mlir");
+      mlir::parseSourceString<mlir::ModuleOp>(text, &kc.ctx, "gemm.mlir");
   if (!module) {
-    error = "generated kernel IR does not parse/verify: " + diags;
+    error = "kernel IR does not parse/verify: " + kc.diags;
     return false;
   }
+  return compileModuleToPTX(kc, *module, t, ptx, error);
+}
+
+namespace {
+
+bool compileModuleToPTX(KernelContext &kc, mlir::ModuleOp module, Target t,
+                        std::string &ptx, std::string &error) {
+  std::string &diags = kc.diags;
+  // The builders check each op's operands and attributes as it is made; the
+  // verifier checks what they cannot (dominance, region terminators, ...).
+  if (mlir::failed(mlir::verify(module))) {
+    error = "generated kernel IR does not verify: " + diags;
+    return false;
+  }
+  mlir::MLIRContext &ctx = kc.ctx;
   mlir::PassManager pm(&ctx);
   pm.addPass(mlir::createSCFToControlFlowPass());
   pm.addPass(mlir::createArithToLLVMConversionPass());
@@ -146,7 +194,7 @@ bool compileMLIRToPTX(const std::string &text, Target t, std::string &ptx,
   // PTX-builder NVVM ops (wgmma, mbarrier waits, TMA) become inline PTX.
   pm.addPass(mlir::createConvertNVVMToLLVMPass());
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
-  if (mlir::failed(pm.run(*module))) {
+  if (mlir::failed(pm.run(module))) {
     error = "lowering the kernel to the llvm dialect failed: " + diags;
     return false;
   }
@@ -171,7 +219,7 @@ bool compileMLIRToPTX(const std::string &text, Target t, std::string &ptx,
 
   llvm::LLVMContext llctx;
   std::unique_ptr<llvm::Module> llmod =
-      mlir::translateModuleToLLVMIR(*module, llctx, "tg_gemm");
+      mlir::translateModuleToLLVMIR(module, llctx, "tg_gemm");
   if (!llmod) {
     error = "translation to LLVM IR failed: " + diags;
     return false;
@@ -208,13 +256,17 @@ bool compileMLIRToPTX(const std::string &text, Target t, std::string &ptx,
   return true;
 }
 
+} // namespace
+
 bool generateGemmPTX(const GemmProblem &p, const TileConfig &c,
                      std::string &ptx, std::string &error) {
   if (auto why = checkProblem(p)) {
     error = *why;
     return false;
   }
-  return compileMLIRToPTX(generateGemmMLIR(p, c), p.target, ptx, error);
+  KernelContext kc;
+  return compileModuleToPTX(kc, *buildGemmModule(kc.ctx, {{p, c}}), p.target,
+                            ptx, error);
 }
 
 } // namespace tg::nvptx

@@ -252,10 +252,9 @@ int main(int argc, char **argv) {
     usageError("this build has no kernel generator: pass --ptx FILE "
                "(written by tg-bench-gemm --emit-ptx)");
 #else
-    std::string mlir = generateGemmMLIR(p, cfg);
-    if (!o.emitMlir.empty() && !writeFile(o.emitMlir, mlir))
+    if (!o.emitMlir.empty() && !writeFile(o.emitMlir, generateGemmMLIR(p, cfg)))
       return deviceFail("cannot write " + o.emitMlir);
-    if (!compileMLIRToPTX(mlir, p.target, ptx, err))
+    if (!generateGemmPTX(p, cfg, ptx, err))
       return deviceFail(err);
 #endif
   }
