@@ -102,7 +102,8 @@ struct FitBudgetPass final : tg::impl::FitBudgetPassBase<FitBudgetPass> {
                          << formatBytes(limit)
                          << ": the least peak reached is "
                          << formatBytes(best->peak)
-                         << " (rematerialisation level 4)";
+                         << " (rematerialisation level " << best->level
+                         << " of 4)";
       return signalPassFailure();
     }
   }
@@ -130,7 +131,10 @@ struct FitBudgetPass final : tg::impl::FitBudgetPassBase<FitBudgetPass> {
     buildTrainingPipeline(pm, options);
     if (failed(runPipeline(pm, copy)))
       return failure();
-    auto step = copy.lookupSymbol<func::FuncOp>("train_step");
+    // Planned on a copy: planning rewrites the step in place (offsets,
+    // schedule), and the driver plans the kept candidate again.
+    OwningOpRef<ModuleOp> planned(cast<ModuleOp>(copy->clone()));
+    auto step = planned->lookupSymbol<func::FuncOp>("train_step");
     auto grad = copy.lookupSymbol<func::FuncOp>(funcName + "_grad");
     FailureOr<MemoryPlan> plan =
         step ? planMemory(step, {}) : FailureOr<MemoryPlan>(failure());

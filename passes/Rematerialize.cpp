@@ -78,17 +78,25 @@ struct RematerializePass final
           << "' beside it";
       return signalPassFailure();
     }
-    rematerialize(fn, fwd.getBody().front().getOperations().size() - 1);
+    rematerialize(fn, fwd.getNumResults());
   }
 
-  void rematerialize(func::FuncOp fn, size_t numForward) {
+  void rematerialize(func::FuncOp fn, unsigned numForwardResults) {
     Block &block = fn.getBody().front();
     SmallVector<Operation *> ops;
     for (Operation &op : block.without_terminator())
       ops.push_back(&op);
-    DenseSet<Operation *> forward(ops.begin(),
-                                  ops.begin() + std::min(numForward, ops.size()));
     Operation *ret = block.getTerminator();
+    // The forward ops are those the forward results (the loss) depend on:
+    // not a prefix of the block, since canonicalization hoists every
+    // constant, the backward pass's included, to the top.
+    DenseSet<Operation *> forward;
+    SmallVector<Value> work(ret->getOperands().take_front(numForwardResults));
+    while (!work.empty()) {
+      Operation *def = work.pop_back_val().getDefiningOp();
+      if (def && def->getBlock() == &block && forward.insert(def).second)
+        llvm::append_range(work, def->getOperands());
+    }
     auto backwardUsers = [&](Value v) {
       SmallVector<Operation *> users;
       for (Operation *u : v.getUsers())
@@ -166,7 +174,7 @@ struct RematerializePass final
         for (Value r : op->getResults()) {
           SmallVector<Operation *> users = backwardUsers(r);
           if (users.empty() || llvm::is_contained(ret->getOperands(), r) ||
-              bytesOf(r) == 0)
+              isa<ConstantOp>(op) || bytesOf(r) == 0)
             continue;
           FailureOr<Replay> replay = plan(r, firstOf(users));
           if (failed(replay))

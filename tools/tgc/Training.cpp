@@ -299,16 +299,36 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
     for (int64_t f = 1; f <= batch.value_or(1); f *= 2) {
       if (batch && *batch % f)
         continue;
-      OwningOpRef<ModuleOp> m =
+      OwningOpRef<ModuleOp> model =
           f == 1 ? OwningOpRef<ModuleOp>(cast<ModuleOp>((*module)->clone()))
                  : compile({{"batch", std::to_string(*batch / f)}});
-      if (!m)
+      if (!model)
         return std::nullopt;
       if (f > 1)
-        setMicroBatching(*m, *batch / f, accumulate * f);
-      tg::BudgetFitAttr fit = runFit(*m, *budget, prec, f);
+        setMicroBatching(*model, *batch / f, accumulate * f);
+      // tg-fit-budget fits the graph's plan; the CPU backend's op scratch
+      // comes on top, so a fit that the scratch pushes over is tried again
+      // with the budget less that scratch.
+      OwningOpRef<ModuleOp> m;
+      tg::BudgetFitAttr fit;
+      FailureOr<tg::MemoryPlan> plan = failure();
+      for (int64_t reserve = 0, tries = 0; tries < 2; ++tries) {
+        m = cast<ModuleOp>((*model)->clone());
+        fit = runFit(*m, std::max<int64_t>(1, *budget - reserve), prec, f);
+        if (!fit)
+          return std::nullopt;
+        if (!fit.getFits())
+          break;
+        plan = planTraining(*m);
+        if (failed(plan))
+          return std::nullopt;
+        if (plan->peakBytes() <= *budget)
+          break;
+        reserve = plan->scratchBytes;
+        fit = tg::BudgetFitAttr();
+      }
       if (!fit)
-        return std::nullopt;
+        continue;
       if (unconstrained < 0)
         unconstrained = fit.getUnconstrained();
       if (!fit.getFits()) {
@@ -318,9 +338,6 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
         }
         continue;
       }
-      FailureOr<tg::MemoryPlan> plan = planTraining(*m);
-      if (failed(plan))
-        return std::nullopt;
       if (fit.getChoice() == "none")
         return BudgetFit{std::move(m), std::move(*plan), ""};
       std::string note;
@@ -343,7 +360,7 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
       if (!prec.empty())
         os << sep << prec << " activations";
       int64_t extra = fit.getExtraFlops();
-      os << ": peak " << formatBytes(fit.getPeak()) << ", extra FLOPs "
+      os << ": peak " << formatBytes(plan->peakBytes()) << ", extra FLOPs "
          << llvm::format("%.1f", 100.0 * double(extra) /
                                      double(std::max<int64_t>(
                                          1, fit.getStepFlops() - extra)))
