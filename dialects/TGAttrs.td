@@ -108,12 +108,45 @@ def TG_RematAttr : AttrDef<TG_Dialect, "Remat"> {
   let mnemonic = "remat";
   let summary = "What tg-rematerialize did to a gradient function";
   let description = [{
-    `#tg.remat<bytes = N, flops = M>`: activation bytes no longer saved by
-    the forward pass, and the extra flops spent recomputing them.
+    `#tg.remat<bytes = N, flops = M, step_flops = S>`: activation bytes no
+    longer saved by the forward pass, the extra flops spent recomputing
+    them, and the gradient function's FLOPs with the replays (so M / (S - M)
+    is the extra work as a share of the step).
   }];
   let parameters = (ins "int64_t":$bytes,
-                        "int64_t":$flops);
+                        "int64_t":$flops,
+                        "int64_t":$step_flops);
   let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def TG_BudgetFitAttr : AttrDef<TG_Dialect, "BudgetFit"> {
+  let mnemonic = "budget_fit";
+  let summary = "How tg-fit-budget fitted the training step into a budget";
+  let description = [{
+    On the module: `choice` is `none`, `recompute`, `micro-batch` or
+    `precision` (the most expensive means used); `level` the
+    rematerialisation level (0-4), `micro_batches` the batch split,
+    `precision` the step's precision; `budget`, `peak` and `unconstrained`
+    planned bytes of @train_step; `extra_flops` the replayed FLOPs out of
+    `step_flops` (the gradient function's, replays included); `fits` false
+    when even the least peak is over the budget.
+
+    ```mlir
+    module attributes {tg.budget_fit = #tg.budget_fit<choice = "recompute", level = 2, micro_batches = 1, precision = "fp32", budget = 1000, peak = 900, unconstrained = 1500, extra_flops = 10, step_flops = 310, fits = true>}
+    ```
+  }];
+  let parameters = (ins StringRefParameter<>:$choice,
+                        "int64_t":$level,
+                        "int64_t":$micro_batches,
+                        StringRefParameter<>:$precision,
+                        "int64_t":$budget,
+                        "int64_t":$peak,
+                        "int64_t":$unconstrained,
+                        "int64_t":$extra_flops,
+                        "int64_t":$step_flops,
+                        "bool":$fits);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
 }
 
 #endif // TG_ATTRS_TD

@@ -214,6 +214,12 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
     return expect(isa<UnitAttr>(value), "a unit attribute");
   if (name == attr::remat)
     return expect(isa<RematAttr>(value), "a #tg.remat<...> record");
+  // Budget fitting (tg-fit-budget): on the module only.
+  if (name == attr::budgetFit) {
+    if (!isa<ModuleOp>(op))
+      return op->emitOpError() << "'" << name << "' applies only to modules";
+    return expect(isa<BudgetFitAttr>(value), "a #tg.budget_fit<...> record");
+  }
   // Precision (tg-assign-precision): a float accumulator, on contractions
   // only, at least as wide as the result it is rounded to.
   if (name == attr::acc) {
@@ -237,6 +243,29 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
   if (name == attr::precision)
     return expect(isa<StringAttr>(value), "a string (the precision rule)");
   return op->emitOpError() << "unknown tg attribute '" << name << "'";
+}
+
+LogicalResult
+BudgetFitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      StringRef choice, int64_t level, int64_t microBatches,
+                      StringRef precision, int64_t budget, int64_t peak,
+                      int64_t unconstrained, int64_t extraFlops,
+                      int64_t stepFlops, bool fits) {
+  if (!llvm::is_contained({"none", "recompute", "micro-batch", "precision"},
+                          choice))
+    return emitError() << "#tg.budget_fit choice must be none, recompute, "
+                          "micro-batch or precision, got '"
+                       << choice << "'";
+  if (level < 0 || level > 4)
+    return emitError() << "#tg.budget_fit level must be 0 to 4";
+  if (microBatches < 1)
+    return emitError() << "#tg.budget_fit micro_batches must be at least 1";
+  for (int64_t v : {budget, peak, unconstrained, extraFlops, stepFlops})
+    if (v < 0)
+      return emitError() << "#tg.budget_fit sizes must not be negative";
+  if (extraFlops > stepFlops)
+    return emitError() << "#tg.budget_fit extra_flops exceed step_flops";
+  return success();
 }
 
 LogicalResult

@@ -38,6 +38,7 @@ inline constexpr llvm::StringLiteral aliasArg = TGDialect::AliasArgAttrHelper::g
 inline constexpr llvm::StringLiteral memory = TGDialect::MemoryAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral recomputed = TGDialect::RecomputedAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral remat = TGDialect::RematAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral budgetFit = TGDialect::BudgetFitAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral acc = TGDialect::AccAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral precision = TGDialect::PrecisionAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral arena = TGDialect::ArenaAttrHelper::getNameStr();

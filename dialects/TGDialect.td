@@ -54,6 +54,8 @@ def TG_Dialect : Dialect {
     // on the gradient function.
     "::mlir::UnitAttr":$recomputed,
     "::mlir::tg::RematAttr":$remat,
+    // Budget fitting (tg-fit-budget): how the step was fitted, on the module.
+    "::mlir::tg::BudgetFitAttr":$budget_fit,
     // Precision (tg-assign-precision): the accumulator element type of a
     // contraction (matmul, conv2d and its gradients), which every backend
     // honours or refuses, and on ops the pass changed or inserted, the rule

@@ -39,6 +39,15 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp fn,
                                               bool wrtInputs,
                                               bool lossSeed = false);
 
+/// FLOPs of one op, roughly: 2MNK for matmuls and convolutions, 8 per
+/// element for normalisations, softmax and GELU, one per element of the
+/// largest operand or result for other tg ops, 0 for ops of other dialects.
+int64_t opFlops(Operation *op);
+
+/// Sum of opFlops over `fn` (loop bodies counted once: a ratio of two such
+/// sums is what the notes report).
+int64_t functionFlops(func::FuncOp fn);
+
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 

@@ -196,7 +196,7 @@ def PlanMemoryPass : Pass<"tg-plan-memory", "::mlir::ModuleOp"> {
 }
 
 def RematerializePass : Pass<"tg-rematerialize", "::mlir::ModuleOp"> {
-  let summary = "Recompute cheap activations in the backward pass instead of keeping them";
+  let summary = "Recompute activations in the backward pass instead of keeping them";
   let description = [{
     In a gradient function (`@<func>_grad`, built by tg-autodiff), an
     activation is a forward value that backward ops read, so it stays live
@@ -206,13 +206,29 @@ def RematerializePass : Pass<"tg-rematerialize", "::mlir::ModuleOp"> {
     and activations that are not recomputed), so the originals die at the
     end of the forward pass.
 
-    Candidates are chains of at most `max-depth` ops that contain no matmul
-    or convolution; they are taken largest first while each recomputes at
-    most `max-flops-per-byte` floating-point operations per byte it frees.
-    Recomputed dropout uses the same seed and stream, so results are
-    unchanged. Each recomputed op is marked `tg.recomputed`; the function
-    gets `tg.remat = #tg.remat<bytes = N, flops = M>`. Run it after CSE, which would merge a
-    recomputation back into its original.
+    The choice is cost-driven (a lazy greedy over the real graph): the
+    activation whose replay costs the fewest FLOPs per byte it frees goes
+    first, its cost re-evaluated when it comes up because earlier choices
+    lengthen chains (or leave a replay to reuse). Replays are chains of at
+    most `max-depth` ops back to kept values; an activation is taken while
+    its replay costs at most `max-flops-per-byte`, until `target-bytes`
+    are freed (0: no target). With `matmuls`, chains may include matmuls
+    and convolutions: attention scores (2 * head_dim FLOPs per element) are
+    then replayed long before a projection's output (2 * d_model per
+    element), which stays stored; elementwise work around it is replayed.
+
+    Recomputed dropout reads the same seed operand and has the same
+    `stream`, so it draws the same mask and results are unchanged. Each
+    recomputed op is marked `tg.recomputed`; the function gets
+    `tg.remat = #tg.remat<bytes = N, flops = M>`. Run it after CSE, which
+    would merge a recomputation back into its original.
+
+    ```mlir
+    // --tg-rematerialize: the GELU output is not kept for the weight
+    // gradient; it is replayed from the kept matmul result.
+    %r = tg.gelu %h {tg.recomputed} : tensor<4x8xf32>
+    %gw = tg.matmul %r, %dy {transpose_lhs} : ...
+    ```
   }];
   let dependentDialects = ["::mlir::tg::TGDialect"];
   let options = [
@@ -222,6 +238,55 @@ def RematerializePass : Pass<"tg-rematerialize", "::mlir::ModuleOp"> {
            "Longest chain of ops recomputed for one activation">,
     Option<"maxFlopsPerByte", "max-flops-per-byte", "double", "4.0",
            "Most recomputation FLOPs accepted per byte freed">,
+    Option<"recomputeMatmuls", "matmuls", "bool", "false",
+           "Let replays include matmuls and convolutions">,
+    Option<"targetBytes", "target-bytes", "int64_t", "0",
+           "Stop once this many activation bytes are freed (0: no target)">,
+  ];
+}
+
+def FitBudgetPass : Pass<"tg-fit-budget", "::mlir::ModuleOp"> {
+  let summary = "Fit the training step into a memory budget and record how";
+  let description = [{
+    Runs on a model module (before tg-build-train-step) and builds its
+    training step with the cheapest means that brings the planned peak of
+    `@train_step` within `budget` bytes (0: the train block's
+    `memory_budget`). Candidates, in order of extra cost:
+
+    1. nothing;
+    2. rematerialisation levels (tg-rematerialize), each a prefix of the
+       same cost order: 1 = chains of two cheap ops (4 FLOPs per byte);
+       2 = replays up to 64 FLOPs per byte, matmuls included (attention
+       scores, normalisations, elementwise work); 3 = up to 1024 FLOPs per
+       byte; 4 = everything that can be replayed;
+
+    Micro-batching and lower precision come after the whole ladder, in
+    that order: micro-batching changes the model's batch, which only the
+    frontend can re-type, so the driver (tgc) recompiles with a smaller
+    batch and runs this pass again, passing the split as `micro-batches`
+    to be recorded, and then does the same with `precision = bf16`.
+
+    The choice is recorded on the module as `tg.budget_fit =
+    #tg.budget_fit<...>` (choice, level, micro_batches, precision, budget,
+    peak, unconstrained peak, extra and step FLOPs, fits). If nothing fits,
+    the least peak is kept; with `must-fit` that is an error.
+  }];
+  let dependentDialects = ["::mlir::tg::TGDialect", "::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"forward\"",
+           "The model's forward function">,
+    Option<"budget", "budget", "int64_t", "0",
+           "Bytes the planned peak may reach (0: the train block's memory_budget)">,
+    Option<"precision", "precision", "std::string", "\"\"",
+           "fp32, bf16 or fp16 instead of the train block's (empty: the train block's)">,
+    Option<"microBatches", "micro-batches", "int64_t", "1",
+           "How many micro-batches the driver split the batch into (recorded)">,
+    Option<"decompose", "decompose", "bool", "true",
+           "Decompose composite ops before planning (as tgc does)">,
+    Option<"mustFit", "must-fit", "bool", "true",
+           "Fail if no candidate fits (otherwise keep the least peak)">,
   ];
 }
 

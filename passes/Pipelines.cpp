@@ -10,8 +10,42 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+mlir::tg::RematerializePassOptions
+mlir::tg::rematLevelOptions(int64_t level, StringRef gradFunc) {
+  // Level 1 is the cheap chains of old; 2 adds matmuls that are cheap per
+  // byte (attention scores: 2 * head_dim FLOPs per element of 4 bytes);
+  // 3 adds projections up to d_model = 2048; 4 replays all it can.
+  struct Level {
+    unsigned depth;
+    double flopsPerByte;
+    bool matmuls;
+  };
+  const Level levels[] = {{2, 4.0, false},
+                          {16, 64.0, true},
+                          {32, 1024.0, true},
+                          {64, 1e30, true}};
+  const Level &l = levels[std::clamp<int64_t>(level, 1, 4) - 1];
+  RematerializePassOptions remat;
+  remat.funcName = gradFunc.str();
+  remat.maxDepth = l.depth;
+  remat.maxFlopsPerByte = l.flopsPerByte;
+  remat.recomputeMatmuls = l.matmuls;
+  return remat;
+}
+
 void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
                                      const TrainingPipelineOptions &options) {
+  if (options.budget > 0) {
+    FitBudgetPassOptions fit;
+    fit.funcName = options.forward;
+    fit.budget = options.budget;
+    fit.precision = options.precision;
+    fit.decompose = options.decompose;
+    pm.addPass(createFitBudgetPass(fit));
+    if (options.planMemory)
+      pm.addPass(createPlanMemoryPass());
+    return;
+  }
   // Before the training step, so autodiff differentiates its casts; a no-op
   // for precision = fp32.
   AssignPrecisionPassOptions precision;
@@ -23,11 +57,11 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createBuildTrainStepPass(build));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  if (options.rematerialize) {
-    RematerializePassOptions remat;
-    remat.funcName = options.forward.getValue() + "_grad";
-    pm.addPass(createRematerializePass(remat));
-  }
+  int64_t level = options.rematerialize ? std::max<int64_t>(1, options.rematLevel)
+                                        : options.rematLevel;
+  if (level > 0)
+    pm.addPass(createRematerializePass(
+        rematLevelOptions(level, options.forward.getValue() + "_grad")));
   if (options.decompose) {
     pm.addPass(createDecomposeCompositesPass());
     pm.addPass(createCSEPass());

@@ -10,6 +10,7 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
+#include "passes/Passes.h"
 
 namespace mlir::tg {
 
@@ -25,8 +26,19 @@ struct TrainingPipelineOptions
       llvm::cl::init("")};
   Option<bool> rematerialize{
       *this, "rematerialize",
-      llvm::cl::desc("Recompute cheap activations in the backward pass"),
+      llvm::cl::desc("Recompute cheap activations in the backward pass "
+                     "(remat-level=1)"),
       llvm::cl::init(false)};
+  Option<int64_t> rematLevel{
+      *this, "remat-level",
+      llvm::cl::desc("Rematerialisation level, 0 (none) to 4 (everything "
+                     "that can be replayed); see tg-fit-budget"),
+      llvm::cl::init(0)};
+  Option<int64_t> budget{
+      *this, "budget",
+      llvm::cl::desc("Fit @train_step into this many bytes (tg-fit-budget; "
+                     "0: no fit)"),
+      llvm::cl::init(0)};
   Option<bool> decompose{
       *this, "decompose",
       llvm::cl::desc("Decompose composite ops (softmax, cross_entropy, ...) "
@@ -40,9 +52,17 @@ struct TrainingPipelineOptions
 /// forward -> precision assignment (tg-assign-precision) ->
 /// init/train_step/eval (tg-build-train-step), simplified with
 /// canonicalize and CSE, optionally rematerialized (tg-rematerialize, after
-/// CSE, which would undo it) and planned (tg-plan-memory).
+/// CSE, which would undo it) and planned (tg-plan-memory). With a budget,
+/// tg-fit-budget builds the step instead (it runs this pipeline, without a
+/// budget, for each candidate it tries).
 void buildTrainingPipeline(OpPassManager &pm,
                            const TrainingPipelineOptions &options);
+
+/// The tg-rematerialize options of rematerialisation level `level` (1-4)
+/// for the gradient function `gradFunc`: each level replays a superset of
+/// the previous one (the same cost order, a higher FLOPs-per-byte limit).
+RematerializePassOptions rematLevelOptions(int64_t level,
+                                           StringRef gradFunc);
 
 /// Registers the pipelines with tg-opt (`--tg-training-pipeline`).
 void registerPipelines();

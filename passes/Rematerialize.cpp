@@ -2,13 +2,20 @@
 //
 // Trades FLOPs for memory: chosen activations of a gradient function are
 // recomputed just before their first backward use instead of being kept
-// alive across the whole forward pass. See Passes.td.
+// alive across the whole forward pass. The choice is cost-driven: the
+// activation that frees the most bytes per FLOP of replay goes first, so
+// elementwise work, normalisations and attention scores are replayed before
+// any large matmul is, and the outputs of expensive matmuls stay stored
+// (cheap to keep per FLOP they would cost). See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <queue>
 
 namespace mlir::tg {
 #define GEN_PASS_DEF_REMATERIALIZEPASS
@@ -20,11 +27,6 @@ using namespace mlir::tg;
 
 namespace {
 
-int64_t elementsOf(Value v) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  return t ? t.getNumElements() : 0;
-}
-
 int64_t bytesOf(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
   if (!t)
@@ -33,21 +35,26 @@ int64_t bytesOf(Value v) {
          std::max<int64_t>(1, t.getElementType().getIntOrFloatBitWidth() / 8);
 }
 
-/// FLOPs of recomputing `op`; -1 for ops too expensive to recompute.
-int64_t recomputeFlops(Operation *op) {
-  if (isa<MatmulOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradWeightOp,
-          EmbeddingGradOp>(op) ||
-      op->getNumRegions() || op->getNumResults() != 1 ||
-      !isa<TGDialect>(op->getDialect()))
+/// FLOPs of replaying `op`; -1 for ops that are not replayed: anything
+/// outside the dialect, with regions, several results or side effects, and
+/// contractions unless `contractions`.
+int64_t replayFlops(Operation *op, bool contractions) {
+  if (op->getNumRegions() || op->getNumResults() != 1 ||
+      !isa<TGDialect>(op->getDialect()) || !isMemoryEffectFree(op) ||
+      isa<Conv2dGradInputOp, Conv2dGradWeightOp, EmbeddingGradOp>(op))
     return -1;
-  int64_t n = elementsOf(op->getResult(0));
-  for (Value v : op->getOperands())
-    n = std::max(n, elementsOf(v));
-  // Normalisations and softmax read their input a few times.
-  if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, GeluOp>(op))
-    return 8 * n;
-  return n;
+  if (!contractions && isa<MatmulOp, Conv2dOp>(op))
+    return -1;
+  return opFlops(op);
 }
+
+/// One activation's replay: the forward ops to clone, in program order, and
+/// earlier replays it can read instead of cloning again.
+struct Replay {
+  SmallVector<Operation *> chain;
+  IRMapping reused;
+  int64_t flops = 0;
+};
 
 struct RematerializePass final
     : tg::impl::RematerializePassBase<RematerializePass> {
@@ -71,17 +78,25 @@ struct RematerializePass final
           << "' beside it";
       return signalPassFailure();
     }
-    rematerialize(fn, fwd.getBody().front().getOperations().size() - 1);
+    rematerialize(fn, fwd.getNumResults());
   }
 
-  void rematerialize(func::FuncOp fn, size_t numForward) {
+  void rematerialize(func::FuncOp fn, unsigned numForwardResults) {
     Block &block = fn.getBody().front();
     SmallVector<Operation *> ops;
     for (Operation &op : block.without_terminator())
       ops.push_back(&op);
-    DenseSet<Operation *> forward(ops.begin(),
-                                  ops.begin() + std::min(numForward, ops.size()));
     Operation *ret = block.getTerminator();
+    // The forward ops are those the forward results (the loss) depend on:
+    // not a prefix of the block, since canonicalization hoists every
+    // constant, the backward pass's included, to the top.
+    DenseSet<Operation *> forward;
+    SmallVector<Value> work(ret->getOperands().take_front(numForwardResults));
+    while (!work.empty()) {
+      Operation *def = work.pop_back_val().getDefiningOp();
+      if (def && def->getBlock() == &block && forward.insert(def).second)
+        llvm::append_range(work, def->getOperands());
+    }
     auto backwardUsers = [&](Value v) {
       SmallVector<Operation *> users;
       for (Operation *u : v.getUsers())
@@ -89,23 +104,16 @@ struct RematerializePass final
           users.push_back(u);
       return users;
     };
-    // Activations, largest first (ties: program order, for determinism).
-    SmallVector<Value> activations;
-    for (Operation *op : ops)
-      if (forward.contains(op))
-        for (Value r : op->getResults())
-          if (!backwardUsers(r).empty() && !llvm::is_contained(ret->getOperands(), r))
-            activations.push_back(r);
-    DenseMap<Value, unsigned> position;
-    for (auto [i, v] : llvm::enumerate(activations))
-      position[v] = i;
-    llvm::sort(activations, [&](Value a, Value b) {
-      if (bytesOf(a) != bytesOf(b))
-        return bytesOf(a) > bytesOf(b);
-      return position[a] < position[b];
-    });
+    auto firstOf = [](ArrayRef<Operation *> users) {
+      return *llvm::min_element(users, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
+    };
 
     DenseSet<Value> recomputed;
+    // Replays made so far, per original value: a later replay may read one
+    // that precedes its insertion point instead of cloning the op again.
+    DenseMap<Value, SmallVector<Value, 1>> replays;
     // Values the backward pass can read: kept activations, arguments and
     // constants.
     auto available = [&](Value v) {
@@ -113,57 +121,108 @@ struct RematerializePass final
       return !def || isa<ConstantOp>(def) ||
              (!recomputed.contains(v) && !backwardUsers(v).empty());
     };
-    int64_t savedBytes = 0, extraFlops = 0;
-    for (Value act : activations) {
-      // The chain of forward ops to replay, in program order.
-      SmallVector<Operation *> chain;
-      int64_t flops = 0;
+    // The replay of `act` before `at`, or failure if it needs an op that is
+    // not replayed or a chain longer than maxDepth.
+    auto plan = [&](Value act, Operation *at) -> FailureOr<Replay> {
+      Replay r;
+      DenseMap<Value, bool> seen;
       std::function<bool(Value, unsigned)> collect = [&](Value v,
                                                          unsigned depth) {
-        if (available(v) && v != act)
+        if (v != act && available(v))
           return true;
+        if (auto it = seen.find(v); it != seen.end())
+          return it->second;
+        if (auto it = replays.find(v); it != replays.end())
+          for (Value earlier : llvm::reverse(it->second))
+            if (earlier.getDefiningOp()->isBeforeInBlock(at)) {
+              r.reused.map(v, earlier);
+              return seen[v] = true;
+            }
         Operation *def = v.getDefiningOp();
-        int64_t f = def ? recomputeFlops(def) : -1;
-        if (f < 0 || depth >= maxDepth || !forward.contains(def))
-          return false;
-        for (Value operand : def->getOperands())
-          if (!collect(operand, depth + 1))
-            return false;
-        if (!llvm::is_contained(chain, def)) {
-          chain.push_back(def);
-          flops += f;
+        int64_t f = def && forward.contains(def)
+                        ? replayFlops(def, recomputeMatmuls)
+                        : -1;
+        bool ok = f >= 0 && depth < maxDepth;
+        for (Value operand : ok ? def->getOperands() : ValueRange())
+          ok = ok && collect(operand, depth + 1);
+        if (ok) {
+          r.chain.push_back(def);
+          r.flops += f;
         }
-        return true;
+        return seen[v] = ok;
       };
-      if (!collect(act, 0) ||
-          double(flops) > maxFlopsPerByte * double(bytesOf(act)))
-        continue;
-      llvm::sort(chain, [](Operation *a, Operation *b) {
+      if (!collect(act, 0))
+        return failure();
+      llvm::sort(r.chain, [](Operation *a, Operation *b) {
         return a->isBeforeInBlock(b);
       });
-      // Replay the chain before the first backward use.
+      return r;
+    };
+
+    // Candidates: forward values read by the backward pass, cheapest replay
+    // per byte freed first (ties: program order, for determinism). Lazy
+    // greedy: a candidate's cost is re-evaluated when it comes out, since
+    // earlier choices make chains longer (or reusable).
+    using Entry = std::pair<double, unsigned>; // (FLOPs per byte, index)
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
+    SmallVector<Value> candidates;
+    auto ratio = [](int64_t flops, Value v) {
+      return double(flops) / double(std::max<int64_t>(1, bytesOf(v)));
+    };
+    for (Operation *op : ops)
+      if (forward.contains(op))
+        for (Value r : op->getResults()) {
+          SmallVector<Operation *> users = backwardUsers(r);
+          if (users.empty() || llvm::is_contained(ret->getOperands(), r) ||
+              isa<ConstantOp>(op) || bytesOf(r) == 0)
+            continue;
+          FailureOr<Replay> replay = plan(r, firstOf(users));
+          if (failed(replay))
+            continue;
+          queue.emplace(ratio(replay->flops, r), candidates.size());
+          candidates.push_back(r);
+        }
+
+    int64_t savedBytes = 0, extraFlops = 0;
+    while (!queue.empty()) {
+      unsigned index = queue.top().second;
+      Value act = candidates[index];
+      queue.pop();
+      if (savedBytes >= targetBytes && targetBytes > 0)
+        break;
       SmallVector<Operation *> users = backwardUsers(act);
-      Operation *first = *llvm::min_element(users, [](Operation *a,
-                                                       Operation *b) {
-        return a->isBeforeInBlock(b);
-      });
+      if (users.empty())
+        continue;
+      Operation *first = firstOf(users);
+      FailureOr<Replay> replay = plan(act, first);
+      if (failed(replay))
+        continue;
+      double cost = ratio(replay->flops, act);
+      if (cost > maxFlopsPerByte)
+        continue;
+      if (!queue.empty() && cost > queue.top().first) {
+        queue.emplace(cost, index);
+        continue;
+      }
       OpBuilder b(first);
-      IRMapping map;
-      for (Operation *op : chain) {
+      IRMapping map = replay->reused;
+      for (Operation *op : replay->chain) {
         Operation *clone = b.clone(*op, map);
         dialect(b.getContext()).getRecomputedAttrHelper().setAttr(
             clone, b.getUnitAttr());
+        replays[op->getResult(0)].push_back(clone->getResult(0));
       }
-      Value replay = map.lookup(act);
+      Value value = map.lookup(act);
       for (Operation *user : users)
-        user->replaceUsesOfWith(act, replay);
+        user->replaceUsesOfWith(act, value);
       recomputed.insert(act);
       savedBytes += bytesOf(act);
-      extraFlops += flops;
+      extraFlops += replay->flops;
     }
     dialect(&getContext())
         .getRematAttrHelper()
-        .setAttr(fn, RematAttr::get(&getContext(), savedBytes, extraFlops));
+        .setAttr(fn, RematAttr::get(&getContext(), savedBytes, extraFlops,
+                                      functionFlops(fn)));
   }
 };
 

@@ -155,21 +155,35 @@ func.func @forward(%x: tensor<4x8xf32> {tg.name = "x", tg.role = #tg.role<input>
   return %4 : tensor<f32>
 }
 })";
-  auto build = [&](Harness &h, bool remat) {
+  auto build = [&](Harness &h, int64_t level) {
     h.parse(ir);
     PassManager pm(&h.ctx);
     tg::TrainingPipelineOptions options;
-    options.rematerialize = remat;
+    options.rematLevel = level;
     tg::buildTrainingPipeline(pm, options);
     REQUIRE(succeeded(pm.run(*h.module)));
   };
+  // Level 1 replays only the GELU (the dropout's input is a matmul's
+  // output that nothing else keeps); levels 2-4 replay the first matmul
+  // (cheap per byte) and the dropout on it, with the same seed and stream.
+  int64_t level = GENERATE(1, 2, 3, 4);
+  INFO("rematerialisation level " << level);
   Harness plain, remat;
-  build(plain, false);
-  build(remat, true);
+  build(plain, 0);
+  build(remat, level);
   auto grad = remat.module->lookupSymbol<func::FuncOp>("forward_grad");
   auto info = tg::dialect(grad->getContext()).getRematAttrHelper().getAttr(grad);
   REQUIRE(info);
   CHECK(info.getBytes() > 0);
+  bool matmul = false, dropout = false;
+  grad.walk([&](Operation *op) {
+    if (!op->hasAttr(tg::attr::recomputed))
+      return;
+    matmul |= isa<tg::MatmulOp>(op);
+    dropout |= isa<tg::DropoutOp>(op);
+  });
+  CHECK(dropout == (level >= 2));
+  CHECK(matmul == (level >= 2));
 
   SmallVector<Tensor> args{Tensor::random({8, 8}, DType::F32, 3, 0),
                            Tensor::filled({8, 8}, DType::F32, 0),

@@ -63,37 +63,6 @@ bool tgc::buildTraining(ModuleOp module, bool remat) {
   return succeeded(pm.run(module));
 }
 
-/// FLOPs of one op, roughly: 2MNK for products, one per element otherwise.
-static int64_t flopsOf(Operation *op) {
-  if (auto mm = dyn_cast<tg::MatmulOp>(op)) {
-    auto a = cast<RankedTensorType>(mm.getLhs().getType());
-    int64_t k = a.getShape()[a.getRank() - (mm.getTransposeLhs() ? 2 : 1)];
-    return 2 * k * cast<RankedTensorType>(mm.getType()).getNumElements();
-  }
-  if (isa<tg::Conv2dOp, tg::Conv2dGradInputOp, tg::Conv2dGradWeightOp>(op)) {
-    auto w = cast<RankedTensorType>(op->getOperand(1).getType());
-    int64_t window = w.getNumElements() / std::max<int64_t>(1, w.getDimSize(0));
-    int64_t out = 0;
-    for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
-      out = std::max(out, cast<RankedTensorType>(v.getType()).getNumElements());
-    return 2 * window * out;
-  }
-  int64_t n = 0;
-  for (Value r : op->getResults())
-    if (auto t = dyn_cast<RankedTensorType>(r.getType()))
-      n += t.getNumElements();
-  return n;
-}
-
-/// FLOPs of one training step (loop bodies counted once per iteration are
-/// not multiplied: the ratio of recomputation to work is the same).
-static int64_t stepFlops(ModuleOp module) {
-  int64_t total = 0;
-  if (auto grad = module.lookupSymbol<func::FuncOp>("forward_grad"))
-    grad.walk([&](Operation *op) { total += flopsOf(op); });
-  return total;
-}
-
 /// Plans @train_step of a copy of `module` (its training step built first
 /// if it has none); `copy` keeps the planned module.
 static FailureOr<tg::MemoryPlan> planCopy(ModuleOp module, bool remat,
@@ -282,6 +251,22 @@ void setMicroBatching(ModuleOp module, int64_t batch, int64_t accumulate) {
 }
 } // namespace
 
+/// Runs tg-fit-budget on `module` (a model); its #tg.budget_fit, or null
+/// on error (printed).
+static tg::BudgetFitAttr runFit(ModuleOp module, int64_t budget,
+                               StringRef precision, int64_t microBatches) {
+  PassManager pm(module.getContext());
+  tg::FitBudgetPassOptions options;
+  options.budget = budget;
+  options.precision = precision.str();
+  options.microBatches = microBatches;
+  options.mustFit = false;
+  pm.addPass(tg::createFitBudgetPass(options));
+  if (failed(pm.run(module)))
+    return nullptr;
+  return tg::dialect(module.getContext()).getBudgetFitAttrHelper().getAttr(module);
+}
+
 std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
                                              std::optional<int64_t> budget) {
   OwningOpRef<ModuleOp> module = compile({});
@@ -290,83 +275,117 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
   auto train = (*module)->getAttrOfType<DictionaryAttr>(tg::attr::train);
   if (!budget)
     budget = intEntry(train, "memory_budget");
-  FailureOr<tg::MemoryPlan> plan = planTraining(*module);
-  if (failed(plan))
-    return std::nullopt;
-  if (!budget || plan->peakBytes() <= *budget)
+  if (!budget) {
+    FailureOr<tg::MemoryPlan> plan = planTraining(*module);
+    if (failed(plan))
+      return std::nullopt;
     return BudgetFit{std::move(module), std::move(*plan), ""};
-
-  // Over budget: first recompute cheap activations in the backward pass;
-  // then, if needed, also split the batch into micro-batches. The model's
-  // `batch` hyper-parameter is the micro-batch; accumulate keeps the
-  // effective batch.
-  int64_t unconstrained = plan->peakBytes(), least = unconstrained;
-  auto rematCost = [&](ModuleOp m) {
-    OwningOpRef<ModuleOp> copy(cast<ModuleOp>(m->clone()));
-    if (!buildTraining(*copy, true))
-      return 0.0;
-    auto grad = copy->lookupSymbol<func::FuncOp>("forward_grad");
-    auto remat = tg::dialect(grad->getContext()).getRematAttrHelper().getAttr(grad);
-    int64_t extra = remat ? remat.getFlops() : 0;
-    return 100.0 * double(extra) / double(std::max<int64_t>(1, stepFlops(*copy) - extra));
-  };
-  auto describe = [&](int64_t peak, double extra, int64_t b, int64_t f,
-                      int64_t acc) {
-    std::string note;
-    llvm::raw_string_ostream os(note);
-    os << "tgc: note: the step needs " << formatBytes(unconstrained)
-       << ", over the budget of " << formatBytes(*budget)
-       << "; recompute activations in the backward pass";
-    if (f > 1)
-      os << " and split each batch of " << b << " into " << f
-         << " micro-batches of " << b / f << " (accumulate " << acc << ")";
-    os << ": peak " << formatBytes(peak) << ", extra FLOPs "
-       << llvm::format("%.1f", extra) << "%";
-    return note;
-  };
-  FailureOr<tg::MemoryPlan> remat = planTraining(*module, true);
-  if (failed(remat))
-    return std::nullopt;
-  least = std::min(least, remat->peakBytes());
-  if (remat->peakBytes() <= *budget) {
-    std::string note = describe(remat->peakBytes(), rematCost(*module), 0, 1, 0);
-    return BudgetFit{std::move(module), std::move(*remat), note, true};
   }
+
+  // In order of extra cost: recomputation (tg-fit-budget's ladder), then
+  // micro-batches (the model's `batch` hyper-parameter is the micro-batch;
+  // accumulate keeps the effective batch), then bf16 activations.
   auto hyper = (*module)->getAttrOfType<DictionaryAttr>(tg::attr::hyper);
   std::optional<int64_t> batch = intEntry(hyper, "batch");
   int64_t accumulate = intEntry(train, "accumulate").value_or(1);
-  if (batch) {
-    for (int64_t f = 2; f <= *batch; f *= 2) {
-      if (*batch % f)
+  auto precision = train ? train.getAs<StringAttr>("precision") : StringAttr();
+  SmallVector<StringRef> precisions{""};
+  if (!precision || precision.getValue() == "fp32")
+    precisions.push_back("bf16");
+  int64_t unconstrained = -1;
+  tg::BudgetFitAttr least;
+  OwningOpRef<ModuleOp> leastModule;
+  for (StringRef prec : precisions) {
+    for (int64_t f = 1; f <= batch.value_or(1); f *= 2) {
+      if (batch && *batch % f)
         continue;
-      OwningOpRef<ModuleOp> smaller =
-          compile({{"batch", std::to_string(*batch / f)}});
-      if (!smaller)
+      OwningOpRef<ModuleOp> model =
+          f == 1 ? OwningOpRef<ModuleOp>(cast<ModuleOp>((*module)->clone()))
+                 : compile({{"batch", std::to_string(*batch / f)}});
+      if (!model)
         return std::nullopt;
-      setMicroBatching(*smaller, *batch / f, accumulate * f);
-      FailureOr<tg::MemoryPlan> p = planTraining(*smaller, true);
-      if (failed(p))
-        return std::nullopt;
-      least = std::min(least, p->peakBytes());
-      if (p->peakBytes() <= *budget) {
-        std::string note = describe(p->peakBytes(), rematCost(*smaller),
-                                    *batch, f, accumulate * f);
-        return BudgetFit{std::move(smaller), std::move(*p), note, true};
+      if (f > 1)
+        setMicroBatching(*model, *batch / f, accumulate * f);
+      // tg-fit-budget fits the graph's plan; the CPU backend's op scratch
+      // comes on top, so a fit that the scratch pushes over is tried again
+      // with the budget less that scratch.
+      OwningOpRef<ModuleOp> m;
+      tg::BudgetFitAttr fit;
+      FailureOr<tg::MemoryPlan> plan = failure();
+      for (int64_t reserve = 0, tries = 0; tries < 2; ++tries) {
+        m = cast<ModuleOp>((*model)->clone());
+        fit = runFit(*m, std::max<int64_t>(1, *budget - reserve), prec, f);
+        if (!fit)
+          return std::nullopt;
+        if (!fit.getFits())
+          break;
+        plan = planTraining(*m);
+        if (failed(plan))
+          return std::nullopt;
+        if (plan->peakBytes() <= *budget)
+          break;
+        reserve = plan->scratchBytes;
+        fit = tg::BudgetFitAttr();
       }
+      if (!fit)
+        continue;
+      if (unconstrained < 0)
+        unconstrained = fit.getUnconstrained();
+      if (!fit.getFits()) {
+        if (!least || fit.getPeak() < least.getPeak()) {
+          least = fit;
+          leastModule = std::move(m);
+        }
+        continue;
+      }
+      if (fit.getChoice() == "none")
+        return BudgetFit{std::move(m), std::move(*plan), ""};
+      std::string note;
+      llvm::raw_string_ostream os(note);
+      os << "tgc: note: the step needs " << formatBytes(unconstrained)
+         << ", over the budget of " << formatBytes(*budget) << "; chose "
+         << fit.getChoice() << ":";
+      StringRef sep = " ";
+      if (fit.getLevel() > 0) {
+        os << sep << "recompute activations in the backward pass (level "
+           << fit.getLevel() << " of 4)";
+        sep = " and ";
+      }
+      if (f > 1) {
+        os << sep << "split each batch of " << *batch << " into " << f
+           << " micro-batches of " << *batch / f << " (accumulate "
+           << accumulate * f << ")";
+        sep = " and ";
+      }
+      if (!prec.empty())
+        os << sep << prec << " activations";
+      int64_t extra = fit.getExtraFlops();
+      os << ": peak " << formatBytes(plan->peakBytes()) << ", extra FLOPs "
+         << llvm::format("%.1f", 100.0 * double(extra) /
+                                     double(std::max<int64_t>(
+                                         1, fit.getStepFlops() - extra)))
+         << "% of the step";
+      return BudgetFit{std::move(m), std::move(*plan), note};
     }
   }
+  FailureOr<tg::MemoryPlan> plan = planTraining(*leastModule);
+  if (failed(plan))
+    return std::nullopt;
   int64_t fixed = plan->bytesOf(tg::BufferKind::Param) +
                   plan->bytesOf(tg::BufferKind::Optimizer);
   llvm::errs() << "tgc: error: the training step does not fit the memory "
                   "budget of "
                << formatBytes(*budget) << ": the least it reached is "
-               << formatBytes(least) << " ("
-               << (batch ? "micro-batches down to 1 sample"
-                         : "the model has no 'batch' hyper-parameter to split")
+               << formatBytes(least.getPeak()) << " (recomputation level "
+               << least.getLevel() << " of 4, "
+               << (batch ? "micro-batches of " +
+                               std::to_string(*batch / least.getMicroBatches())
+                         : std::string("no 'batch' hyper-parameter to split"))
+               << ", " << least.getPrecision()
                << "; parameters and optimizer state alone take "
-               << formatBytes(fixed)
-               << "); a larger budget, a smaller model, or bf16 precision "
-                  "would help\n";
+               << formatBytes(fixed) << "); it would take a budget of at least "
+               << formatBytes(least.getPeak())
+               << ", or a smaller model\n";
   return std::nullopt;
 }
 

@@ -1,8 +1,10 @@
 //===- Training.h - tgc's training and memory actions -----------*- C++ -*-===//
 //
 // --emit=train, --report=memory and --memory-budget: builds the training
-// step, plans its memory, and fits a budget by splitting the batch into
-// accumulated micro-batches, recompiling the model at each size.
+// step, plans its memory, and fits a budget: tg-fit-budget chooses the
+// rematerialisation; this driver recompiles the model at smaller batches
+// (accumulated micro-batches) and then in bf16 when recomputation alone
+// does not fit, because only the frontend can re-type the batch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,16 +41,18 @@ mlir::FailureOr<mlir::tg::MemoryPlan> planTraining(mlir::ModuleOp module,
 
 /// The outcome of fitting a budget.
 struct BudgetFit {
-  mlir::OwningOpRef<mlir::ModuleOp> module; ///< the chosen model (forward)
-  mlir::tg::MemoryPlan plan;                ///< its plan
-  std::string note;                         ///< what was chosen and its cost
-  bool remat = false;                       ///< recompute activations
+  /// The chosen model: with a budget, its training step is built (and
+  /// tg.budget_fit says how); without one, the forward model only.
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::tg::MemoryPlan plan; ///< its plan
+  std::string note;          ///< what was chosen and its cost
 };
 
-/// Compiles the model and, if its plan exceeds `budget`, first recomputes
-/// cheap activations in the backward pass, then also splits the batch into
-/// accumulated micro-batches until it fits. On failure prints one
-/// `tgc: error:` line saying the least memory reached and what would help.
+/// Compiles the model and, with a budget (`budget` or the train block's
+/// memory_budget), fits it by tg-fit-budget's rematerialisation ladder,
+/// then the same at micro-batches of 1/2, 1/4, ... of the batch, then in
+/// bf16 (fp32 models). On failure prints one `tgc: error:` line saying the
+/// least peak reached and what it would take.
 std::optional<BudgetFit> fitBudget(const CompileFn &compile,
                                    std::optional<int64_t> budget);
 

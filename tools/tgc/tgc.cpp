@@ -332,7 +332,7 @@ int main(int argc, char **argv) {
     return 1;
   if ((opts.emit == Emit::Train || opts.emit == Emit::Artifact ||
        opts.report == Report::Precision) &&
-      !tgc::buildTraining(*module, fit && fit->remat))
+      !module->lookupSymbol("train_step") && !tgc::buildTraining(*module))
     return 1;
   if (opts.emit == Emit::Artifact) {
     // Refused before any code is generated: a plan no machine here can run
