@@ -32,6 +32,10 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Decompose composite ops (softmax, cross_entropy, ...) "
                      "so that the plan sees every buffer the code will have"),
       llvm::cl::init(false)};
+  Option<bool> fuse{*this, "fuse",
+                    llvm::cl::desc("Group ops into kernels (tg-fuse) before "
+                                   "planning memory"),
+                    llvm::cl::init(false)};
   Option<bool> planMemory{*this, "plan-memory",
                           llvm::cl::desc("Plan the memory of @train_step"),
                           llvm::cl::init(false)};
@@ -40,7 +44,8 @@ struct TrainingPipelineOptions
 /// forward -> precision assignment (tg-assign-precision) ->
 /// init/train_step/eval (tg-build-train-step), simplified with
 /// canonicalize and CSE, optionally rematerialized (tg-rematerialize, after
-/// CSE, which would undo it) and planned (tg-plan-memory).
+/// CSE, which would undo it), decomposed, fused (tg-fuse) and planned
+/// (tg-plan-memory).
 void buildTrainingPipeline(OpPassManager &pm,
                            const TrainingPipelineOptions &options);
 

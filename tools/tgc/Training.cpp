@@ -10,6 +10,7 @@
 #include "codegen/artifact/Manifest.h"
 #include "codegen/cpu/Passes.h"
 #include "dialects/TGOps.h"
+#include "passes/Fusion.h"
 #include "passes/Pipelines.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -52,37 +53,16 @@ std::optional<int64_t> tgc::parseByteSize(llvm::StringRef text) {
   return static_cast<int64_t>(bytes);
 }
 
-bool tgc::buildTraining(ModuleOp module, bool remat) {
+bool tgc::buildTraining(ModuleOp module, bool remat, bool fuse) {
   PassManager pm(module.getContext());
   tg::TrainingPipelineOptions options;
   options.rematerialize = remat;
   // What is planned and reported is what the backend runs: the composite
   // ops' intermediates are buffers of the plan, not hidden scratch.
   options.decompose = true;
+  options.fuse = fuse;
   tg::buildTrainingPipeline(pm, options);
   return succeeded(pm.run(module));
-}
-
-/// FLOPs of one op, roughly: 2MNK for products, one per element otherwise.
-static int64_t flopsOf(Operation *op) {
-  if (auto mm = dyn_cast<tg::MatmulOp>(op)) {
-    auto a = cast<RankedTensorType>(mm.getLhs().getType());
-    int64_t k = a.getShape()[a.getRank() - (mm.getTransposeLhs() ? 2 : 1)];
-    return 2 * k * cast<RankedTensorType>(mm.getType()).getNumElements();
-  }
-  if (isa<tg::Conv2dOp, tg::Conv2dGradInputOp, tg::Conv2dGradWeightOp>(op)) {
-    auto w = cast<RankedTensorType>(op->getOperand(1).getType());
-    int64_t window = w.getNumElements() / std::max<int64_t>(1, w.getDimSize(0));
-    int64_t out = 0;
-    for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
-      out = std::max(out, cast<RankedTensorType>(v.getType()).getNumElements());
-    return 2 * window * out;
-  }
-  int64_t n = 0;
-  for (Value r : op->getResults())
-    if (auto t = dyn_cast<RankedTensorType>(r.getType()))
-      n += t.getNumElements();
-  return n;
 }
 
 /// FLOPs of one training step (loop bodies counted once per iteration are
@@ -90,7 +70,7 @@ static int64_t flopsOf(Operation *op) {
 static int64_t stepFlops(ModuleOp module) {
   int64_t total = 0;
   if (auto grad = module.lookupSymbol<func::FuncOp>("forward_grad"))
-    grad.walk([&](Operation *op) { total += flopsOf(op); });
+    grad.walk([&](Operation *op) { total += tg::estimateFlops(op); });
   return total;
 }
 
