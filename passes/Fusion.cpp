@@ -102,12 +102,13 @@ void mlir::tg::inlineFusedGroups(Operation *root) {
 namespace {
 
 /// Elementwise ops: result element i reads element i of each operand (after
-/// broadcasting), so any chain of them is one loop over the result.
+/// broadcasting), so any chain of them is one loop over the result. A
+/// one_hot is one too: element (i, c) compares index i with c.
 bool isElementwise(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, CmpOp,
              SelectOp, NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp,
              SigmoidOp, ReluOp, SiluOp, GeluOp, ErfOp, CosOp, SinOp, CastOp,
-             BroadcastToOp, CausalMaskOp, DropoutOp>(op);
+             BroadcastToOp, CausalMaskOp, DropoutOp, OneHotOp>(op);
 }
 
 /// What a GEMM epilogue applies: scale, bias or residual, activation, cast.
@@ -123,8 +124,11 @@ struct Domain {
   bool operator==(const Domain &o) const {
     return shape == o.shape && axes == o.axes;
   }
-  /// True when the axes are the last ones: each row is independent.
+  /// True when the axes are the last ones and leave rows: each row is
+  /// independent (a reduction over everything is not a row reduction).
   bool trailing() const {
+    if (axes.size() >= shape.size())
+      return false;
     for (auto [i, a] : llvm::enumerate(llvm::reverse(axes)))
       if (a != static_cast<int64_t>(shape.size() - 1 - i))
         return false;

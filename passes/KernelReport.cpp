@@ -223,7 +223,7 @@ void mlir::tg::printKernelTable(const KernelReport &r, llvm::raw_ostream &os) {
      << " kernels\n";
   os << llvm::format("  FLOP/B             %.2f\n", intensity(r.flops, r.bytes));
   os << "  roofline bound     " << seconds(r.seconds) << "\n";
-  os << llvm::format("  energy             %.3f J at %.0f W\n",
+  os << llvm::format("  energy             %.4g J at %.0f W\n",
                      r.seconds * r.device.watts, r.device.watts);
 }
 
