@@ -149,4 +149,27 @@ def TG_BudgetFitAttr : AttrDef<TG_Dialect, "BudgetFit"> {
   let genVerifyDecl = 1;
 }
 
+def TG_KernelKind : I32EnumAttr<"KernelKind",
+    "what a fusion group (one kernel of the step) computes", [
+    I32EnumAttrCase<"gemm", 0>, I32EnumAttrCase<"elementwise", 1>,
+    I32EnumAttrCase<"row_reduction", 2>, I32EnumAttrCase<"reduction", 3>,
+    I32EnumAttrCase<"optimizer", 4>]> {
+  let cppNamespace = "::mlir::tg";
+  let genSpecializedAttr = 0;
+}
+
+def TG_KernelKindAttr : EnumAttr<TG_Dialect, TG_KernelKind, "kernel"> {
+  let summary = "Kind of a fusion group (tg.fused), which picks its codegen";
+  let description = [{
+    `#tg.kernel<gemm>`: a matmul with its epilogue; `elementwise`: a
+    connected set of elementwise ops and broadcasts over one iteration
+    space; `row_reduction`: reductions over the trailing axes of one row
+    domain (softmax, norms, cross-entropy) with their elementwise producers
+    and consumers; `reduction`: one reduction with its elementwise prologue;
+    `optimizer`: the parameter update of every parameter in one kernel.
+    docs/fusion.md says how each maps to a GPU kernel.
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
 #endif // TG_ATTRS_TD

@@ -205,7 +205,7 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
   // on the planned function.
   if (name == attr::offset || name == attr::bytes || name == attr::aliasArg)
     return expect(isa<IntegerAttr>(value), "an integer");
-  if (name == attr::offsets) // per result of a multi-result op (-1: none)
+  if (name == attr::offsets || name == attr::aliasArgs) // per result of a multi-result op (-1: none)
     return expect(isa<DenseI64ArrayAttr>(value), "an i64 array");
   if (name == attr::memory)
     return expect(isa<MemoryPlanAttr>(value), "a #tg.memory<...> plan");
@@ -242,6 +242,17 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == attr::precision)
     return expect(isa<StringAttr>(value), "a string (the precision rule)");
+  // Fusion (tg-fuse): the cost model's numbers, on fusion groups only.
+  if (name == attr::flops || name == attr::bytesRead ||
+      name == attr::bytesWritten) {
+    auto n = dyn_cast<IntegerAttr>(value);
+    if (failed(expect(n && !n.getValue().isNegative(),
+                      "a non-negative integer")))
+      return failure();
+    if (!isa<FusedOp>(op))
+      return op->emitOpError() << "'" << name << "' applies only to tg.fused";
+    return success();
+  }
   return op->emitOpError() << "unknown tg attribute '" << name << "'";
 }
 

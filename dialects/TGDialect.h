@@ -35,6 +35,7 @@ inline constexpr llvm::StringLiteral offset = TGDialect::OffsetAttrHelper::getNa
 inline constexpr llvm::StringLiteral offsets = TGDialect::OffsetsAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral bytes = TGDialect::BytesAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral aliasArg = TGDialect::AliasArgAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral aliasArgs = TGDialect::AliasArgsAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral memory = TGDialect::MemoryAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral recomputed = TGDialect::RecomputedAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral remat = TGDialect::RematAttrHelper::getNameStr();
@@ -43,6 +44,9 @@ inline constexpr llvm::StringLiteral acc = TGDialect::AccAttrHelper::getNameStr(
 inline constexpr llvm::StringLiteral precision = TGDialect::PrecisionAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral arena = TGDialect::ArenaAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral arenaBytes = TGDialect::ArenaBytesAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral flops = TGDialect::FlopsAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral bytesRead = TGDialect::BytesReadAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral bytesWritten = TGDialect::BytesWrittenAttrHelper::getNameStr();
 } // namespace attr
 
 /// The tg dialect of `ctx`, loaded on demand: the owner of the typed

@@ -49,6 +49,9 @@ def TG_Dialect : Dialect {
     "::mlir::DenseI64ArrayAttr":$offsets,
     "::mlir::IntegerAttr":$bytes,
     "::mlir::IntegerAttr":$alias_arg,
+    // Per result of a multi-result op (a fusion group): the argument each
+    // result lives in place of (-1: none).
+    "::mlir::DenseI64ArrayAttr":$alias_args,
     "::mlir::tg::MemoryPlanAttr":$memory,
     // Rematerialisation (tg-rematerialize): a recomputed op, and the record
     // on the gradient function.
@@ -65,7 +68,12 @@ def TG_Dialect : Dialect {
     // CPU backend (tg-bind-arena, tg-plan-scratch): the arena argument of an
     // entry point and, on the module, each entry's arena bytes by name.
     "::mlir::UnitAttr":$arena,
-    "::mlir::DictionaryAttr":$arena_bytes
+    "::mlir::DictionaryAttr":$arena_bytes,
+    // Fusion (tg-fuse): the cost model's numbers on each tg.fused group,
+    // which the kernel report and the GPU backend read.
+    "::mlir::IntegerAttr":$flops,
+    "::mlir::IntegerAttr":$bytes_read,
+    "::mlir::IntegerAttr":$bytes_written
   );
   let extraClassDeclaration = [{
     void registerAttributes();

@@ -101,3 +101,21 @@ Type mlir::tg::accumulatorType(Operation *op) {
     return Float32Type::get(op->getContext());
   return elt;
 }
+
+void FusedOp::build(OpBuilder &builder, OperationState &state,
+                    TypeRange resultTypes, ValueRange inputs,
+                    KernelKind kind) {
+  state.addOperands(inputs);
+  state.addTypes(resultTypes);
+  state.addAttribute(getKindAttrName(state.name),
+                     KernelKindAttr::get(builder.getContext(), kind));
+  Region *body = state.addRegion();
+  Block *block = new Block();
+  body->push_back(block);
+  for (Value v : inputs)
+    block->addArgument(v.getType(), v.getLoc());
+}
+
+YieldOp FusedOp::getYield() {
+  return cast<YieldOp>(getBodyBlock().getTerminator());
+}

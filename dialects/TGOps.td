@@ -12,6 +12,7 @@
 include "dialects/TGAttrs.td"
 include "dialects/TGInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -724,6 +725,77 @@ def TG_AvgPool2dGradOp : TG_Op<"avg_pool2d_grad", [Pure]> {
     $grad `kernel` `=` $kernel `stride` `=` $stride attr-dict `:` type($grad) `->` type($result)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Fusion groups (tg-fuse): one region op per kernel of the step
+//===----------------------------------------------------------------------===//
+
+def TG_FusedOp : TG_Op<"fused", [IsolatedFromAbove, RecursiveMemoryEffects,
+                                 SingleBlock]> {
+  let summary = "a fusion group: tg ops that run as one kernel";
+  let description = [{
+    The ops of the body run as one kernel of kind `kind` (`#tg.kernel<...>`):
+    its operands are what the kernel reads from memory, its results what it
+    writes; values defined and used only inside the body never reach
+    memory, so the memory planner gives them no buffer. The body is
+    isolated from above (a kernel is a function of its arguments, which the
+    GPU backend outlines as it stands); its block arguments are the
+    operands, `tg.yield` names the results. Any backend may run the body op
+    by op instead (the CPU backend and the reference evaluator do), so
+    fusion never changes results.
+
+    `tg-fuse` records its cost model on the group: `tg.flops`,
+    `tg.bytes_read` and `tg.bytes_written` (the bytes of the operands and
+    results).
+
+    ```mlir
+    %r = tg.fused <gemm> ins(%x, %w, %b : tensor<8x16xf32>, tensor<16x32xf32>, tensor<32xf32>)
+        {tg.flops = 8448 : i64, tg.bytes_read = 2688 : i64, tg.bytes_written = 1024 : i64} {
+    ^bb0(%a: tensor<8x16xf32>, %c: tensor<16x32xf32>, %d: tensor<32xf32>):
+      %m = tg.matmul %a, %c : tensor<8x16xf32>, tensor<16x32xf32> -> tensor<8x32xf32>
+      %s = tg.add %m, %d : tensor<8x32xf32>, tensor<32xf32> -> tensor<8x32xf32>
+      %y = tg.relu %s : tensor<8x32xf32>
+      tg.yield %y : tensor<8x32xf32>
+    } -> tensor<8x32xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_Tensor>:$inputs, TG_KernelKindAttr:$kind);
+  let results = (outs Variadic<TG_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $kind (`ins` `(` $inputs^ `:` type($inputs) `)`)? attr-dict-with-keyword
+    $body `->` type($results)
+  }];
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    // The body gets one block whose arguments match `inputs`; the caller
+    // fills it and ends it with tg.yield.
+    OpBuilder<(ins "::mlir::TypeRange":$resultTypes, "::mlir::ValueRange":$inputs,
+                   "::mlir::tg::KernelKind":$kind)>
+  ];
+  let extraClassDeclaration = [{
+    /// The body's only block.
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+    /// The tg.yield that ends the body.
+    YieldOp getYield();
+  }];
+}
+
+def TG_YieldOp : TG_Op<"yield", [Pure, Terminator, ReturnLike,
+                                 HasParent<"FusedOp">]> {
+  let summary = "the results of a tg.fused group";
+  let description = [{
+    Ends the body of a `tg.fused`: its operands become the group's results,
+    in order, with the same types.
+
+    ```mlir
+    tg.yield %y, %z : tensor<8x32xf32>, tensor<8x32xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_Tensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }
 
 #endif // TG_OPS_TD

@@ -205,3 +205,74 @@ LogicalResult RandomOp::verify() {
     return emitOpError("normal std (b) must be > 0, got ") << b;
   return success();
 }
+
+/// True for the ops that reduce over axes (a fusion group's reduction).
+static bool isReduction(Operation *op) {
+  return isa<SumOp, MeanOp, MaxOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp,
+             RmsNormOp, CrossEntropyOp, MseLossOp>(op);
+}
+
+LogicalResult FusedOp::verify() {
+  Block &block = getBody().front();
+  if (block.getNumArguments() != getInputs().size())
+    return emitOpError() << "has " << getInputs().size()
+                         << " inputs but its body takes "
+                         << block.getNumArguments() << " arguments";
+  for (auto [i, in, arg] : llvm::enumerate(getInputs(), block.getArguments()))
+    if (in.getType() != arg.getType())
+      return emitOpError() << "input #" << i << " has type " << in.getType()
+                           << " but body argument #" << i << " has type "
+                           << arg.getType();
+  auto yield = dyn_cast_if_present<YieldOp>(
+      block.empty() ? nullptr : &block.back());
+  if (!yield)
+    return emitOpError() << "body must end with tg.yield";
+  if (getNumResults() == 0)
+    return emitOpError() << "must have at least one result (a kernel that "
+                            "writes nothing is dead code)";
+  if (yield.getValues().size() != getNumResults())
+    return emitOpError() << "yields " << yield.getValues().size()
+                         << " values but has " << getNumResults()
+                         << " results";
+  for (auto [i, v, r] : llvm::enumerate(yield.getValues(), getResults())) {
+    if (v.getType() != r.getType())
+      return emitOpError() << "yields " << v.getType() << " as result #" << i
+                           << " of type " << r.getType();
+    if (isa<BlockArgument>(v))
+      return emitOpError() << "result #" << i
+                           << " is an input of the group; a group's results "
+                              "are values it computes";
+  }
+  int matmuls = 0, reductions = 0;
+  for (Operation &op : block.without_terminator()) {
+    if (isa<FusedOp>(op) || !isa<TGDialect>(op.getDialect()))
+      return emitOpError() << "body may hold only tg ops, not '"
+                           << op.getName() << "'";
+    matmuls += isa<MatmulOp>(op);
+    reductions += isReduction(&op);
+  }
+  switch (getKind()) {
+  case KernelKind::gemm:
+    if (matmuls != 1)
+      return emitOpError() << "of kind gemm must hold exactly one tg.matmul, "
+                              "found "
+                           << matmuls;
+    break;
+  case KernelKind::elementwise:
+    if (matmuls || reductions)
+      return emitOpError() << "of kind elementwise must hold no matmul or "
+                              "reduction";
+    break;
+  case KernelKind::row_reduction:
+  case KernelKind::reduction:
+    if (matmuls || !reductions)
+      return emitOpError() << "of kind " << stringifyKernelKind(getKind())
+                           << " must hold a reduction and no matmul";
+    break;
+  case KernelKind::optimizer:
+    if (matmuls)
+      return emitOpError() << "of kind optimizer must hold no matmul";
+    break;
+  }
+  return success();
+}

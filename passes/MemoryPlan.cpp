@@ -356,26 +356,53 @@ bool writesInPlaceOver(Operation *op, Value v) {
              SigmoidOp, ReluOp, SiluOp, GeluOp, SelectOp>(op);
 }
 
-/// True if `op` may write its result over the transient value `v`.
-bool canReuse(Operation *op, Value v) {
-  if (!v.getDefiningOp() || isa<ConstantOp>(v.getDefiningOp()))
+/// True if result `r` of `op` may overwrite its operand `v`: for a single
+/// op as above; for a fusion group when every op of the body that depends
+/// on `v` reads it index by index (elementwise, `v`'s shape), and every
+/// read of `v` comes no later than the op that computes `r`, so the group
+/// is also right when a backend runs its body op by op.
+bool writesInPlaceOver(Operation *op, Value v, Value r) {
+  auto fused = dyn_cast<FusedOp>(op);
+  if (!fused)
+    return writesInPlaceOver(op, v);
+  if (v.getType() != r.getType())
     return false;
-  return writesInPlaceOver(op, v);
+  Block &body = fused.getBodyBlock();
+  Operation *def =
+      fused.getYield().getValues()[cast<OpResult>(r).getResultNumber()]
+          .getDefiningOp();
+  auto shape = cast<RankedTensorType>(v.getType()).getShape();
+  for (auto [in, arg] : llvm::zip(fused.getInputs(), body.getArguments())) {
+    if (in != v)
+      continue;
+    DenseSet<Value> dependent{arg};
+    for (Operation &inner : body.without_terminator()) {
+      bool reads = llvm::is_contained(inner.getOperands(), arg);
+      if (reads && def->isBeforeInBlock(&inner))
+        return false;
+      if (reads && &inner == def && !writesInPlaceOver(def, arg))
+        return false;
+      if (llvm::none_of(inner.getOperands(),
+                        [&](Value o) { return dependent.contains(o); }))
+        continue;
+      if (!(writesInPlaceOver(&inner, inner.getResult(0)) ||
+            isa<CastOp, CmpOp>(inner)) ||
+          cast<RankedTensorType>(inner.getResult(0).getType()).getShape() !=
+              shape)
+        return false;
+      dependent.insert(inner.getResult(0));
+    }
+  }
+  return true;
 }
 
-std::string locString(Location loc) {
-  if (auto fl = dyn_cast<FileLineColLoc>(loc))
-    return (fl.getFilename().getValue() + ":" + Twine(fl.getLine()) + ":" +
-            Twine(fl.getColumn()))
-        .str();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location l : fused.getLocations())
-      if (std::string s = locString(l); !s.empty())
-        return s;
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return locString(name.getChildLoc());
-  return "";
+/// True if `op` may write its result over the transient value `v`.
+bool canReuse(Operation *op, Value v, Value r) {
+  if (!v.getDefiningOp() || isa<ConstantOp>(v.getDefiningOp()))
+    return false;
+  return writesInPlaceOver(op, v, r);
 }
+
 
 
 /// Gradients are what *_grad functions return; activations are forward
@@ -438,7 +465,7 @@ void aliasUpdatesToArguments(func::FuncOp fn, Block &block,
         continue;
       int64_t at = step.lookup(user);
       safe &= at < buf.start ||
-              (at == buf.start && writesInPlaceOver(user, arg));
+              (at == buf.start && writesInPlaceOver(user, arg, v));
     }
     if (safe) {
       buf.persistent = true;
@@ -487,7 +514,8 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     // Attributes of an earlier plan of this block (planBlock tries two
     // schedules) must not survive into this one.
     for (StringRef stale :
-         {attr::offset, attr::offsets, attr::aliasArg, attr::bytes})
+         {attr::offset, attr::offsets, attr::aliasArg, attr::aliasArgs,
+          attr::bytes})
       op.removeAttr(stale);
   }
   DenseMap<Operation *, int64_t> step;
@@ -511,7 +539,9 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
   for (Operation *op : ops) {
     if (isa<ConstantOp, arith::ConstantOp>(op))
       continue; // constants live in the code, not the arena
-    if (op->getNumRegions() == 1 && op->getRegion(0).hasOneBlock()) {
+    // A fusion group's body is one kernel: only its results are buffers.
+    if (op->getNumRegions() == 1 && op->getRegion(0).hasOneBlock() &&
+        !isa<FusedOp>(op)) {
       BlockPlan inner = planBlock(op->getRegion(0).front(), marks, opts);
       Buffer loop;
       loop.op = op->getName().getStringRef().str();
@@ -530,7 +560,7 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
       if (opts.inPlace) {
         Value victim;
         for (Value v : op->getOperands())
-          if (bufferOf.count(v) && canReuse(op, v) &&
+          if (bufferOf.count(v) && canReuse(op, v, r) &&
               plan.buffers[bufferOf[v]].end == step[op]) {
             victim = v;
             break;
@@ -590,6 +620,13 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
         offs[cast<OpResult>(v).getResultNumber()] =
             buf.aliasOf >= 0 ? -1 : buf.offset;
         tgd.getOffsetsAttrHelper().setAttr(def, b.getDenseI64ArrayAttr(offs));
+        SmallVector<int64_t> aliases(def->getNumResults(), -1);
+        if (auto old = tgd.getAliasArgsAttrHelper().getAttr(def))
+          if (old.size() == static_cast<int64_t>(aliases.size()))
+            aliases.assign(old.asArrayRef().begin(), old.asArrayRef().end());
+        aliases[cast<OpResult>(v).getResultNumber()] = buf.aliasOf;
+        tgd.getAliasArgsAttrHelper().setAttr(def,
+                                             b.getDenseI64ArrayAttr(aliases));
       }
     }
   // The moment with the most live bytes: the lower bound, and what is live
@@ -831,4 +868,18 @@ FailureOr<MemoryPlan> mlir::tg::planMemory(func::FuncOp fn,
       plan.persistentBytes + plan.naiveBytes);
   dialect(fn.getContext()).getMemoryAttrHelper().setAttr(fn, summary);
   return plan;
+}
+
+std::string mlir::tg::locString(Location loc) {
+  if (auto fl = dyn_cast<FileLineColLoc>(loc))
+    return (fl.getFilename().getValue() + ":" + Twine(fl.getLine()) + ":" +
+            Twine(fl.getColumn()))
+        .str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (std::string s = locString(l); !s.empty())
+        return s;
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return locString(name.getChildLoc());
+  return "";
 }

@@ -93,6 +93,10 @@ int64_t assignOffsets(std::vector<Buffer> &buffers, int64_t alignment);
 /// "1.50 GiB", "12.00 MiB", "512 B": sizes as the reports print them.
 std::string formatBytes(int64_t bytes);
 
+/// `file:line:col` of `loc` (the first such location of a fused or named
+/// one), or "" when it has none.
+std::string locString(Location loc);
+
 /// The report's totals (no buffer list) as a JSON object: what
 /// --format=json starts with and what an artifact's manifest records.
 llvm::json::Object memorySummaryJson(const MemoryPlan &plan);

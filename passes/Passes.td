@@ -290,4 +290,64 @@ def FitBudgetPass : Pass<"tg-fit-budget", "::mlir::ModuleOp"> {
   ];
 }
 
+def FusePass : Pass<"tg-fuse", "::mlir::ModuleOp"> {
+  let summary = "Group ops into kernels (tg.fused regions) by a bytes/FLOPs cost model";
+  let description = [{
+    Every block of every function (and of its loops) is partitioned into
+    kernels, each a `tg.fused` region of one kind (docs/fusion.md):
+
+    - `gemm`: a matmul with its epilogue (scale, bias or residual add,
+      relu/gelu/silu/sigmoid/tanh, cast) on the product's shape; transposes
+      of the last two dimensions that feed only matmuls first fold into the
+      matmul's `transpose_lhs`/`transpose_rhs`.
+    - `elementwise`: connected elementwise ops and broadcasts writing one
+      shape; a value also needed outside is one more result.
+    - `row_reduction`: reductions over the same trailing axes of one shape
+      (softmax, norms, cross-entropy and their backward) with the
+      elementwise ops on its rows and reduced rows.
+    - `reduction`: reductions over other axes (bias gradients) with their
+      elementwise prologue.
+    - `optimizer`: in a function returning new parameters or optimizer
+      state (`@train_step`), every elementwise op computing them, as one
+      multi-tensor update.
+
+    Ops merge producer into consumer in program order when the merged group
+    is legal for its kind, keeps bytes out of memory (the cost model: each
+    value consumed inside is not read back, and not written when nothing
+    outside reads it) and creates no cycle. Each group records
+    `tg.flops`, `tg.bytes_read` and `tg.bytes_written`. Single ops stay as
+    they are.
+
+    ```mlir
+    %m = tg.matmul %x, %w : ...
+    %y = tg.relu %m : ...
+    // becomes
+    %y = tg.fused <gemm> ins(%x, %w : ...) {tg.flops = ..., ...} {
+    ^bb0(%a: ..., %b: ...):
+      %0 = tg.matmul %a, %b : ...
+      %1 = tg.relu %0 : ...
+      tg.yield %1 : ...
+    } -> ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+  let options = [
+    Option<"optimizerGroup", "optimizer-group", "bool", "true",
+           "Group the parameter update of every parameter into one kernel">,
+  ];
+}
+
+def InlineFusedPass : Pass<"tg-inline-fused"> {
+  let summary = "Replace every tg.fused group by the ops of its body";
+  let description = [{
+    For a backend that runs the ops of a fusion group one by one (the CPU
+    backend today): each `tg.fused` becomes its body, with the group's
+    operands for its block arguments. The memory plan of each group result
+    (`tg.offsets`/`tg.offset`, `tg.alias_args`/`tg.alias_arg`) moves to the
+    op that computes it, so the plan stays valid; the group's internal
+    values get no planned slot, and the backend places them itself.
+  }];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 #endif // TG_PASSES_TD

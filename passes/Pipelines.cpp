@@ -66,6 +66,10 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createDecomposeCompositesPass());
     pm.addPass(createCSEPass());
   }
+  // After the step is complete and simplified, before planning: values
+  // internal to a kernel get no buffer.
+  if (options.fuse)
+    pm.addPass(createFusePass());
   if (options.planMemory)
     pm.addPass(createPlanMemoryPass());
 }

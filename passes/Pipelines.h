@@ -44,6 +44,10 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Decompose composite ops (softmax, cross_entropy, ...) "
                      "so that the plan sees every buffer the code will have"),
       llvm::cl::init(false)};
+  Option<bool> fuse{*this, "fuse",
+                    llvm::cl::desc("Group ops into kernels (tg-fuse) before "
+                                   "planning memory"),
+                    llvm::cl::init(false)};
   Option<bool> planMemory{*this, "plan-memory",
                           llvm::cl::desc("Plan the memory of @train_step"),
                           llvm::cl::init(false)};
@@ -52,9 +56,9 @@ struct TrainingPipelineOptions
 /// forward -> precision assignment (tg-assign-precision) ->
 /// init/train_step/eval (tg-build-train-step), simplified with
 /// canonicalize and CSE, optionally rematerialized (tg-rematerialize, after
-/// CSE, which would undo it) and planned (tg-plan-memory). With a budget,
-/// tg-fit-budget builds the step instead (it runs this pipeline, without a
-/// budget, for each candidate it tries).
+/// CSE, which would undo it), decomposed, fused (tg-fuse) and planned
+/// (tg-plan-memory). With a budget, tg-fit-budget builds the step instead
+/// (it runs this pipeline, without a budget, for each candidate it tries).
 void buildTrainingPipeline(OpPassManager &pm,
                            const TrainingPipelineOptions &options);
 

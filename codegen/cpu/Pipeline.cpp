@@ -36,6 +36,9 @@ using namespace mlir;
 
 void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
                                      const CpuPipelineOptions &options) {
+  // Fusion groups run op by op here (one loop nest per op, as unfused IR);
+  // the plan of their results moves to the ops inside.
+  pm.addPass(createInlineFusedPass());
   if (options.arena)
     pm.addPass(createBindArenaPass());
   pm.addPass(createConvertTGToLinalgPass());

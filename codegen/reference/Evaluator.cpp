@@ -1,7 +1,7 @@
 //===- Evaluator.cpp - the reference interpreter's driver -------*- C++ -*-===//
 //
 // Walks a function's blocks op by op, keeping one Tensor per SSA value.
-// The structural ops (func.return, func.call, scf.for, scf.yield,
+// The structural ops (func.return, func.call, scf.for, scf.yield, tg.fused,
 // arith.constant) are handled here; every tg op goes to its family
 // (Elementwise.cpp, Reductions.cpp, Movement.cpp, ConvPool.cpp), and each
 // result is then rounded to its element type.
@@ -90,7 +90,7 @@ private:
   FailureOr<SmallVector<Tensor>> runBlock(Block &block) {
     for (Operation &op : block) {
       if (op.hasTrait<OpTrait::IsTerminator>()) {
-        if (!isa<func::ReturnOp, scf::YieldOp>(op))
+        if (!isa<func::ReturnOp, scf::YieldOp, tg::YieldOp>(op))
           return unsupported(&op);
         return operandsOf(&op);
       }
@@ -163,6 +163,15 @@ private:
         })
         .Case([&](func::CallOp call) { return runCall(call, operands); })
         .Case([&](scf::ForOp loop) { return runFor(loop, operands); })
+        .Case([&](tg::FusedOp group) {
+          // A fusion group computes what its body computes, op by op.
+          for (auto [arg, t] :
+               llvm::zip(group.getBodyBlock().getArguments(), operands))
+            values[arg] = t;
+          FailureOr<SmallVector<Tensor>> results =
+              runBlock(group.getBodyBlock());
+          return failed(results) ? failure() : bind(op, *results);
+        })
         .Default([&](Operation *) -> LogicalResult {
           if (op->getNumResults() != 1)
             return unsupported(op);

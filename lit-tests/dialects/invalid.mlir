@@ -542,3 +542,70 @@ func.func @f(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
   %0 = tg.relu %a {tg.precision = 1 : i64} : tensor<2x2xf32>
   return %0 : tensor<2x2xf32>
 }
+// -----
+func.func @f(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'tg.fused' op of kind gemm must hold exactly one tg.matmul, found 0}}
+  %0 = tg.fused <gemm> ins(%a : tensor<2x2xf32>) {
+  ^bb0(%x: tensor<2x2xf32>):
+    %r = tg.relu %x : tensor<2x2xf32>
+    tg.yield %r : tensor<2x2xf32>
+  } -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+// -----
+func.func @f(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'tg.fused' op of kind elementwise must hold no matmul or reduction}}
+  %0 = tg.fused <elementwise> ins(%a : tensor<2x2xf32>) {
+  ^bb0(%x: tensor<2x2xf32>):
+    %r = tg.matmul %x, %x : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x2xf32>
+    tg.yield %r : tensor<2x2xf32>
+  } -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+// -----
+func.func @f(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'tg.fused' op result #0 is an input of the group; a group's results are values it computes}}
+  %0 = tg.fused <elementwise> ins(%a : tensor<2x2xf32>) {
+  ^bb0(%x: tensor<2x2xf32>):
+    tg.yield %x : tensor<2x2xf32>
+  } -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+// -----
+func.func @f(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'tg.fused' op input #0 has type 'tensor<2x2xf32>' but body argument #0 has type 'tensor<2x2xf16>'}}
+  %0 = tg.fused <elementwise> ins(%a : tensor<2x2xf32>) {
+  ^bb0(%x: tensor<2x2xf16>):
+    %r = tg.relu %x : tensor<2x2xf16>
+    %c = tg.cast %r : tensor<2x2xf16> to tensor<2x2xf32>
+    tg.yield %c : tensor<2x2xf32>
+  } -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+// -----
+func.func @f(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'tg.relu' op 'tg.flops' applies only to tg.fused}}
+  %0 = tg.relu %a {tg.flops = 4 : i64} : tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+// -----
+func.func @f(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'tg.fused' op 'tg.bytes_read' must be a non-negative integer}}
+  %0 = tg.fused <elementwise> ins(%a : tensor<2x2xf32>) attributes {tg.bytes_read = -1 : i64} {
+  ^bb0(%x: tensor<2x2xf32>):
+    %r = tg.relu %x : tensor<2x2xf32>
+    tg.yield %r : tensor<2x2xf32>
+  } -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+// -----
+func.func @f(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+2 {{expected ::mlir::tg::KernelKind to be one of: gemm, elementwise, row_reduction, reduction, optimizer}}
+  // expected-error @+1 {{failed to parse TG_KernelKindAttr parameter 'value'}}
+  %0 = tg.fused <conv> ins(%a : tensor<2x2xf32>) {
+  ^bb0(%x: tensor<2x2xf32>):
+    %r = tg.relu %x : tensor<2x2xf32>
+    tg.yield %r : tensor<2x2xf32>
+  } -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}

@@ -190,3 +190,21 @@ func.func @backward_ops(%g: tensor<2x5x16xf32>, %ids: tensor<2x5xi32>, %gc: tens
   %8 = tg.sin %v : tensor<3xf32>
   return
 }
+
+// A fusion group: its kind, its cost record and its isolated body.
+// CHECK-LABEL: func.func @fused
+// CHECK: %{{.+}}:2 = tg.fused <gemm> ins(%{{.+}}, %{{.+}} : tensor<4x8xf32>, tensor<8x2xf32>) attributes {tg.bytes_read = 192 : i64, tg.bytes_written = 64 : i64, tg.flops = 144 : i64} {
+// CHECK-NEXT: ^bb0(%[[A:.+]]: tensor<4x8xf32>, %[[B:.+]]: tensor<8x2xf32>):
+// CHECK-NEXT: %[[M:.+]] = tg.matmul %[[A]], %[[B]]
+// CHECK-NEXT: %[[R:.+]] = tg.relu %[[M]]
+// CHECK-NEXT: tg.yield %[[M]], %[[R]] : tensor<4x2xf32>, tensor<4x2xf32>
+// CHECK-NEXT: } -> tensor<4x2xf32>, tensor<4x2xf32>
+func.func @fused(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>) -> tensor<4x2xf32> {
+  %0:2 = tg.fused <gemm> ins(%x, %w : tensor<4x8xf32>, tensor<8x2xf32>) attributes {tg.bytes_read = 192 : i64, tg.bytes_written = 64 : i64, tg.flops = 144 : i64} {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>):
+    %m = tg.matmul %a, %b : tensor<4x8xf32>, tensor<8x2xf32> -> tensor<4x2xf32>
+    %r = tg.relu %m : tensor<4x2xf32>
+    tg.yield %m, %r : tensor<4x2xf32>, tensor<4x2xf32>
+  } -> tensor<4x2xf32>, tensor<4x2xf32>
+  return %0#1 : tensor<4x2xf32>
+}

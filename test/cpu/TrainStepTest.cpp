@@ -67,9 +67,12 @@ func.func @forward(%x: tensor<2x2x8x8xf32> {tg.name = "images", tg.role = #tg.ro
 /// calls): the code artifacts run, checked against the same reference.
 /// With `precision`, tg-assign-precision rewrites the model first (as the
 /// training pipeline does), and results are compared within `tolScale`.
+/// With `fuse`, tg-fuse groups the step into kernels before planning: the
+/// reference runs the groups, the JIT their inlined bodies in the plan made
+/// for the groups.
 void checkTraining(llvm::StringRef model, double classes, int steps,
                    bool arena = false, llvm::StringRef precision = "",
-                   double tolScale = 50) {
+                   double tolScale = 50, bool fuse = false) {
   Harness h;
   h.parse(model);
   mlir::PassManager pm(&h.ctx);
@@ -79,13 +82,24 @@ void checkTraining(llvm::StringRef model, double classes, int steps,
     pm.addPass(mlir::tg::createAssignPrecisionPass(assign));
   }
   pm.addPass(mlir::tg::createBuildTrainStepPass());
-  if (arena) {
+  if (arena)
     pm.addPass(mlir::tg::createDecomposeCompositesPass());
+  if (fuse)
+    pm.addPass(mlir::tg::createFusePass());
+  if (arena)
     pm.addPass(mlir::tg::createPlanMemoryPass());
-  }
   {
     INFO(h.diagnostics);
     REQUIRE(mlir::succeeded(pm.run(*h.module)));
+  }
+  if (fuse) { // the step really is grouped, the update included
+    int64_t groups = 0, optimizer = 0;
+    h.module->walk([&](mlir::tg::FusedOp g) {
+      ++groups;
+      optimizer += g.getKind() == mlir::tg::KernelKind::optimizer;
+    });
+    CHECK(groups > 3);
+    CHECK(optimizer == 1);
   }
   if (!precision.empty()) { // the step really computes in low precision
     int64_t contractions = 0;
@@ -166,6 +180,22 @@ TEST_CASE("the planned arena: CNN, MLP (accumulated) and GPT train steps match "
         llvm::MemoryBuffer::getFile(TGC_CPU_TEST_INPUTS "/gpt-tiny.mlir");
     REQUIRE(buffer);
     checkTraining((*buffer)->getBuffer(), 32, 2, true);
+  }
+}
+
+TEST_CASE("fused train steps: the reference runs the groups, the JIT their "
+          "bodies in the arena planned for the groups",
+          "[cpu][train][fusion]") {
+  SECTION("MLP, two accumulated micro-batches, unplanned") {
+    checkTraining(kMlp, 3, 3, false, "", 50, true);
+  }
+  SECTION("MLP, planned") { checkTraining(kMlp, 3, 3, true, "", 50, true); }
+  SECTION("CNN, planned") { checkTraining(kCnn, 3, 3, true, "", 50, true); }
+  SECTION("one-layer GPT, bf16, planned") {
+    auto buffer =
+        llvm::MemoryBuffer::getFile(TGC_CPU_TEST_INPUTS "/gpt-tiny.mlir");
+    REQUIRE(buffer);
+    checkTraining((*buffer)->getBuffer(), 32, 2, true, "", 50, true);
   }
 }
 

@@ -10,6 +10,7 @@
 #include "codegen/artifact/Manifest.h"
 #include "codegen/cpu/Passes.h"
 #include "dialects/TGOps.h"
+#include "passes/Fusion.h"
 #include "passes/Pipelines.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -52,13 +53,14 @@ std::optional<int64_t> tgc::parseByteSize(llvm::StringRef text) {
   return static_cast<int64_t>(bytes);
 }
 
-bool tgc::buildTraining(ModuleOp module, bool remat) {
+bool tgc::buildTraining(ModuleOp module, bool remat, bool fuse) {
   PassManager pm(module.getContext());
   tg::TrainingPipelineOptions options;
   options.rematerialize = remat;
   // What is planned and reported is what the backend runs: the composite
   // ops' intermediates are buffers of the plan, not hidden scratch.
   options.decompose = true;
+  options.fuse = fuse;
   tg::buildTrainingPipeline(pm, options);
   return succeeded(pm.run(module));
 }

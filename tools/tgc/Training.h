@@ -31,8 +31,10 @@ using CompileFn = std::function<mlir::OwningOpRef<mlir::ModuleOp>(
     const std::vector<std::pair<std::string, std::string>> &extraDefines)>;
 
 /// Runs the training pipeline on `module` (in place), rematerializing
-/// activations if `remat`; false on error (diagnostics are printed).
-bool buildTraining(mlir::ModuleOp module, bool remat = false);
+/// activations if `remat` and grouping kernels (tg-fuse) if `fuse`; false
+/// on error (diagnostics are printed).
+bool buildTraining(mlir::ModuleOp module, bool remat = false,
+                   bool fuse = false);
 
 /// Plans the memory of @train_step in a copy of `module`, with the CPU
 /// backend's op scratch (MemoryPlan::scratchBytes) that its arena adds.

@@ -12,6 +12,7 @@
 #include "frontend/Sema.h"
 #include "codegen/registry/InitAll.h"
 #include "tools/tgc/Training.h"
+#include "passes/KernelReport.h"
 #include "passes/PrecisionReport.h"
 #include "codegen/artifact/CpuObject.h"
 #include "codegen/artifact/Manifest.h"
@@ -39,7 +40,7 @@ namespace cl = llvm::cl;
 namespace {
 
 enum class Emit { None, TG, Train, Artifact };
-enum class Report { None, Params, Memory, Precision };
+enum class Report { None, Params, Memory, Precision, Kernels };
 enum class Format { Table, Json, Svg };
 
 cl::OptionCategory tgcCategory("tgc options");
@@ -61,9 +62,13 @@ struct DriverOptions {
       cl::value_desc("tg|train"), cl::cat(tgcCategory)};
   cl::opt<std::string> reportKind{
       "report", cl::desc("print a report instead of IR: params (the "
-                         "parameter table), memory (the plan of one step) or precision "
-                         "(every tensor's dtype and the rule that chose it)"),
-      cl::value_desc("params|memory|precision"), cl::cat(tgcCategory)};
+                         "parameter table), memory (the plan of one step), precision "
+                         "(every tensor's dtype and the rule that chose it) or "
+                         "kernels (the fused step's kernels and roofline cost)"),
+      cl::value_desc("params|memory|precision|kernels"), cl::cat(tgcCategory)};
+  cl::opt<std::string> device{
+      "device", cl::desc("device that --report=kernels prices the step on"),
+      cl::value_desc("h200|a100|cpu"), cl::init("h200"), cl::cat(tgcCategory)};
   cl::opt<std::string> formatKind{
       "format", cl::desc("form of --report=memory or precision (default table)"),
       cl::value_desc("table|json|svg"), cl::init("table"),
@@ -160,9 +165,15 @@ bool checkArgs(DriverOptions &opts, std::string &error) {
     error = "unknown --emit kind '" + e + "' (supported: tg, train)";
     return false;
   }
-  if (!r.empty() && r != "params" && r != "memory" && r != "precision") {
+  if (!r.empty() && r != "params" && r != "memory" && r != "precision" &&
+      r != "kernels") {
     error = "unknown --report kind '" + r +
-            "' (supported: params, memory, precision)";
+            "' (supported: params, memory, precision, kernels)";
+    return false;
+  }
+  if (!mlir::tg::lookupDevice(opts.device)) {
+    error = "unknown --device '" + opts.device +
+            "' (supported: " + mlir::tg::deviceNames() + ")";
     return false;
   }
   if (f != "table" && f != "json" && f != "svg") {
@@ -173,11 +184,13 @@ bool checkArgs(DriverOptions &opts, std::string &error) {
   opts.report = r.empty()       ? Report::None
                 : r == "params" ? Report::Params
                 : r == "memory" ? Report::Memory
+                : r == "kernels" ? Report::Kernels
                                 : Report::Precision;
   opts.format = f == "table" ? Format::Table
                 : f == "json" ? Format::Json
                               : Format::Svg;
-  if (opts.report == Report::Precision && opts.format == Format::Svg) {
+  if ((opts.report == Report::Precision || opts.report == Report::Kernels) &&
+      opts.format == Format::Svg) {
     error = "--format=svg is a form of --report=memory only";
     return false;
   }
@@ -334,6 +347,10 @@ int main(int argc, char **argv) {
        opts.report == Report::Precision) &&
       !module->lookupSymbol("train_step") && !tgc::buildTraining(*module))
     return 1;
+  // The kernels are those of the fused step (tg-fuse after the pipeline).
+  if (opts.report == Report::Kernels &&
+      !tgc::buildTraining(*module, false, /*fuse=*/true))
+    return 1;
   if (opts.emit == Emit::Artifact) {
     // Refused before any code is generated: a plan no machine here can run
     // would only fill the disk and the memory of the compile.
@@ -371,6 +388,15 @@ int main(int argc, char **argv) {
       mlir::tg::printMemorySvg(fit->plan, out.os());
     else
       mlir::tg::printMemoryTable(fit->plan, out.os());
+  }
+  if (opts.report == Report::Kernels) {
+    auto step = module->lookupSymbol<mlir::func::FuncOp>("train_step");
+    mlir::tg::KernelReport kernels =
+        mlir::tg::buildKernelReport(step, *mlir::tg::lookupDevice(opts.device));
+    if (opts.format == Format::Json)
+      mlir::tg::printKernelJson(kernels, out.os());
+    else
+      mlir::tg::printKernelTable(kernels, out.os());
   }
   if (opts.report == Report::Precision) {
     if (opts.format == Format::Json)

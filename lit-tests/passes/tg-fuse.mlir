@@ -1,0 +1,144 @@
+// RUN: tg-opt %s --split-input-file --tg-fuse | FileCheck %s
+// RUN: tg-opt %s --split-input-file --tg-fuse=optimizer-group=false | FileCheck %s --check-prefix=NOOPT
+// RUN: tg-opt %s --split-input-file --tg-fuse | tg-opt --split-input-file --tg-inline-fused | FileCheck %s --check-prefix=INLINE
+
+// Each case checks the grouping and the cost model's record alone (no
+// lowering); tg-inline-fused gives the ops back, transposes still folded.
+// INLINE-LABEL: func.func @gemm
+// INLINE-NOT: tg.fused
+// INLINE: tg.matmul %{{.+}}, %{{.+}} {transpose_rhs}
+// INLINE-NOT: tg.yield
+// INLINE-NOT: tg.fused
+
+// A matmul with its epilogue (bias, relu) is one gemm kernel; the transpose
+// feeding only the matmul folds into transpose_rhs.
+// CHECK-LABEL: func.func @gemm
+// CHECK-NOT: tg.transpose
+// CHECK: %[[G:.+]] = tg.fused <gemm> ins(%{{.+}}, %{{.+}}, %{{.+}} : tensor<8x16xf32>, tensor<32x16xf32>, tensor<32xf32>) attributes {tg.bytes_read = 2688 : i64, tg.bytes_written = 1024 : i64, tg.flops = 8704 : i64}
+// CHECK: tg.matmul %{{.+}}, %{{.+}} {transpose_rhs} : tensor<8x16xf32>, tensor<32x16xf32> -> tensor<8x32xf32>
+// CHECK-NEXT: tg.add
+// CHECK-NEXT: %[[Y:.+]] = tg.relu
+// CHECK-NEXT: tg.yield %[[Y]] : tensor<8x32xf32>
+// CHECK: return %[[G]]
+func.func @gemm(%x: tensor<8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
+  %t = tg.transpose %w perm = [1, 0] : tensor<32x16xf32> -> tensor<16x32xf32>
+  %m = tg.matmul %x, %t : tensor<8x16xf32>, tensor<16x32xf32> -> tensor<8x32xf32>
+  %s = tg.add %m, %b : tensor<8x32xf32>, tensor<32xf32> -> tensor<8x32xf32>
+  %y = tg.relu %s : tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}
+
+// -----
+
+// An elementwise chain; the intermediate also needed later is a second result.
+// CHECK-LABEL: func.func @elementwise
+// CHECK: %[[E:.+]]:3 = tg.fused <elementwise>
+// CHECK-SAME: tg.bytes_read = 160 : i64, tg.bytes_written = 384 : i64
+// CHECK: %[[M:.+]] = tg.mul
+// CHECK-NEXT: %[[X:.+]] = tg.exp %[[M]]
+// CHECK-NEXT: %[[N:.+]] = tg.neg %[[X]]
+// CHECK-NEXT: tg.yield %[[M]], %[[X]], %[[N]]
+// CHECK: tg.matmul %[[E]]#1, %{{.+}} {transpose_rhs}
+// CHECK-NOT: tg.fused
+// CHECK: return %[[E]]#2, %[[E]]#0
+func.func @elementwise(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0 = tg.mul %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %1 = tg.exp %0 : tensor<4x8xf32>
+  %2 = tg.neg %1 : tensor<4x8xf32>
+  %3 = tg.matmul %1, %a {transpose_rhs} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x4xf32>
+  %4 = tg.sum %3 axes = [1] : tensor<4x4xf32> -> tensor<4xf32>
+  return %2, %0 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A decomposed softmax: both reductions over rows and the elementwise ops
+// between and after them are one row_reduction kernel.
+// CHECK-LABEL: func.func @softmax
+// CHECK: tg.fused <row_reduction> ins(%{{.+}} : tensor<4x10xf32>) attributes {tg.bytes_read = 160 : i64, tg.bytes_written = 160 : i64, tg.flops = 128 : i64}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tg.max
+// CHECK-NEXT: tg.sub
+// CHECK-NEXT: tg.exp
+// CHECK-NEXT: tg.sum
+// CHECK-NEXT: tg.div
+// CHECK-NEXT: tg.yield
+func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  %m = tg.max %x axes = [1] keepdims : tensor<4x10xf32> -> tensor<4x1xf32>
+  %d = tg.sub %x, %m : tensor<4x10xf32>, tensor<4x1xf32> -> tensor<4x10xf32>
+  %e = tg.exp %d : tensor<4x10xf32>
+  %s = tg.sum %e axes = [1] keepdims : tensor<4x10xf32> -> tensor<4x1xf32>
+  %p = tg.div %e, %s : tensor<4x10xf32>, tensor<4x1xf32> -> tensor<4x10xf32>
+  return %p : tensor<4x10xf32>
+}
+
+// -----
+
+// A column sum (bias gradient) with its elementwise prologue; what reads the
+// sum is another kernel.
+// CHECK-LABEL: func.func @reduction
+// CHECK: %[[R:.+]] = tg.fused <reduction> ins(%{{.+}}, %{{.+}} : tensor<16x8xf32>, tensor<16x8xf32>)
+// CHECK-SAME: tg.bytes_written = 32 : i64
+// CHECK: tg.relu
+// CHECK-NEXT: tg.mul
+// CHECK-NEXT: tg.sum
+// CHECK-NEXT: tg.yield
+// CHECK: tg.fused <elementwise> ins(%[[R]] : tensor<8xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tg.exp
+// CHECK-NEXT: tg.neg
+func.func @reduction(%g: tensor<16x8xf32>, %h: tensor<16x8xf32>) -> tensor<8xf32> {
+  %0 = tg.relu %h : tensor<16x8xf32>
+  %1 = tg.mul %g, %0 : tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>
+  %2 = tg.sum %1 axes = [0] : tensor<16x8xf32> -> tensor<8xf32>
+  %3 = tg.exp %2 : tensor<8xf32>
+  %4 = tg.neg %3 : tensor<8xf32>
+  return %4 : tensor<8xf32>
+}
+
+// -----
+
+// The update of every parameter is one optimizer kernel, whatever the shapes.
+// CHECK-LABEL: func.func @train_step
+// CHECK-NOT: tg.constant
+// CHECK: %[[U:.+]]:2 = tg.fused <optimizer> ins(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tg.constant dense<1.000000e-01>
+// CHECK-COUNT-2: tg.mul
+// CHECK: tg.yield
+// CHECK: return %[[U]]#0, %[[U]]#1
+// NOOPT-LABEL: func.func @train_step
+// NOOPT-NOT: <optimizer>
+// NOOPT-COUNT-2: tg.fused <elementwise>
+func.func @train_step(%w: tensor<4x8xf32> {tg.name = "w", tg.role = #tg.role<param>}, %b: tensor<8xf32> {tg.name = "b", tg.role = #tg.role<param>}, %gw: tensor<4x8xf32> {tg.name = "gw", tg.role = #tg.role<input>}, %gb: tensor<8xf32> {tg.name = "gb", tg.role = #tg.role<input>}) -> (tensor<4x8xf32> {tg.name = "w", tg.role = #tg.role<param>}, tensor<8xf32> {tg.name = "b", tg.role = #tg.role<param>}) {
+  %lr = tg.constant dense<0.1> : tensor<f32>
+  %0 = tg.mul %gw, %lr : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %1 = tg.sub %w, %0 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %2 = tg.mul %gb, %lr : tensor<8xf32>, tensor<f32> -> tensor<8xf32>
+  %3 = tg.sub %b, %2 : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  return %1, %3 : tensor<4x8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// A matmul whose operand is computed cannot take a prologue; a chain that
+// would depend on itself through an outside op is not merged.
+// CHECK-LABEL: func.func @unfusable
+// CHECK: %[[X:.+]] = tg.exp
+// CHECK-NEXT: tg.matmul %[[X]], %[[X]] :
+// CHECK-NEXT: tg.reshape
+// CHECK-NEXT: tg.reshape
+// CHECK-NEXT: tg.fused <elementwise>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tg.add
+// CHECK-NEXT: tg.add
+// CHECK-NEXT: tg.yield
+func.func @unfusable(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = tg.exp %x : tensor<4x4xf32>
+  %1 = tg.matmul %0, %0 : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %2 = tg.reshape %0 : tensor<4x4xf32> to tensor<16xf32>
+  %3 = tg.reshape %2 : tensor<16xf32> to tensor<4x4xf32>
+  %4 = tg.add %0, %3 : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %5 = tg.add %4, %1 : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  return %5 : tensor<4x4xf32>
+}
