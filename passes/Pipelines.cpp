@@ -12,6 +12,9 @@
 
 void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
                                      const TrainingPipelineOptions &options) {
+  // Spelled-out attention becomes tg.attention first, so that precision
+  // assignment gives it its rule and autodiff its O(T)-memory backward.
+  pm.addPass(createFormAttentionPass());
   // Before the training step, so autodiff differentiates its casts; a no-op
   // for precision = fp32.
   AssignPrecisionPassOptions precision;

@@ -164,6 +164,8 @@ private:
         .Case([&](func::CallOp call) { return runCall(call, operands); })
         .Case([&](scf::ForOp loop) { return runFor(loop, operands); })
         .Default([&](Operation *) -> LogicalResult {
+          if (internal::MultiResult r = internal::evalAttention(op, operands))
+            return failed(*r) ? failure() : bind(op, **r);
           if (op->getNumResults() != 1)
             return unsupported(op);
           for (auto family :

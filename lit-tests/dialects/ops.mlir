@@ -190,3 +190,15 @@ func.func @backward_ops(%g: tensor<2x5x16xf32>, %ids: tensor<2x5xi32>, %gc: tens
   %8 = tg.sin %v : tensor<3xf32>
   return
 }
+
+// CHECK-LABEL: func.func @attention
+// CHECK: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} = tg.attention %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {causal, scale = 1.250000e-01 : f64} : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16> -> tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>
+// CHECK-NEXT: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} = tg.attention %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {scale = 5.000000e-01 : f64} : tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x6xf32> -> tensor<1x2x3x6xf32>, tensor<1x2x3xf32>
+// CHECK-NEXT: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} = tg.attention_grad
+// CHECK-SAME: {causal, scale = 1.250000e-01 : f64} : tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32> -> tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>
+func.func @attention(%q: tensor<2x4x8x16xbf16>, %a: tensor<1x2x3x4xf32>, %b: tensor<1x2x5x4xf32>, %c: tensor<1x2x5x6xf32>) {
+  %o, %lse = tg.attention %q, %q, %q {causal, scale = 1.250000e-01 : f64} : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16> -> tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>
+  %o2, %lse2 = tg.attention %a, %b, %c {scale = 5.000000e-01 : f64} : tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x6xf32> -> tensor<1x2x3x6xf32>, tensor<1x2x3xf32>
+  %dq, %dk, %dv = tg.attention_grad %o, %lse, %q, %q, %q, %o, %lse {causal, scale = 1.250000e-01 : f64} : tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32> -> tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>
+  return
+}
