@@ -8,8 +8,10 @@ MODEL is mlp, lenet or gpt: examples/mlp.tg, examples/cnn.tg and
 examples/gpt.tg written again in PyTorch, with the same shapes, losses,
 optimizer (AdamW, its multi-tensor `foreach` form, PyTorch's fastest on the
 CPU), clipping and hyper-parameters (KEY=VALUE overrides them as `tgc -D`
-does). Attention is written as matmul, causal mask, softmax and matmul, as
-the example is, and fp32 throughout (the examples' CPU comparison).
+does). Attention is written as matmul, causal mask, softmax and matmul (the
+values of the example's fused attention(); Debian's PyTorch 1.13 has no
+scaled_dot_product_attention), and fp32 throughout (the examples' CPU
+comparison).
 
 memory: one training step after a warm-up step (so AdamW's state exists),
 under torch.profiler with profile_memory=True; the allocation timeline's

@@ -255,6 +255,19 @@ LogicalResult CausalMaskOp::buildVJP(OpBuilder &b, ValueRange g,
   return success();
 }
 
+LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange g,
+                                   SmallVectorImpl<Value> &out) {
+  // FlashAttention-2's backward from the saved output and log-sum-exp, so
+  // that what the forward keeps for it is O(T) per row, not the T x T
+  // probabilities. The log-sum-exp's cotangent (zero unless a model uses
+  // it) enters the same formula, so the derivative is exact either way.
+  auto grad = AttentionGradOp::create(
+      b, getLoc(), g[0], g[1], getQuery(), getKey(), getValue(), getOutput(),
+      getLse(), getCausalAttr(), getScaleAttr());
+  out.append(grad->result_begin(), grad->result_end());
+  return success();
+}
+
 LogicalResult DropoutOp::buildVJP(OpBuilder &b, ValueRange g,
                                   SmallVectorImpl<Value> &out) {
   // Dropout is linear in its input with a mask fixed by (seed, stream): the

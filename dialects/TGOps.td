@@ -352,6 +352,63 @@ def TG_RmsNormOp : TG_Op<"rms_norm", [TG_Differentiable, Pure, AllTypesMatch<["i
 }
 
 //===----------------------------------------------------------------------===//
+// Attention (fused; see docs/attention.md). Its own section, apart from the
+// ops appended at the end of the file.
+//===----------------------------------------------------------------------===//
+
+def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable, Pure, InferTypeOpAdaptor]> {
+  let summary = "scaled dot-product attention, optionally causal";
+  let description = [{
+    With `query` `[B, H, Tq, d]`, `key` `[B, H, Tk, d]` and `value`
+    `[B, H, Tk, dv]`: `S = scale * query @ key^T`, with `S[..., i, j] = -inf`
+    where `j > i` when `causal` is set (as `tg.causal_mask`),
+    `output = softmax(S) @ value` (`[B, H, Tq, dv]`) and the per-row
+    log-sum-exp `lse = log(sum_j exp(S[..., i, j]))` (`[B, H, Tq]`, in f32
+    for bf16/f16 inputs). The backward pass (`tg.attention_grad`) needs only
+    `output` and `lse`, never the `Tq x Tk` probabilities.
+
+    ```mlir
+    %o, %lse = tg.attention %q, %k, %v {causal, scale = 1.250000e-01 : f64} : tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32> -> tensor<2x4x16x64xf32>, tensor<2x4x16xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$query, TG_FloatTensor:$key,
+                       TG_FloatTensor:$value, UnitAttr:$causal, F64Attr:$scale);
+  let results = (outs TG_FloatTensor:$output, TG_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,`
+    type($value) `->` type($output) `,` type($lse)
+  }];
+}
+
+def TG_AttentionGradOp : TG_Op<"attention_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "cotangents of tg.attention's query, key and value";
+  let description = [{
+    Given the cotangents of a `tg.attention`'s `output` and `lse` and its
+    operands, `output` and `lse` (same `causal` and `scale`), computes the
+    cotangents of `query`, `key` and `value` by recomputing the
+    probabilities `P = exp(S - lse)` (FlashAttention-2):
+    `dV = P^T dO`, `dS = P * (dO V^T - rowsum(dO * O) + dLSE)`,
+    `dQ = scale * dS K`, `dK = scale * dS^T Q`. Not differentiable.
+
+    ```mlir
+    %dq, %dk, %dv = tg.attention_grad %do, %dlse, %q, %k, %v, %o, %lse {causal, scale = 1.250000e-01 : f64} : tensor<2x4x16x64xf32>, tensor<2x4x16xf32>, tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>, tensor<2x4x16xf32> -> tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad_output, TG_FloatTensor:$grad_lse,
+                       TG_FloatTensor:$query, TG_FloatTensor:$key,
+                       TG_FloatTensor:$value, TG_FloatTensor:$output,
+                       TG_FloatTensor:$lse, UnitAttr:$causal, F64Attr:$scale);
+  let results = (outs TG_FloatTensor:$grad_query, TG_FloatTensor:$grad_key,
+                      TG_FloatTensor:$grad_value);
+  let assemblyFormat = [{
+    $grad_output `,` $grad_lse `,` $query `,` $key `,` $value `,` $output `,`
+    $lse attr-dict `:` type($grad_output) `,` type($grad_lse) `,`
+    type($query) `,` type($key) `,` type($value) `,` type($output) `,`
+    type($lse) `->` type($grad_query) `,` type($grad_key) `,` type($grad_value)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
 

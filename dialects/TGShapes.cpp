@@ -9,6 +9,8 @@
 
 #include "mlir/IR/Diagnostics.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::tg;
 
@@ -370,5 +372,89 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
                              in.getDimSize(2), "x", in.getDimSize(3), " input");
   types.push_back(RankedTensorType::get({in.getDimSize(0), o, h, wd},
                                         in.getElementType()));
+  return success();
+}
+
+/// Checks the operands of tg.attention and gives its result types: the
+/// output [B, H, Tq, dv] and the log-sum-exp [B, H, Tq], the latter in f32
+/// for bf16/f16 inputs (softmax statistics are never rounded to 8 bits).
+static LogicalResult inferAttention(std::optional<Location> loc, Value query,
+                                    Value key, Value value, FloatAttr scale,
+                                    RankedTensorType &outType,
+                                    RankedTensorType &lseType) {
+  auto q = tensorOf(query), k = tensorOf(key), v = tensorOf(value);
+  if (q.getElementType() != k.getElementType() ||
+      q.getElementType() != v.getElementType())
+    return emitOptionalError(loc, "query, key and value have different "
+                                  "element types: ",
+                             q, ", ", k, " and ", v);
+  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
+    return emitOptionalError(loc, "query, key and value must be [B, H, T, d], "
+                                  "got ",
+                             q, ", ", k, " and ", v);
+  ArrayRef<int64_t> qs = q.getShape(), ks = k.getShape(), vs = v.getShape();
+  if (qs.take_front(2) != ks.take_front(2) ||
+      qs.take_front(2) != vs.take_front(2))
+    return emitOptionalError(loc, "query, key and value must have the same "
+                                  "batch and head dimensions [B, H, ...], got ",
+                             q, ", ", k, " and ", v);
+  if (qs[3] != ks[3])
+    return emitOptionalError(loc, "query and key must have the same head "
+                                  "dimension d, got ",
+                             q, " and ", k);
+  if (ks[2] != vs[2])
+    return emitOptionalError(loc, "key and value must have the same length "
+                                  "T, got ",
+                             k, " and ", v);
+  if (scale && !std::isfinite(scale.getValueAsDouble()))
+    return emitOptionalError(loc, "scale must be finite, got ",
+                             scale.getValueAsDouble());
+  Type elt = q.getElementType();
+  Type stats = elt.getIntOrFloatBitWidth() < 32
+                   ? Type(Float32Type::get(elt.getContext()))
+                   : elt;
+  outType = RankedTensorType::get({qs[0], qs[1], qs[2], vs[3]}, elt);
+  lseType = RankedTensorType::get({qs[0], qs[1], qs[2]}, stats);
+  return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  RankedTensorType out, lse;
+  if (failed(inferAttention(loc, adaptor.getQuery(), adaptor.getKey(),
+                            adaptor.getValue(), adaptor.getScaleAttr(), out,
+                            lse)))
+    return failure();
+  types.push_back(out);
+  types.push_back(lse);
+  return success();
+}
+
+LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  RankedTensorType out, lse;
+  if (failed(inferAttention(loc, adaptor.getQuery(), adaptor.getKey(),
+                            adaptor.getValue(), adaptor.getScaleAttr(), out,
+                            lse)))
+    return failure();
+  auto expect = [&](Value v, RankedTensorType want,
+                    StringRef what) -> LogicalResult {
+    if (v.getType() == want)
+      return success();
+    return emitOptionalError(loc, what, " must be ", want, " (from query, key "
+                             "and value), got ", v.getType());
+  };
+  if (failed(expect(adaptor.getOutput(), out, "the output")) ||
+      failed(expect(adaptor.getGradOutput(), out, "the output's cotangent")) ||
+      failed(expect(adaptor.getLse(), lse, "the log-sum-exp")) ||
+      failed(expect(adaptor.getGradLse(), lse, "the log-sum-exp's cotangent")))
+    return failure();
+  for (Value operand :
+       {adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()})
+    types.push_back(operand.getType());
   return success();
 }

@@ -225,7 +225,8 @@ struct Builder::Impl {
               op->getPropertiesStorage(), op->getRegions(), types)))
         return reject(name +
                       (message.empty() ? "has invalid operands" : message));
-      op->getResult(0).setType(types.front());
+      for (auto [result, type] : llvm::zip(op->getResults(), types))
+        result.setType(type);
     }
     auto result =
         mlir::dyn_cast<mlir::RankedTensorType>(op->getResult(0).getType());
@@ -598,6 +599,22 @@ Tensor Builder::causalMask(Tensor x, double value, Location loc) {
     return wrap(impl->poison());
   return wrap(impl->make<tg::CausalMaskOp>(
       loc, impl->v(x).getType(), impl->v(x), impl->ob.getF64FloatAttr(value)));
+}
+
+Tensor Builder::attention(Tensor q, Tensor k, Tensor v, bool causal,
+                          std::optional<double> scale, Location loc) {
+  if (!impl->valid(this, {&q, &k, &v}))
+    return wrap(impl->poison());
+  // The usual 1 / sqrt(d); a q of the wrong rank is the op's error below.
+  Shape qs = q.shape();
+  double s = scale ? *scale
+                   : 1.0 / std::sqrt(static_cast<double>(
+                                          qs.empty() ? 1 : std::max<int64_t>(
+                                                               qs.back(), 1)));
+  return wrap(impl->make<tg::AttentionOp>(
+      loc, {}, impl->ob.getNoneType(), impl->v(q), impl->v(k), impl->v(v),
+      causal ? impl->ob.getUnitAttr() : mlir::UnitAttr(),
+      impl->ob.getF64FloatAttr(s)));
 }
 
 Tensor Builder::dropout(Tensor x, Tensor seed, double p, Location loc) {

@@ -56,6 +56,11 @@ const std::vector<Builtin> &builtins() {
     t.push_back({"concat", {{"tensors", true}, {"axis", false}}, &Sema::biConcat});
     t.push_back({"causal_mask", {x, {"value", false}}, &Sema::biCausalMask});
     t.push_back({"dropout", {x, {"seed", true}, {"p", false}}, &Sema::biDropout});
+    // causal has no default: a silent mask (or its absence) is a wrong model.
+    t.push_back({"attention",
+                 {{"q", true}, {"k", true}, {"v", true}, {"causal", true},
+                  {"scale", false}},
+                 &Sema::biAttention});
     t.push_back({"one_hot", {{"indices", true}, {"classes", true}, {"dtype", false}},
                  &Sema::biOneHot});
     t.push_back({"conv2d",

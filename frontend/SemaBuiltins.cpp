@@ -289,6 +289,24 @@ Value Sema::biDropout(const Expr &e, Args &a) {
   return fromBuilder(b->dropout(x, seed, p, L(e.loc)), e.loc);
 }
 
+Value Sema::biAttention(const Expr &e, Args &a) {
+  Tensor q, k, v;
+  bool causal = false;
+  std::optional<double> scale;
+  if (!wantTensor(a.values[0], a.locs[0], "the query", q) ||
+      !wantTensor(a.values[1], a.locs[1], "the key", k) ||
+      !wantTensor(a.values[2], a.locs[2], "the value", v) ||
+      !wantBool(a.values[3], a.locs[3], "causal", causal))
+    return Value::error();
+  if (a.has(4)) {
+    double s = 0;
+    if (!wantFloat(a.values[4], a.locs[4], "scale", s))
+      return Value::error();
+    scale = s;
+  }
+  return fromBuilder(b->attention(q, k, v, causal, scale, L(e.loc)), e.loc);
+}
+
 Value Sema::biOneHot(const Expr &e, Args &a) {
   Tensor idx;
   int64_t classes;

@@ -150,6 +150,7 @@ public:
   Value biConcat(const Expr &e, Args &a);
   Value biCausalMask(const Expr &e, Args &a);
   Value biDropout(const Expr &e, Args &a);
+  Value biAttention(const Expr &e, Args &a);
   Value biOneHot(const Expr &e, Args &a);
   Value biConv2d(const Expr &e, Args &a);
   Value biPool(const Expr &e, Args &a);

@@ -55,7 +55,8 @@ public:
       : fn(fn), b(fn.getContext()), low(low), f32(b.getF32Type()),
         tg(dialect(fn.getContext())), contraction((prefix + "-acc-f32").str()),
         gather((prefix + "-gather").str()),
-        f32Math((prefix + "-io-f32-math").str()) {}
+        f32Math((prefix + "-io-f32-math").str()),
+        attention((prefix + "-attention").str()) {}
 
   void run() {
     SmallVector<Operation *> ops;
@@ -129,6 +130,13 @@ private:
       // backend and tg-decompose compute a bf16 composite, rounding once).
       target = low;
       rule = f32Math;
+    } else if (isa<AttentionOp>(op)) {
+      // Low-precision q, k, v and output: the operands of its two matmuls,
+      // which accumulate in f32 inside the op; the softmax statistics
+      // (running maximum and sum, the stored log-sum-exp) stay f32, as the
+      // op infers an f32 log-sum-exp for bf16/f16 inputs.
+      target = low;
+      rule = attention;
     } else if (isSensitive(op)) {
       target = f32;
       rule = kSensitive;
@@ -149,6 +157,8 @@ private:
     for (OpResult r : op->getResults()) {
       if (!convertible(r) || eltOf(r) == target)
         continue;
+      if (auto att = dyn_cast<AttentionOp>(op); att && r == att.getLse())
+        continue;
       r.setType(cast<RankedTensorType>(r.getType()).clone(target));
       changed = true;
     }
@@ -165,7 +175,7 @@ private:
   TGDialect &tg;
   DenseMap<Value, Value> copies;
   Operation *lastCopy = nullptr;
-  std::string contraction, gather, f32Math;
+  std::string contraction, gather, f32Math, attention;
 };
 
 struct AssignPrecisionPass final

@@ -1,7 +1,8 @@
 //===- DecomposeComposites.cpp - composite tg ops to primitives -*- C++ -*-===//
 //
 // Rewrites softmax, log_softmax, gelu, silu, sigmoid, layer_norm, rms_norm,
-// cross_entropy and mse_loss into primitive tg ops. Each decomposition is one
+// cross_entropy, mse_loss, attention and attention_grad into primitive tg
+// ops. Each decomposition is one
 // function below; the pattern around them is shared.
 //
 //===----------------------------------------------------------------------===//
@@ -129,6 +130,65 @@ Value decompose(MseLossOp op, Emit &e) {
   return e.mean(sq, Emit::allAxes(sq), false);
 }
 
+/// The scores `scale * q k^T` of attention, masked above the diagonal when
+/// `causal`. The forward scales the product and the backward scales `q`
+/// first: the two computations must not be identical ops, or CSE would
+/// merge the backward's recomputation into the forward's T x T scores and
+/// keep them alive from the forward to the backward, which is exactly the
+/// memory that tg.attention_grad exists to avoid.
+Value attentionScores(Emit &e, Value q, Value k, bool causal, double scale,
+                      bool forward) {
+  Value c = e.scalar(Emit::elt(q), scale);
+  Value s = forward ? e.mul(MatmulOp::create(e.b, e.loc, q, k, false, true), c)
+              : MatmulOp::create(e.b, e.loc, e.mul(q, c), k, false, true);
+  return causal ? CausalMaskOp::create(e.b, e.loc, s,
+                                       e.b.getF64FloatAttr(-INFINITY))
+                : s;
+}
+
+/// `[B, H, T]` as `[B, H, T, 1]`, to broadcast against a row of scores.
+Value rowVector(Emit &e, Value x) {
+  auto type = Emit::typeOf(x);
+  SmallVector<int64_t> shape(type.getShape());
+  shape.push_back(1);
+  return e.reshape(x, type.clone(shape));
+}
+
+SmallVector<Value> decompose(AttentionOp op, Emit &e) {
+  Value v = op.getValue();
+  Value s = attentionScores(e, op.getQuery(), op.getKey(), op.getCausal(),
+                            op.getScale().convertToDouble(), true);
+  Value m = e.max(s, 3, true);
+  Value p = e.exp(e.sub(s, m));
+  Value l = e.sum(p, 3, true);
+  // Normalised after the product: a [T, dv] division instead of [T, T].
+  Value o = e.div(MatmulOp::create(e.b, e.loc, p, v, false, false), l);
+  Value lse = e.add(m, LogOp::create(e.b, e.loc, l));
+  return {o, e.reshape(lse, Emit::typeOf(op.getLse()))};
+}
+
+SmallVector<Value> decompose(AttentionGradOp op, Emit &e) {
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  Value dout = op.getGradOutput();
+  Value s = attentionScores(e, q, k, op.getCausal(),
+                            op.getScale().convertToDouble(), false);
+  // Masked scores are -inf, so their probabilities are exactly 0.
+  Value p = e.exp(e.sub(s, rowVector(e, op.getLse())));
+  Value dv = MatmulOp::create(e.b, e.loc, p, dout, true, false);
+  Value dp = MatmulOp::create(e.b, e.loc, dout, v, false, true);
+  Value rowDot = e.sub(e.sum(e.mul(dout, op.getOutput()), 3, true),
+                       rowVector(e, op.getGradLse()));
+  Value ds = e.mul(p, e.sub(dp, rowDot));
+  Value c = e.scalar(Emit::elt(q), op.getScale().convertToDouble());
+  Value dq = e.mul(MatmulOp::create(e.b, e.loc, ds, k, false, false), c);
+  Value dk = e.mul(MatmulOp::create(e.b, e.loc, ds, q, true, false), c);
+  return {dq, dk, dv};
+}
+
+/// One value per result, whichever form a decomposition returns.
+SmallVector<Value> asResults(Value v) { return {v}; }
+SmallVector<Value> asResults(SmallVector<Value> v) { return v; }
+
 /// A bf16/f16 element type (the types whose arithmetic runs in f32).
 bool isNarrowFloat(Type t) {
   auto type = dyn_cast<RankedTensorType>(t);
@@ -146,7 +206,7 @@ bool narrow(Operation *op) {
 /// bf16 primitives would round after every step (a softmax's sum, a
 /// norm's variance), so the parts run on an f32 copy of the op instead.
 template <typename OpTy>
-Value decomposeInF32(OpTy op, PatternRewriter &rw, Emit &e) {
+SmallVector<Value> decomposeInF32(OpTy op, PatternRewriter &rw, Emit &e) {
   auto widen = [&](Type t) {
     return isNarrowFloat(t) ? Type(cast<RankedTensorType>(t).clone(
                                   rw.getF32Type()))
@@ -159,9 +219,13 @@ Value decomposeInF32(OpTy op, PatternRewriter &rw, Emit &e) {
   Operation *copy = rw.clone(*op.getOperation(), wide);
   for (OpResult r : copy->getResults())
     r.setType(widen(r.getType()));
-  Value result = decompose(cast<OpTy>(copy), e);
+  SmallVector<Value> results = asResults(decompose(cast<OpTy>(copy), e));
   rw.eraseOp(copy);
-  return CastOp::create(rw, e.loc, op->getResult(0).getType(), result);
+  // Results that are f32 already (attention's log-sum-exp) stay as they are.
+  for (auto [value, original] : llvm::zip(results, op->getResults()))
+    if (value.getType() != original.getType())
+      value = CastOp::create(rw, e.loc, original.getType(), value);
+  return results;
 }
 
 /// Replaces a composite op by its decomposition.
@@ -171,7 +235,8 @@ struct DecomposeOp final : OpRewritePattern<OpTy> {
   LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rw) const override {
     Emit e{rw, op.getLoc()};
     Operation *prev = op->getPrevNode();
-    Value result = narrow(op) ? decomposeInF32(op, rw, e) : decompose(op, e);
+    SmallVector<Value> results =
+        narrow(op) ? decomposeInF32(op, rw, e) : asResults(decompose(op, e));
     // The parts keep the composite's precision rule (tg-assign-precision),
     // so reports after decomposition still say why each tensor has its type.
     auto rule = dialect(op->getContext()).getPrecisionAttrHelper();
@@ -179,7 +244,7 @@ struct DecomposeOp final : OpRewritePattern<OpTy> {
       for (Operation *p = prev ? prev->getNextNode() : &op->getBlock()->front();
            p != op.getOperation(); p = p->getNextNode())
         rw.modifyOpInPlace(p, [&] { rule.setAttr(p, r); });
-    rw.replaceOp(op, result);
+    rw.replaceOp(op, results);
     return success();
   }
 };
@@ -201,14 +266,15 @@ struct DecomposeCompositesPass final
   LogicalResult initialize(MLIRContext *ctx) override {
     static constexpr llvm::StringLiteral known[] = {
         "softmax", "log_softmax", "gelu", "silu", "sigmoid",
-        "layer_norm", "rms_norm", "cross_entropy", "mse_loss"};
+        "layer_norm", "rms_norm", "cross_entropy", "mse_loss",
+        "attention", "attention_grad"};
     for (const std::string &name : ops)
       if (!llvm::is_contained(known, name))
         return emitError(UnknownLoc::get(ctx))
                << "tg-decompose: '" << name
                << "' is not a composite op (known: softmax, log_softmax, "
                   "gelu, silu, sigmoid, layer_norm, rms_norm, cross_entropy, "
-                  "mse_loss)";
+                  "mse_loss, attention, attention_grad)";
     return success();
   }
   void runOnOperation() override {
@@ -224,6 +290,6 @@ struct DecomposeCompositesPass final
 void mlir::tg::populateDecomposeCompositesPatterns(RewritePatternSet &patterns,
                                                    ArrayRef<std::string> only) {
   addIfSelected<SoftmaxOp, LogSoftmaxOp, GeluOp, SiluOp, SigmoidOp,
-                LayerNormOp, RmsNormOp, CrossEntropyOp, MseLossOp>(patterns,
-                                                                   only);
+                LayerNormOp, RmsNormOp, CrossEntropyOp, MseLossOp, AttentionOp,
+                AttentionGradOp>(patterns, only);
 }

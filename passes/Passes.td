@@ -14,7 +14,8 @@ def DecomposeCompositesPass : Pass<"tg-decompose"> {
   let summary = "Rewrite composite tg ops into primitive tg ops";
   let description = [{
     softmax, log_softmax, gelu, silu, sigmoid, layer_norm, rms_norm,
-    cross_entropy and mse_loss are ops in their own right so that autodiff
+    cross_entropy, mse_loss, attention and attention_grad are ops in their
+    own right so that autodiff
     and fusion can treat them as units. Backends that lack a kernel for one
     of them call this pass, which rewrites each into primitive tg ops
     (elementwise arithmetic, reductions, one_hot, select) with the same
@@ -37,6 +38,37 @@ def DecomposeCompositesPass : Pass<"tg-decompose"> {
                "Decompose only these ops (by name without the 'tg.' prefix, "
                "e.g. ops=softmax,gelu); all composites when empty">,
   ];
+}
+
+def FormAttentionPass : Pass<"tg-form-attention"> {
+  let summary = "Recognise matmul-scale-mask-softmax-matmul as tg.attention";
+  let description = [{
+    Models written before `attention` was a built-in (or ported from code
+    that spells attention out) compute `softmax(mask(scale * q k^T)) @ v`,
+    which keeps the `[B, H, T, T]` probabilities for the backward pass.
+    This pass rewrites that chain into one `tg.attention`, whose backward
+    pass needs only the output and one log-sum-exp per row.
+
+    It matches, from the last matmul back: `tg.matmul %p, %v` (no
+    transposes) of `tg.softmax` over the last axis of an optional
+    `tg.causal_mask` (value -inf) and an optional scaling (`tg.mul` or
+    `tg.div` by a rank-0 or splat constant; a scale after the mask must be
+    positive) of `tg.matmul %q, %k {transpose_rhs}`, with q, k and v
+    `[B, H, T, d]` tensors of one float type. Every intermediate value must
+    have that one use; anything else is left alone. Runs first in the
+    training pipeline, before precision assignment and autodiff.
+
+    ```mlir
+    %s = tg.matmul %q, %k {transpose_rhs} : ...
+    %c = tg.mul %s, %scale : ...
+    %m = tg.causal_mask %c : ...
+    %p = tg.softmax %m axis = -1 : ...
+    %o = tg.matmul %p, %v : ...
+    // becomes
+    %o, %lse = tg.attention %q, %k, %v {causal, scale = 1.250000e-01 : f64} : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
 }
 
 def AutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
@@ -94,6 +126,9 @@ def AssignPrecisionPass : Pass<"tg-assign-precision", "::mlir::ModuleOp"> {
       inside the op (`bf16-io-f32-math`; every backend and tg-decompose
       compute a bf16 composite in fp32 and round once), so attention
       probabilities are stored in bf16;
+    - attention takes bf16 query, key and value and gives a bf16 output;
+      its matmuls accumulate and its softmax statistics (the stored
+      log-sum-exp included) stay in fp32 (`bf16-attention`);
     - layer_norm, rms_norm, cross_entropy, mse_loss, sum and mean take fp32
       operands (`fp32-sensitive`: their bf16 operands are cast up);
     - every other op computes in bf16 when one of its float operands is

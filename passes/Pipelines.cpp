@@ -35,6 +35,9 @@ mlir::tg::rematLevelOptions(int64_t level, StringRef gradFunc) {
 
 void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
                                      const TrainingPipelineOptions &options) {
+  // Spelled-out attention becomes tg.attention first, so that precision
+  // assignment gives it its rule and autodiff its O(T)-memory backward.
+  pm.addPass(createFormAttentionPass());
   if (options.budget > 0) {
     FitBudgetPassOptions fit;
     fit.funcName = options.forward;

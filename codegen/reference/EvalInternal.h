@@ -27,6 +27,11 @@ FamilyResult evalReduction(Operation *op, ArrayRef<Tensor> operands);
 FamilyResult evalMovement(Operation *op, ArrayRef<Tensor> operands);
 FamilyResult evalConvPool(Operation *op, ArrayRef<Tensor> operands);
 
+/// The same for the families whose ops have several results.
+using MultiResult = std::optional<FailureOr<SmallVector<Tensor>>>;
+/// tg.attention and tg.attention_grad (Attention.cpp).
+MultiResult evalAttention(Operation *op, ArrayRef<Tensor> operands);
+
 /// Product of the dimensions.
 int64_t numElements(ArrayRef<int64_t> shape);
 /// Row-major strides of `shape`.

@@ -173,6 +173,8 @@ private:
           return failed(results) ? failure() : bind(op, *results);
         })
         .Default([&](Operation *) -> LogicalResult {
+          if (internal::MultiResult r = internal::evalAttention(op, operands))
+            return failed(*r) ? failure() : bind(op, **r);
           if (op->getNumResults() != 1)
             return unsupported(op);
           for (auto family :

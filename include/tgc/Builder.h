@@ -204,6 +204,12 @@ public:
                std::vector<int64_t> step, Location loc = Location::current());
   Tensor concat(std::vector<Tensor> xs, int64_t axis, Location loc = Location::current());
   Tensor causalMask(Tensor x, double value, Location loc = Location::current());
+  /// Scaled dot-product attention of q [B, H, Tq, d], k [B, H, Tk, d] and
+  /// v [B, H, Tk, dv] (tg.attention), causal or not; `scale` defaults to
+  /// 1 / sqrt(d). Returns the output [B, H, Tq, dv].
+  Tensor attention(Tensor q, Tensor k, Tensor v, bool causal,
+                   std::optional<double> scale = std::nullopt,
+                   Location loc = Location::current());
   Tensor dropout(Tensor x, Tensor seed, double p, Location loc = Location::current());
   Tensor oneHot(Tensor indices, int64_t classes, DType dtype = DType::F32,
                 Location loc = Location::current());

@@ -609,3 +609,61 @@ func.func @f(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
   } -> tensor<2x2xf32>
   return %0 : tensor<2x2xf32>
 }
+
+// -----
+
+func.func @f(%q: tensor<2x8x16xf32>) {
+  // expected-error @+2 {{query, key and value must be [B, H, T, d], got 'tensor<2x8x16xf32>', 'tensor<2x8x16xf32>' and 'tensor<2x8x16xf32>'}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %o, %l = tg.attention %q, %q, %q {scale = 1.0 : f64} : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32> -> tensor<2x8x16xf32>, tensor<2x8xf32>
+  return
+}
+// -----
+func.func @f(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x8xf32>) {
+  // expected-error @+2 {{query and key must have the same head dimension d, got 'tensor<1x2x8x16xf32>' and 'tensor<1x2x8x8xf32>'}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %o, %l = tg.attention %q, %k, %q {scale = 1.0 : f64} : tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
+  return
+}
+// -----
+func.func @f(%q: tensor<1x2x8x16xf32>, %v: tensor<1x2x7x16xf32>) {
+  // expected-error @+2 {{key and value must have the same length T, got 'tensor<1x2x8x16xf32>' and 'tensor<1x2x7x16xf32>'}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %o, %l = tg.attention %q, %q, %v {scale = 1.0 : f64} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x7x16xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
+  return
+}
+// -----
+func.func @f(%q: tensor<1x2x8x16xf32>, %k: tensor<1x3x8x16xf32>) {
+  // expected-error @+2 {{query, key and value must have the same batch and head dimensions [B, H, ...]}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %o, %l = tg.attention %q, %k, %k {scale = 1.0 : f64} : tensor<1x2x8x16xf32>, tensor<1x3x8x16xf32>, tensor<1x3x8x16xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
+  return
+}
+// -----
+func.func @f(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xbf16>) {
+  // expected-error @+2 {{query, key and value have different element types}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %o, %l = tg.attention %q, %k, %k {scale = 1.0 : f64} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16> -> tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
+  return
+}
+// -----
+func.func @f(%q: tensor<1x2x8x16xbf16>) {
+  // expected-error @+2 {{'tg.attention' op inferred type(s) 'tensor<1x2x8x16xbf16>', 'tensor<1x2x8xf32>' are incompatible with return type(s) of operation 'tensor<1x2x8x16xbf16>', 'tensor<1x2x8xbf16>'}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %o, %l = tg.attention %q, %q, %q {scale = 1.0 : f64} : tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16> -> tensor<1x2x8x16xbf16>, tensor<1x2x8xbf16>
+  return
+}
+// -----
+func.func @f(%q: tensor<1x2x8x16xf32>) {
+  // expected-error @+2 {{scale must be finite, got}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %o, %l = tg.attention %q, %q, %q {scale = 0x7FF0000000000000 : f64} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
+  return
+}
+// -----
+func.func @f(%q: tensor<1x2x8x16xf32>, %l: tensor<1x2x8xf32>, %bad: tensor<1x2x8x4xf32>) {
+  // expected-error @+2 {{the output must be 'tensor<1x2x8x16xf32>' (from query, key and value), got 'tensor<1x2x8x4xf32>'}}
+  // expected-error @+1 {{'tg.attention_grad' op failed to infer returned types}}
+  %a, %b, %c = tg.attention_grad %q, %l, %q, %q, %q, %bad, %l {scale = 1.0 : f64} : tensor<1x2x8x16xf32>, tensor<1x2x8xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return
+}

@@ -208,3 +208,15 @@ func.func @fused(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>) -> tensor<4x2xf32> {
   } -> tensor<4x2xf32>, tensor<4x2xf32>
   return %0#1 : tensor<4x2xf32>
 }
+
+// CHECK-LABEL: func.func @attention
+// CHECK: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} = tg.attention %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {causal, scale = 1.250000e-01 : f64} : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16> -> tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>
+// CHECK-NEXT: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} = tg.attention %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {scale = 5.000000e-01 : f64} : tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x6xf32> -> tensor<1x2x3x6xf32>, tensor<1x2x3xf32>
+// CHECK-NEXT: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} = tg.attention_grad
+// CHECK-SAME: {causal, scale = 1.250000e-01 : f64} : tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32> -> tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>
+func.func @attention(%q: tensor<2x4x8x16xbf16>, %a: tensor<1x2x3x4xf32>, %b: tensor<1x2x5x4xf32>, %c: tensor<1x2x5x6xf32>) {
+  %o, %lse = tg.attention %q, %q, %q {causal, scale = 1.250000e-01 : f64} : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16> -> tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>
+  %o2, %lse2 = tg.attention %a, %b, %c {scale = 5.000000e-01 : f64} : tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x6xf32> -> tensor<1x2x3x6xf32>, tensor<1x2x3xf32>
+  %dq, %dk, %dv = tg.attention_grad %o, %lse, %q, %q, %q, %o, %lse {causal, scale = 1.250000e-01 : f64} : tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32> -> tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>
+  return
+}

@@ -255,3 +255,34 @@ TEST_CASE("convolution and pooling", "[autodiff]") {
                         {1, 2, 4, 4}));
   }
 }
+
+TEST_CASE("attention", "[autodiff][attention]") {
+  // y = output + lse (broadcast over dv), so both cotangents of tg.attention
+  // reach tg.attention_grad. T = 1, a ragged causal square, more keys than
+  // queries, and dv != d.
+  struct Case {
+    int64_t b, h, tq, tk, d, dv;
+    bool causal;
+  } cases[] = {{1, 1, 1, 1, 4, 4, true},
+               {2, 3, 5, 5, 4, 3, true},
+               {1, 2, 3, 5, 2, 4, false},
+               {1, 1, 4, 3, 3, 2, true}};
+  for (const Case &c : cases) {
+    DYNAMIC_SECTION(c.tq << "x" << c.tk << (c.causal ? " causal" : "")) {
+      Shape q{c.b, c.h, c.tq, c.d}, k{c.b, c.h, c.tk, c.d},
+          v{c.b, c.h, c.tk, c.dv}, o{c.b, c.h, c.tq, c.dv},
+          lse{c.b, c.h, c.tq}, lse1{c.b, c.h, c.tq, 1};
+      std::string body =
+          std::string("  %o, %lse = tg.attention %q, %k, %v {") +
+          (c.causal ? "causal, " : "") + "scale = 0.7 : f64} : " + ty(q) +
+          ", " + ty(k) + ", " + ty(v) + " -> " + ty(o) + ", " + ty(lse) +
+          "\n  %l1 = tg.reshape %lse : " + ty(lse) + " to " + ty(lse1) +
+          "\n  %y = tg.add %o, %l1 : " + ty(o) + ", " + ty(lse1) + " -> " +
+          ty(o);
+      CHECK(checkGradients(wrap(arg("q", q) + ", " + arg("k", k) + ", " +
+                                    arg("v", v),
+                                body, o),
+                           GradCheckOptions{-2, 2}) > 0);
+    }
+  }
+}

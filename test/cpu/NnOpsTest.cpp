@@ -49,6 +49,49 @@ TEST_CASE("composite ops", "[cpu][composite]") {
   }
 }
 
+TEST_CASE("attention and its gradient", "[cpu][composite][attention]") {
+  // Lowered through the decomposition (no fused CPU kernel yet) against the
+  // reference's direct evaluation: T = 1, a ragged causal square, more keys
+  // than queries, and bf16 (computed in f32 inside, f32 log-sum-exp).
+  struct Case {
+    const char *elt;
+    int64_t tq, tk, d, dv;
+    bool causal;
+  } cases[] = {{"f32", 1, 1, 4, 4, true},
+               {"f32", 7, 7, 8, 5, true},
+               {"f32", 3, 6, 4, 4, false},
+               {"bf16", 5, 5, 8, 8, true}};
+  for (const Case &c : cases) {
+    DYNAMIC_SECTION(c.elt << " " << c.tq << "x" << c.tk
+                          << (c.causal ? " causal" : "")) {
+      auto t = [&](std::initializer_list<int64_t> shape, const char *elt) {
+        std::string r = "tensor<";
+        for (int64_t d : shape)
+          r += std::to_string(d) + "x";
+        return r + elt + ">";
+      };
+      std::string q = t({2, 3, c.tq, c.d}, c.elt), k = t({2, 3, c.tk, c.d}, c.elt),
+                  v = t({2, 3, c.tk, c.dv}, c.elt), o = t({2, 3, c.tq, c.dv}, c.elt),
+                  lse = t({2, 3, c.tq}, "f32"); // f32 for bf16 too
+      std::string attrs = std::string("{") + (c.causal ? "causal, " : "") +
+                          "scale = 0.4 : f64}";
+      std::string ir =
+          "func.func @f(%q: " + q + ", %k: " + k + ", %v: " + v + ", %do: " +
+          o + ", %dl: " + lse + ") -> (" + o + ", " + lse + ", " + q + ", " +
+          k + ", " + v + ") {\n  %o, %lse = tg.attention %q, %k, %v " +
+          attrs + " : " + q + ", " + k + ", " + v + " -> " + o + ", " + lse +
+          "\n  %dq, %dk, %dv = tg.attention_grad %do, %dl, %q, %k, %v, %o, "
+          "%lse " +
+          attrs + " : " + o + ", " + lse + ", " + q + ", " + k + ", " + v +
+          ", " + o + ", " + lse + " -> " + q + ", " + k + ", " + v +
+          "\n  return %o, %lse, %dq, %dk, %dv : " + o + ", " + lse + ", " +
+          q + ", " + k + ", " + v + "\n}";
+      Harness h;
+      h.check(ir, {}, 10);
+    }
+  }
+}
+
 namespace {
 struct ConvCase {
   const char *x, *w, *y, *attrs;

@@ -6,7 +6,7 @@
 Reads the unconstrained plan's peak (tgc --report=memory --format=json),
 compiles the model twice (as given, and with --memory-budget FRACTION x
 peak), trains both for STEPS steps on the one batch from the same seed, and
-checks with compare_runs.compare: equal losses (relative 1e-6), measured
+checks with compare_runs.compare: equal losses (relative 1e-5), measured
 memory equal to the plan in both, and within the budget.
 """
 import json
@@ -49,7 +49,12 @@ def main():
             run(["tg-run", tgx, "--batch", batch, "--steps", steps,
                  "--print-loss", "--memory", "--seed", "7"], out)
             outs.append(out)
-        sys.exit(compare(outs[0], outs[1], 1e-6, budget))
+        # Micro-batches sum the gradients in another order (1 ulp), and
+        # AdamW turns such differences in near-zero gradient components into
+        # update-sized ones: a few steps later the losses differ by ~1e-6
+        # relative (2e-6 seen with GPT's f32-inside attention); a wrong
+        # accumulation is off by orders of magnitude more.
+        sys.exit(compare(outs[0], outs[1], 1e-5, budget))
 
 
 if __name__ == "__main__":
