@@ -236,6 +236,12 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == attr::precision)
     return expect(isa<StringAttr>(value), "a string (the precision rule)");
+  // Data parallelism (tg-data-parallel): the job's rank count.
+  if (name == attr::ranks) {
+    auto n = dyn_cast<IntegerAttr>(value);
+    return expect(n && n.getValue().getSExtValue() >= 1,
+                  "an integer of at least 1 (the number of ranks)");
+  }
   return op->emitOpError() << "unknown tg attribute '" << name << "'";
 }
 

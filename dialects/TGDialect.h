@@ -42,6 +42,7 @@ inline constexpr llvm::StringLiteral acc = TGDialect::AccAttrHelper::getNameStr(
 inline constexpr llvm::StringLiteral precision = TGDialect::PrecisionAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral arena = TGDialect::ArenaAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral arenaBytes = TGDialect::ArenaBytesAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral ranks = TGDialect::RanksAttrHelper::getNameStr();
 } // namespace attr
 
 /// The tg dialect of `ctx`, loaded on demand: the owner of the typed

@@ -63,7 +63,10 @@ def TG_Dialect : Dialect {
     // CPU backend (tg-bind-arena, tg-plan-scratch): the arena argument of an
     // entry point and, on the module, each entry's arena bytes by name.
     "::mlir::UnitAttr":$arena,
-    "::mlir::DictionaryAttr":$arena_bytes
+    "::mlir::DictionaryAttr":$arena_bytes,
+    // Data parallelism (tg-data-parallel): on the module, the number of
+    // ranks its train_step averages gradients over.
+    "::mlir::IntegerAttr":$ranks
   );
   let extraClassDeclaration = [{
     void registerAttributes();

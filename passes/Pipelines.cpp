@@ -23,6 +23,13 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createBuildTrainStepPass(build));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // After CSE: the collectives have side effects and stay where they are.
+  if (options.ranks > 1) {
+    DataParallelPassOptions dp;
+    dp.ranks = options.ranks;
+    dp.bucketBytes = options.bucketBytes;
+    pm.addPass(createDataParallelPass(dp));
+  }
   if (options.rematerialize) {
     RematerializePassOptions remat;
     remat.funcName = options.forward.getValue() + "_grad";

@@ -76,4 +76,5 @@ void mlir::tg::cpu::populateConvertTGToLinalgPatterns(
   populateMovementToLinalgPatterns(patterns);
   populateRandomToLinalgPatterns(patterns);
   populateConvPoolToLinalgPatterns(patterns);
+  populateCommToCallsPatterns(patterns);
 }

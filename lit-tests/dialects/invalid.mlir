@@ -533,3 +533,24 @@ func.func @f(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
   %0 = tg.relu %a {tg.precision = 1 : i64} : tensor<2x2xf32>
   return %0 : tensor<2x2xf32>
 }
+// -----
+func.func @f() {
+  // expected-error @+1 {{'tg.all_reduce' op needs at least one tensor (a bucket is never empty)}}
+  "tg.all_reduce"() {op = "mean", ranks = 2 : i64} : () -> ()
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.all_reduce' op op must be "sum" or "mean", got "max"}}
+  %0 = tg.all_reduce %a {op = "max", ranks = 2 : i64} : tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.all_reduce' op ranks must be at least 1, got 0}}
+  %0 = tg.all_reduce %a {op = "mean", ranks = 0 : i64} : tensor<4xf32>
+  return
+}
+// -----
+// expected-error @+1 {{'builtin.module' op 'tg.ranks' must be an integer of at least 1 (the number of ranks)}}
+module attributes {tg.ranks = 0 : i64} {}
