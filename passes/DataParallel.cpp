@@ -146,7 +146,7 @@ struct DataParallelPass final
       auto op = AllReduceOp::create(b, loc, bucket, b.getStringAttr("mean"),
                                     b.getI64IntegerAttr(ranks));
       for (auto [v, r] : llvm::zip(bucket, op.getResults()))
-        v.replaceAllUsesExcept(r, op);
+        Value(v).replaceAllUsesExcept(r, op.getOperation());
     };
     // The loss first: a few bytes, and every rank then reports the loss
     // of the global batch.

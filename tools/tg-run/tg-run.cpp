@@ -315,6 +315,7 @@ TrainOptions trainOptions(const Options &o) {
   t.label = o.model;
   t.liveProgress = isatty(fileno(stdout));
   t.stop = &gStop;
+  t.ranks = gComm ? gComm->size() : 1;
   if (!isRoot()) {
     // The replicas are identical: rank 0 alone reports and writes.
     t.out = nullptr;
