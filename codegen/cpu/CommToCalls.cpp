@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/cpu/LoweringUtils.h"
 #include "codegen/cpu/Passes.h"
 #include "dialects/TGOps.h"
 
@@ -102,15 +103,7 @@ struct AllReduceLowering final : OpConversionPattern<AllReduceOp> {
     auto bufType = MemRefType::get({total}, f32, layout);
     Value buf = bufferization::ToBufferOp::create(rw, loc, bufType, flat);
     auto meta = memref::ExtractStridedMetadataOp::create(rw, loc, buf);
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(
-        rw, loc, meta.getBaseBuffer());
-    Value byteOffset = arith::MulIOp::create(
-        rw, loc, meta.getOffset(), arith::ConstantIndexOp::create(rw, loc, 4));
-    Value addr = arith::IndexCastOp::create(
-        rw, loc, rw.getI64Type(),
-        arith::AddIOp::create(rw, loc, base, byteOffset));
-    Value ptr = LLVM::IntToPtrOp::create(
-        rw, loc, LLVM::LLVMPointerType::get(rw.getContext()), addr);
+    Value ptr = cpu::firstElementPointer(rw, loc, meta, 4);
     Value count = arith::ConstantIntOp::create(rw, loc, total, 64);
     float scale =
         op.getOp() == "mean" ? 1.0f / static_cast<float>(op.getRanks()) : 1.0f;
