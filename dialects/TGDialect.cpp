@@ -253,6 +253,12 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError() << "'" << name << "' applies only to tg.fused";
     return success();
   }
+  // Data parallelism (tg-data-parallel): the job's rank count.
+  if (name == attr::ranks) {
+    auto n = dyn_cast<IntegerAttr>(value);
+    return expect(n && n.getValue().getSExtValue() >= 1,
+                  "an integer of at least 1 (the number of ranks)");
+  }
   return op->emitOpError() << "unknown tg attribute '" << name << "'";
 }
 

@@ -73,7 +73,10 @@ def TG_Dialect : Dialect {
     // which the kernel report and the GPU backend read.
     "::mlir::IntegerAttr":$flops,
     "::mlir::IntegerAttr":$bytes_read,
-    "::mlir::IntegerAttr":$bytes_written
+    "::mlir::IntegerAttr":$bytes_written,
+    // Data parallelism (tg-data-parallel): on the module, the number of
+    // ranks its train_step averages gradients over.
+    "::mlir::IntegerAttr":$ranks
   );
   let extraClassDeclaration = [{
     void registerAttributes();

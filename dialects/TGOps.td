@@ -600,6 +600,33 @@ def TG_OneHotOp : TG_Op<"one_hot", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Communication between ranks (data parallelism, docs/data-parallel.md)
+//===----------------------------------------------------------------------===//
+
+def TG_AllReduceOp : TG_Op<"all_reduce", [InferTypeOpAdaptor]> {
+  let summary = "sum or mean of a bucket of tensors over every rank";
+  let description = [{
+    Every rank of a data-parallel job of `ranks` processes contributes its
+    operands; every rank receives, per operand, their elementwise sum
+    (`op = "sum"`) or mean (`op = "mean"`). The operands form one bucket:
+    a backend sends them as one message. The op communicates, so it has
+    side effects: it is never removed, merged or reordered with another
+    collective. On one process (the reference evaluator, a job of one
+    rank) every rank holds the same value, so the mean is the identity and
+    the sum multiplies by `ranks`.
+
+    ```mlir
+    %g:2 = tg.all_reduce %gw, %gb {op = "mean", ranks = 2 : i64} : tensor<784x256xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$inputs, StrAttr:$op,
+                       I64Attr:$ranks);
+  let results = (outs Variadic<TG_FloatTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 

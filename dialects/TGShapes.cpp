@@ -178,6 +178,15 @@ LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// Each rank receives a tensor like the one it sent.
+LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location>,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  llvm::append_range(types, adaptor.getInputs().getTypes());
+  return success();
+}
+
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

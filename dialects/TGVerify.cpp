@@ -124,6 +124,17 @@ LogicalResult OneHotOp::verify() {
   return success();
 }
 
+LogicalResult AllReduceOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one tensor (a bucket is never empty)");
+  if (getOp() != "sum" && getOp() != "mean")
+    return emitOpError("op must be \"sum\" or \"mean\", got \"")
+           << getOp() << "\"";
+  if (getRanks() < 1)
+    return emitOpError("ranks must be at least 1, got ") << getRanks();
+  return success();
+}
+
 LogicalResult EmbeddingGradOp::verify() {
   SmallVector<Type> fwd;
   auto table = getType();

@@ -31,3 +31,12 @@ if lit_config.params.get("sanitized"):
 for tool in ["tgc", "tg-run", "tg-bench-gemm"]:
     if os.path.exists(os.path.join(config.tg_tools_dir, tool)):
         config.available_features.add(tool)
+# Data-parallel tests run ranks with Debian's Open MPI (docs/data-parallel.md):
+# as root (CI containers) and more ranks than cores (2-core machines).
+import shutil
+if shutil.which("mpirun"):
+    config.available_features.add("mpirun")
+    config.substitutions.append(
+        ("%mpirun", "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+         "OMPI_MCA_btl_vader_single_copy_mechanism=none "
+         "timeout 300 mpirun --allow-run-as-root --oversubscribe"))

@@ -199,6 +199,31 @@ def BuildTrainStepPass : Pass<"tg-build-train-step", "::mlir::ModuleOp"> {
   ];
 }
 
+def DataParallelPass : Pass<"tg-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Average @train_step's gradients (and loss) over the ranks of a data-parallel job";
+  let description = [{
+    Every rank runs the same `@train_step` on its own shard of the global
+    batch; this pass makes the optimizer see the gradient of the whole
+    batch. It groups the parameter gradients into buckets of about
+    `bucket-bytes` bytes, in backward order (the last parameter's gradient,
+    which the backward pass completes first, opens the first bucket), and
+    inserts one `tg.all_reduce {op = "mean"}` per bucket right after the
+    point where the bucket's gradients are complete: after the call of the
+    gradient function, or, with gradient accumulation, after the
+    micro-batch loop (so a step communicates once, not once per
+    micro-batch). The loss is averaged too, so every rank reports the loss
+    of the global batch. The module gets `tg.ranks`. With `ranks = 1` the
+    pass changes nothing.
+  }];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", "1",
+           "Number of ranks (processes) of the job">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "25 * 1024 * 1024",
+           "Bytes of gradients per all_reduce (one bucket)">,
+  ];
+}
+
 def PlanMemoryPass : Pass<"tg-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Schedule a function and place every buffer in one arena";
   let description = [{

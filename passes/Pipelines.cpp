@@ -60,6 +60,13 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createBuildTrainStepPass(build));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // After CSE: the collectives have side effects and stay where they are.
+  if (options.ranks > 1) {
+    DataParallelPassOptions dp;
+    dp.ranks = options.ranks;
+    dp.bucketBytes = options.bucketBytes;
+    pm.addPass(createDataParallelPass(dp));
+  }
   int64_t level = options.rematerialize ? std::max<int64_t>(1, options.rematLevel)
                                         : options.rematLevel;
   if (level > 0)

@@ -48,6 +48,15 @@ struct TrainingPipelineOptions
                     llvm::cl::desc("Group ops into kernels (tg-fuse) before "
                                    "planning memory"),
                     llvm::cl::init(false)};
+  Option<int64_t> ranks{
+      *this, "ranks",
+      llvm::cl::desc("Data-parallel ranks: > 1 averages the gradients over "
+                     "them (tg-data-parallel)"),
+      llvm::cl::init(1)};
+  Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("Bytes of gradients per all_reduce"),
+      llvm::cl::init(25 * 1024 * 1024)};
   Option<bool> planMemory{*this, "plan-memory",
                           llvm::cl::desc("Plan the memory of @train_step"),
                           llvm::cl::init(false)};

@@ -274,6 +274,9 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
     return fail("cannot allocate the " + std::to_string(arena) +
                 "-byte arena the plan asks for");
   }
+  ex->setAllReduce_ =
+      reinterpret_cast<void (*)(void (*)(void *, float *, int64_t), void *)>(
+          dlsym(ex->handle_, "tgx_set_all_reduce"));
   ex->heapStats_ = reinterpret_cast<void (*)(int64_t *)>(
       dlsym(ex->handle_, "tgx_heap_stats"));
   ex->heapReset_ =
@@ -361,8 +364,45 @@ const TensorSpec *Executor::logits() const {
   return found;
 }
 
+/// The artifact's collectives call this with the installed communicator.
+static void allReduceThrough(void *comm, float *data, int64_t n) {
+  static_cast<Communicator *>(comm)->allReduceSum(data, n);
+}
+
+bool Executor::setCommunicator(Communicator *comm, std::string &err) {
+  int ranks = comm ? comm->size() : 1;
+  if (ranks != manifest_.ranks) {
+    err = label_ + ": the model was compiled for " +
+          std::to_string(manifest_.ranks) +
+          (manifest_.ranks == 1 ? " process" : " ranks (tgc --ranks)") +
+          " but the job has " + std::to_string(ranks) +
+          (ranks == 1 ? " (start it with mpirun -n " +
+                            std::to_string(manifest_.ranks) + ")"
+                      : "; compile it with tgc --ranks " +
+                            std::to_string(ranks));
+    return false;
+  }
+  if (manifest_.ranks > 1 && !setAllReduce_) {
+    err = label_ + ": cpu.so has no symbol 'tgx_set_all_reduce' for the "
+                   "collectives of its " +
+          std::to_string(manifest_.ranks) + " ranks";
+    return false;
+  }
+  comm_ = comm;
+  if (setAllReduce_)
+    setAllReduce_(comm ? allReduceThrough : nullptr, comm);
+  return true;
+}
+
 bool Executor::call(std::string_view name, const TensorMap &inputs,
                     TensorMap &outputs, std::string &err) {
+  if (manifest_.ranks > 1 && !comm_ && name == "train_step") {
+    err = label_ + ": train_step averages gradients over " +
+          std::to_string(manifest_.ranks) +
+          " ranks (tgc --ranks); run it with mpirun -n " +
+          std::to_string(manifest_.ranks) + " tg-run";
+    return false;
+  }
   const EntrySpec *e = manifest_.entry(name);
   EntryFn fn = nullptr;
   for (auto &f : fns_)

@@ -20,6 +20,7 @@
 #define TG_RUNTIME_EXECUTOR_H
 
 #include "runtime/Artifact.h"
+#include "runtime/Comm.h"
 #include "runtime/Data.h"
 #include "runtime/Manifest.h"
 #include "runtime/Tensor.h"
@@ -50,6 +51,13 @@ public:
   /// returned in `outputs` by name.
   bool call(std::string_view name, const TensorMap &inputs, TensorMap &outputs,
             std::string &err);
+  /// Installs the communicator of a data-parallel job (docs/data-parallel.md)
+  /// in the artifact's code. The job must have the ranks the artifact was
+  /// compiled for (manifest "ranks"); nullptr means one process. Until a
+  /// fitting communicator is set, train_step of an artifact compiled for
+  /// several ranks refuses to run.
+  bool setCommunicator(Communicator *comm, std::string &err);
+
   /// `init(seed)`: fills parameters, optimizer state and step.
   bool init(int64_t seed, std::string &err);
   /// One `train_step` on `inputs`; the "loss" result as a double.
@@ -136,6 +144,10 @@ private:
   Bytes arena_; ///< one allocation shared by every planned entry
   void (*heapStats_)(int64_t *) = nullptr;
   void (*heapReset_)() = nullptr;
+  /// tgx_set_all_reduce of the artifact's support code (absent in
+  /// artifacts built before collectives existed).
+  void (*setAllReduce_)(void (*)(void *, float *, int64_t), void *) = nullptr;
+  Communicator *comm_ = nullptr;
   std::map<std::string, std::vector<Tensor>> scratch_; ///< results, by entry
   std::map<std::string, std::string> roles_;
   std::map<std::string, IndexRange> ranges_; ///< integer inputs, by name

@@ -124,6 +124,14 @@ bool Manifest::parse(std::string_view text, Manifest &out, std::string &err) {
     }
     m.model = model->get<std::string>();
   }
+  if (const Json *ranks = jsonGet(doc, "ranks")) {
+    std::optional<int64_t> n = jsonInt(*ranks);
+    if (!n || *n < 1 || *n > (1 << 20)) {
+      err = "manifest: ranks: expected an integer from 1 to 1048576";
+      return false;
+    }
+    m.ranks = *n;
+  }
   const Json *entries = jsonGet(doc, "entries");
   if (!entries || !entries->is_object()) {
     err = "manifest: entries: expected an object";
@@ -187,6 +195,8 @@ static Json specJson(const TensorSpec &s) {
 Json Manifest::describe() const {
   Json out = Json::object();
   out["model"] = model;
+  if (ranks > 1)
+    out["ranks"] = ranks;
   Json params = Json::array(), state = Json::array(), inputs = Json::array(),
        outputs = Json::array(), entryJson = Json::object();
   std::set<std::string> seenState, seenInputs;

@@ -49,6 +49,8 @@ struct EntrySpec {
 struct Manifest {
   int64_t format = 0;
   std::string model;
+  /// Processes a data-parallel train_step averages over (1: one process).
+  int64_t ranks = 1;
   std::vector<EntrySpec> entries;
   Json memory; ///< optional memory plan, kept as written
   Json raw;    ///< the whole document

@@ -458,6 +458,8 @@ TrainResult Trainer::train(DataSource &src) {
     return failed("the data has fewer rows than one batch of " + std::to_string(B));
   if (opts_.batchLimit > 0)
     steps = std::min(steps, opts_.batchLimit);
+  // Samples of one step over all ranks of a data-parallel job.
+  int64_t G = B * std::max(1, opts_.ranks);
 
   std::string err;
   MetricsFile metrics;
@@ -516,8 +518,8 @@ TrainResult Trainer::train(DataSource &src) {
         return failed("the loss is " + std::to_string(loss) + " at step " +
                       std::to_string(ex_.step()) + " (diverged)");
       sum += loss;
-      double t = now() - start, rate = (i + 1) * B / std::max(t, 1e-9);
-      double eta = (steps - i - 1) * B / std::max(rate, 1e-9);
+      double t = now() - start, rate = (i + 1) * G / std::max(t, 1e-9);
+      double eta = (steps - i - 1) * G / std::max(rate, 1e-9);
       if (!metrics.row(err, "step,%" PRId64 ",%" PRId64 ",%.9g,%.1f,\n", epoch,
                        ex_.step(), loss, rate))
         return failed(err);
@@ -538,7 +540,7 @@ TrainResult Trainer::train(DataSource &src) {
     stats.steps = steps;
     stats.seconds = now() - start;
     stats.meanLoss = sum / steps;
-    stats.samplesPerSecond = steps * B / std::max(stats.seconds, 1e-9);
+    stats.samplesPerSecond = steps * G / std::max(stats.seconds, 1e-9);
     if (tty)
       say("\n");
     std::string acc = "";

@@ -84,6 +84,9 @@ struct TrainOptions {
   std::string label;       ///< the model's name in errors (its path)
   FILE *out = stdout;      ///< progress and summaries; nullptr: silent
   bool liveProgress = false; ///< one progress line rewritten (a terminal)
+  /// Ranks of a data-parallel job: each step trains on `ranks` times the
+  /// model's batch, which samples/s counts.
+  int ranks = 1;
   /// Non-zero asks to stop at the next step boundary (set by a signal
   /// handler; the value is the signal).
   const volatile std::sig_atomic_t *stop = nullptr;

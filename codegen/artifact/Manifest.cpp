@@ -146,6 +146,11 @@ mlir::tg::buildManifest(ModuleOp module, const llvm::json::Object *memory) {
   llvm::json::Object manifest{{"format", 1}, {"entries", std::move(entries)}};
   if (auto model = module->getAttrOfType<StringAttr>(attr::model))
     manifest["model"] = model.getValue().str();
+  // A data-parallel train_step (tg-data-parallel) runs on exactly this many
+  // processes; the runtime checks its job against it.
+  if (auto ranks = dialect(module->getContext()).getRanksAttrHelper().getAttr(
+          module))
+    manifest["ranks"] = ranks.getInt();
   if (memory)
     manifest["memory"] = llvm::json::Object(*memory);
   return manifest;

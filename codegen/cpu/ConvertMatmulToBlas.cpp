@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/cpu/LoweringUtils.h"
 #include "codegen/cpu/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -58,14 +59,7 @@ bool isRowContiguous(Value v) {
 std::pair<Value, Value> pointerAndLeading(OpBuilder &b, Location loc,
                                           Value v) {
   auto meta = memref::ExtractStridedMetadataOp::create(b, loc, v);
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(
-      b, loc, meta.getBaseBuffer());
-  Value bytes = arith::MulIOp::create(
-      b, loc, meta.getOffset(), arith::ConstantIndexOp::create(b, loc, 4));
-  Value addr = arith::IndexCastOp::create(
-      b, loc, b.getI64Type(), arith::AddIOp::create(b, loc, base, bytes));
-  Value ptr = LLVM::IntToPtrOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext()), addr);
+  Value ptr = tg::cpu::firstElementPointer(b, loc, meta, 4);
   Value ld = arith::IndexCastOp::create(b, loc, b.getI32Type(),
                                         meta.getStrides()[0]);
   return {ptr, ld};

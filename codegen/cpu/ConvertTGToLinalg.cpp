@@ -11,7 +11,10 @@
 #include "dialects/TGOps.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -76,4 +79,5 @@ void mlir::tg::cpu::populateConvertTGToLinalgPatterns(
   populateMovementToLinalgPatterns(patterns);
   populateRandomToLinalgPatterns(patterns);
   populateConvPoolToLinalgPatterns(patterns);
+  populateCommToCallsPatterns(patterns);
 }

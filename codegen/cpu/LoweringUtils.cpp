@@ -7,6 +7,8 @@
 #include "codegen/cpu/LoweringUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
@@ -158,4 +160,17 @@ Value mlir::tg::cpu::linearIndex(OpBuilder &b, Location loc,
         idx);
   }
   return arith::IndexCastOp::create(b, loc, b.getI64Type(), linear);
+}
+
+Value mlir::tg::cpu::firstElementPointer(OpBuilder &b, Location loc,
+                                         Operation *metaOp, int64_t eltBytes) {
+  auto meta = cast<memref::ExtractStridedMetadataOp>(metaOp);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(
+      b, loc, meta.getBaseBuffer());
+  Value bytes = arith::MulIOp::create(
+      b, loc, meta.getOffset(), arith::ConstantIndexOp::create(b, loc, eltBytes));
+  Value addr = arith::IndexCastOp::create(
+      b, loc, b.getI64Type(), arith::AddIOp::create(b, loc, base, bytes));
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), addr);
 }

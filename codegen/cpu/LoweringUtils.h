@@ -70,6 +70,13 @@ Value convertTensor(OpBuilder &b, Location loc, Value t, Type elt);
 Value linearIndex(OpBuilder &b, Location loc, ArrayRef<int64_t> shape);
 
 /// The element type of a ranked tensor value.
+/// The address (an !llvm.ptr) of the first element of buffer `v`, whose
+/// elements have `eltBytes` bytes: its aligned base pointer plus its offset
+/// from `meta`, `v`'s memref.extract_strided_metadata. For calls into C
+/// (CBLAS, the artifact's collectives).
+Value firstElementPointer(OpBuilder &b, Location loc, Operation *meta,
+                          int64_t eltBytes);
+
 inline Type elementType(Value v) {
   return cast<RankedTensorType>(v.getType()).getElementType();
 }

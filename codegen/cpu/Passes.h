@@ -47,6 +47,8 @@ void populateReductionsToLinalgPatterns(RewritePatternSet &patterns);
 void populateMovementToLinalgPatterns(RewritePatternSet &patterns);
 void populateRandomToLinalgPatterns(RewritePatternSet &patterns);
 void populateConvPoolToLinalgPatterns(RewritePatternSet &patterns);
+/// tg.all_reduce to calls of the artifact's tgx_all_reduce_f32 (CommToCalls.cpp).
+void populateCommToCallsPatterns(RewritePatternSet &patterns);
 /// All of the above.
 void populateConvertTGToLinalgPatterns(RewritePatternSet &patterns);
 

@@ -33,6 +33,8 @@ def ConvertTGToLinalgPass : Pass<"tg-convert-to-linalg"> {
       the mapping of `include/tgc/Philox.h`;
     - conv2d and pooling: direct `linalg.generic` loop nests over padded
       inputs; their backward ops gather from the cotangent.
+    - all_reduce: one call of the artifact's `tgx_all_reduce_f32` on a
+      flat buffer holding the bucket (CommToCalls.cpp).
 
     bf16 and f16 values are computed in f32 inside each op and rounded once
     at its result, the rounding the reference evaluator models. An op or type
@@ -50,7 +52,9 @@ def ConvertTGToLinalgPass : Pass<"tg-convert-to-linalg"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
-    "::mlir::tensor::TensorDialect"
+    "::mlir::tensor::TensorDialect", "::mlir::func::FuncDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::LLVM::LLVMDialect"
   ];
 }
 

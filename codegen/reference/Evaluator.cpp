@@ -172,6 +172,7 @@ private:
               runBlock(group.getBodyBlock());
           return failed(results) ? failure() : bind(op, *results);
         })
+        .Case([&](tg::AllReduceOp r) { return runAllReduce(r, operands); })
         .Default([&](Operation *) -> LogicalResult {
           if (internal::MultiResult r = internal::evalAttention(op, operands))
             return failed(*r) ? failure() : bind(op, **r);
@@ -187,6 +188,17 @@ private:
           }
           return unsupported(op);
         });
+  }
+
+  /// tg.all_reduce on one process: every rank holds this rank's values,
+  /// so the mean is the identity and the sum is `ranks` times the value.
+  LogicalResult runAllReduce(tg::AllReduceOp op, ArrayRef<Tensor> operands) {
+    SmallVector<Tensor> results(operands);
+    if (op.getOp() == "sum")
+      for (Tensor &t : results)
+        for (double &v : t.data)
+          v *= static_cast<double>(op.getRanks());
+    return bind(op, results);
   }
 
   LogicalResult runCall(func::CallOp call, ArrayRef<Tensor> operands) {

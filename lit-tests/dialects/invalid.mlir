@@ -667,3 +667,26 @@ func.func @f(%q: tensor<1x2x8x16xf32>, %l: tensor<1x2x8xf32>, %bad: tensor<1x2x8
   %a, %b, %c = tg.attention_grad %q, %l, %q, %q, %q, %bad, %l {scale = 1.0 : f64} : tensor<1x2x8x16xf32>, tensor<1x2x8xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
   return
 }
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{'tg.all_reduce' op needs at least one tensor (a bucket is never empty)}}
+  "tg.all_reduce"() {op = "mean", ranks = 2 : i64} : () -> ()
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.all_reduce' op op must be "sum" or "mean", got "max"}}
+  %0 = tg.all_reduce %a {op = "max", ranks = 2 : i64} : tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.all_reduce' op ranks must be at least 1, got 0}}
+  %0 = tg.all_reduce %a {op = "mean", ranks = 0 : i64} : tensor<4xf32>
+  return
+}
+// -----
+// expected-error @+1 {{'builtin.module' op 'tg.ranks' must be an integer of at least 1 (the number of ranks)}}
+module attributes {tg.ranks = 0 : i64} {}

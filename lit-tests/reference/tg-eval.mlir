@@ -49,3 +49,16 @@ func.func @unsupported(%x: tensor<2xf32>) -> tensor<2xf32> {
 
 // MISSING: could not open input file
 // BAD: bad.mlir:1:{{[0-9]+}}: error: custom op 'tg.bogus' is unknown
+
+// One process: every rank holds the same values, so a mean over the ranks
+// is the identity and a sum multiplies by the rank count.
+// RUN: tg-eval %s --func=all_reduce | FileCheck %s --check-prefix=ALLREDUCE
+// ALLREDUCE: result 0: tensor<2xf32> [1, 2] sum = 3
+// ALLREDUCE-NEXT: result 1: tensor<f32> [12] sum = 12
+func.func @all_reduce() -> (tensor<2xf32>, tensor<f32>) {
+  %a = tg.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %b = tg.constant dense<4.0> : tensor<f32>
+  %m = tg.all_reduce %a {op = "mean", ranks = 3 : i64} : tensor<2xf32>
+  %s = tg.all_reduce %b {op = "sum", ranks = 3 : i64} : tensor<f32>
+  return %m, %s : tensor<2xf32>, tensor<f32>
+}

@@ -374,3 +374,61 @@ TEST_CASE("executor: integer inputs are range-checked", "[runtime][executor]") {
     CHECK(err.rfind("t.tgx: manifest: entries.", 0) == 0);
   }
 }
+
+TEST_CASE("executor: data-parallel manifests and communicators",
+          "[runtime][executor]") {
+  // A communicator that only reports its size (the tiny model's code has
+  // no collectives, so allReduceSum is never reached).
+  struct FakeComm final : Communicator {
+    int n;
+    explicit FakeComm(int n) : n(n) {}
+    int rank() const override { return 0; }
+    int size() const override { return n; }
+    void allReduceSum(float *, int64_t) override {}
+  };
+  std::string err;
+  auto manifestWithRanks = [](const std::string &ranks) {
+    std::string m = tinyManifest();
+    m.replace(m.find("\"entries\""), 9, "\"ranks\": " + ranks + ", \"entries\"");
+    return m;
+  };
+  for (const char *bad : {"0", "-2", "\"two\"", "1.5", "1048577"}) {
+    auto a = Artifact::fromBytes(tinyArtifact(manifestWithRanks(bad)), "t.tgx", err);
+    REQUIRE(a);
+    CHECK_FALSE(Executor::load(*a, err));
+    CHECK(err == "t.tgx: manifest: ranks: expected an integer from 1 to 1048576");
+  }
+
+  // One process: no communicator, or one of size 1.
+  std::unique_ptr<Artifact> a1;
+  auto single = loadTiny(a1);
+  FakeComm one(1), two(2), three(3);
+  CHECK(single->setCommunicator(nullptr, err));
+  CHECK(single->setCommunicator(&one, err));
+  CHECK_FALSE(single->setCommunicator(&two, err));
+  CHECK(err == "tiny.tgx: the model was compiled for 1 process but the job "
+               "has 2; compile it with tgc --ranks 2");
+
+  // A 2-rank artifact refuses other job sizes and a step without one.
+  auto a2 = Artifact::fromBytes(tinyArtifact(manifestWithRanks("2")), "t.tgx", err);
+  REQUIRE(a2);
+  auto dp = Executor::load(*a2, err);
+  REQUIRE(dp);
+  CHECK(dp->manifest().ranks == 2);
+  CHECK(dp->manifest().describe()["ranks"] == 2);
+  REQUIRE(dp->init(1, err));
+  double loss;
+  CHECK_FALSE(dp->trainStep(batch(1), loss, err));
+  CHECK(err == "t.tgx: train_step averages gradients over 2 ranks (tgc "
+               "--ranks); run it with mpirun -n 2 tg-run");
+  CHECK_FALSE(dp->setCommunicator(nullptr, err));
+  CHECK(err == "t.tgx: the model was compiled for 2 ranks (tgc --ranks) but "
+               "the job has 1 (start it with mpirun -n 2)");
+  CHECK_FALSE(dp->setCommunicator(&three, err));
+  CHECK(err == "t.tgx: the model was compiled for 2 ranks (tgc --ranks) but "
+               "the job has 3; compile it with tgc --ranks 3");
+  // The tiny model's code predates collectives: no way to install one.
+  CHECK_FALSE(dp->setCommunicator(&two, err));
+  CHECK(err == "t.tgx: cpu.so has no symbol 'tgx_set_all_reduce' for the "
+               "collectives of its 2 ranks");
+}

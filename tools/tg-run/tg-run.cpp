@@ -16,9 +16,15 @@
 // (runtime/Trainer.h); this file parses arguments and reports.
 // docs/runtime.md describes the modes and the data formats.
 //
+// Started by mpirun (or srun), each process is one rank of a data-parallel
+// job (docs/data-parallel.md): it reads its own shard of every global batch,
+// the compiled step averages the gradients over the ranks, and rank 0 alone
+// prints and writes.
+//
 //===----------------------------------------------------------------------===//
 #include "runtime/Safetensors.h"
 #include "runtime/Trainer.h"
+#include "tools/tg-run/Mpi.h"
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
@@ -32,11 +38,30 @@ using namespace tgrt;
 
 namespace {
 
+/// The data-parallel job this process is a rank of (nullptr: alone).
+std::unique_ptr<Communicator> gComm;
+/// Until training starts every rank makes the same checks on the same
+/// arguments, so only rank 0 reports them: one line per job, not one per
+/// rank. Afterwards an error is this rank's own and names it.
+bool gSameOnAllRanks = true;
+
 [[noreturn]] void die(const std::string &msg) {
   std::fflush(stdout);
-  std::fprintf(stderr, "tg-run: error: %s\n", msg.c_str());
-  std::exit(1);
+  if (!gComm)
+    std::fprintf(stderr, "tg-run: error: %s\n", msg.c_str());
+  else if (!gSameOnAllRanks)
+    std::fprintf(stderr, "tg-run: error: rank %d of %d: %s\n", gComm->rank(),
+                 gComm->size(), msg.c_str());
+  else if (gComm->rank() == 0)
+    std::fprintf(stderr, "tg-run: error: %s\n", msg.c_str());
+  if (!gComm)
+    std::exit(1);
+  // Without MPI_Finalize: the launcher then ends the other ranks too.
+  std::fflush(stderr);
+  _exit(1);
 }
+
+bool isRoot() { return !gComm || gComm->rank() == 0; }
 
 const char *kUsage =
     "usage: tg-run MODEL.tgx --describe\n"
@@ -48,12 +73,15 @@ const char *kUsage =
     "              [--steps N] [--save-params OUT.safetensors]\n"
     "              [--save-grads G.safetensors] [--print-loss] [--seed S]\n"
     "              [--memory]\n"
-    "  (--load may be left out: the parameters then come from init(--seed))\n";
+    "  (--load may be left out: the parameters then come from init(--seed))\n"
+    "  mpirun -n N tg-run ... [--comm-timeout SECONDS]: data-parallel, for a\n"
+    "  model compiled with tgc --ranks N\n";
 
 struct Options {
   std::string model, data, dataDir = kFashionMnistDir, save, resume, metrics;
   std::string load, batch, saveParams, saveGrads, initFrom;
   int64_t epochs = 1, batchLimit = -1, steps = 1, seed = 0;
+  int64_t commTimeout = 300; ///< seconds a collective may wait
   bool describe = false, printLoss = false, memory = false;
 };
 
@@ -81,7 +109,7 @@ Options parseArgs(int argc, char **argv) {
   app.add_flag("--print-loss", o.printLoss);
   app.add_flag("--memory", o.memory);
   app.add_option("model", o.model);
-  std::string epochs, batchLimit, steps, seed;
+  std::string epochs, batchLimit, steps, seed, commTimeout;
   std::vector<std::pair<CLI::Option *, std::string *>> valued;
   auto value = [&](const char *name, std::string &into) {
     CLI::Option *opt = app.add_option(name, into)->expected(0, 1)->multi_option_policy(
@@ -102,6 +130,7 @@ Options parseArgs(int argc, char **argv) {
   value("--batch", o.batch);
   value("--save-params", o.saveParams);
   value("--save-grads", o.saveGrads);
+  value("--comm-timeout", commTimeout);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -122,6 +151,8 @@ Options parseArgs(int argc, char **argv) {
   if (!batchLimit.empty()) o.batchLimit = parseInt("--batch-limit", batchLimit, 1);
   if (!steps.empty()) o.steps = parseInt("--steps", steps, 0);
   if (!seed.empty()) o.seed = parseInt("--seed", seed, INT64_MIN);
+  if (!commTimeout.empty())
+    o.commTimeout = parseInt("--comm-timeout", commTimeout, 1);
   if (o.model.empty())
     die("no model given; usage: tg-run MODEL.tgx --describe | --data ... | "
         "--load ... --batch ...");
@@ -218,11 +249,29 @@ void checkOutputs(const Options &o) {
 std::unique_ptr<Executor> loadModel(const std::string &path,
                                     std::unique_ptr<Artifact> &artifact) {
   std::string err;
+  // A file may be missing or broken on one node only: this rank's error.
+  gSameOnAllRanks = false;
   artifact = Artifact::open(path, err);
   if (!artifact)
     die(err);
   auto ex = Executor::load(*artifact, err);
   if (!ex)
+    die(err);
+  gSameOnAllRanks = true;
+  if (gComm) {
+    // Every rank must run the same code on the same interface, or the
+    // gradients they average would not belong together.
+    std::string bytes;
+    if (!readFile(path, bytes, err))
+      die(err);
+    uint64_t hash = 1469598103934665603ull; // FNV-1a
+    for (unsigned char c : bytes)
+      hash = (hash ^ c) * 1099511628211ull;
+    if (!tgrun::sameOnAllRanks(hash))
+      die(path + ": the ranks of this job run different artifacts (their "
+                 "hashes differ); give every rank the same MODEL.tgx");
+  }
+  if (!ex->setCommunicator(gComm.get(), err))
     die(err);
   return ex;
 }
@@ -236,7 +285,8 @@ int describe(const Options &o) {
   Manifest m;
   if (!Manifest::parse(artifact->section("manifest"), m, err))
     die(o.model + ": " + err);
-  std::printf("%s\n", dumpJson(m.describe(), 2).c_str());
+  if (isRoot())
+    std::printf("%s\n", dumpJson(m.describe(), 2).c_str());
   return 0;
 }
 
@@ -265,7 +315,38 @@ TrainOptions trainOptions(const Options &o) {
   t.label = o.model;
   t.liveProgress = isatty(fileno(stdout));
   t.stop = &gStop;
+  t.ranks = gComm ? gComm->size() : 1;
+  if (!isRoot()) {
+    // The replicas are identical: rank 0 alone reports and writes.
+    t.out = nullptr;
+    t.save.clear();
+    t.metrics.clear();
+  }
   return t;
+}
+
+/// Rank r of N reads, of global batch i (N * B rows), rows
+/// [i N B + r B, i N B + (r + 1) B): the union of the shards is the batch a
+/// single process with batch N B reads, in the same order.
+void shardData(DataSource &data, const Executor &ex) {
+  if (data.tokenWindows)
+    die("data-parallel training reads fashion-mnist or safetensors data; "
+        "token files are not sharded yet");
+  int64_t B = 0;
+  for (const TensorSpec &s : ex.inputsOf("train_step"))
+    if (!s.shape.empty())
+      B = s.shape[0];
+  int64_t n = gComm->size(), r = gComm->rank();
+  if (B <= 0 || data.trainRows < n * B)
+    die("the data has fewer rows than one global batch of " +
+        std::to_string(n * B) + " (" + std::to_string(n) + " ranks x " +
+        std::to_string(B) + ")");
+  data.trainRows = data.trainRows / n; // this rank's steps x B
+  data.train = [all = data.train, B, n, r](const std::vector<TensorSpec> &in,
+                                           int64_t first, TensorMap &out,
+                                           std::string &err) {
+    return all(in, first / B * n * B + r * B, out, err);
+  };
 }
 
 int train(const Options &o) {
@@ -278,7 +359,36 @@ int train(const Options &o) {
   Trainer trainer(*ex, trainOptions(o));
   if (!openDataSource(o.data, o.dataDir, *ex, data, err) || !trainer.start(err))
     die(err);
+  if (gComm)
+    shardData(data, *ex);
+  gSameOnAllRanks = false;
   return finish(trainer.train(data));
+}
+
+/// A data-parallel cross-check: --batch holds the global batch, N times the
+/// rows of the model's batch (tgc --ranks N compiles each rank's); rank r
+/// keeps its r-th block of rows.
+void shardBatch(const Executor &ex, const std::string &path, TensorMap &file) {
+  int64_t n = gComm->size(), r = gComm->rank();
+  for (const TensorSpec &s : ex.inputsOf("train_step")) {
+    auto it = file.find(s.name);
+    if (it == file.end() || s.shape.empty() || it->second.shape.empty())
+      continue; // entryInputs reports it
+    Tensor &t = it->second;
+    int64_t rows = t.shape[0], per = s.shape[0];
+    if (rows != n * per)
+      die(path + ": tensor '" + s.name + "' has " + std::to_string(rows) +
+          " rows, but " + std::to_string(n) + " ranks of the model's " +
+          std::to_string(per) + " rows need " + std::to_string(n * per) +
+          (rows % n ? " (the batch is not divisible by the rank count)" : ""));
+    std::vector<int64_t> shape = t.shape;
+    shape[0] = per;
+    Tensor part;
+    std::string err;
+    if (!sliceRows(t, r * per, per, t.dtype, shape, part, err))
+      die(err);
+    t = std::move(part);
+  }
 }
 
 /// Cross-check mode: parameters from --load, one batch from --batch.
@@ -294,6 +404,8 @@ int crossCheck(const Options &o) {
   TensorMap file, in;
   if (!readSafetensors(o.batch, file, err))
     die(err);
+  if (gComm)
+    shardBatch(*ex, o.batch, file);
   if (!o.saveGrads.empty()) {
     if (!ex->hasEntry("forward_grad"))
       die(o.model + ": --save-grads needs a 'forward_grad' entry point, which "
@@ -305,7 +417,7 @@ int crossCheck(const Options &o) {
     for (const TensorSpec &s : ex->manifest().entry("forward_grad")->results)
       if (s.role == "grad")
         grads[s.name] = std::move(out.at(s.name));
-    if (!writeSafetensors(o.saveGrads, grads, err))
+    if (isRoot() && !writeSafetensors(o.saveGrads, grads, err))
       die(err);
   }
   if (o.steps > 0) {
@@ -313,11 +425,12 @@ int crossCheck(const Options &o) {
       die(o.model + ": the model has no entry point 'train_step'");
     if (!entryInputs(*ex, "train_step", file, o.batch, in, err))
       die(err);
-    finish(trainer.repeat(in, o.steps, o.printLoss));
+    gSameOnAllRanks = false;
+    finish(trainer.repeat(in, o.steps, o.printLoss && isRoot()));
     if (o.memory)
       std::printf("%s\n", memoryLine(*ex).c_str());
   }
-  if (!o.saveParams.empty()) {
+  if (!o.saveParams.empty() && isRoot()) {
     TensorMap params;
     for (const auto &[name, t] : ex->state())
       if (ex->roleOf(name) == "param")
@@ -335,13 +448,25 @@ int main(int argc, char **argv) {
   // The last line of defence: an allocation that fails despite the checks
   // of sizes read from files is still one line, not an abort.
   try {
+    std::string err;
+    // MPI first, so that every later error is reported once per job.
+    if (tgrun::launchedByMpi()) {
+      gComm = tgrun::startMpi(&gStop, err);
+      if (!gComm)
+        die(err);
+    }
     Options o = parseArgs(argc, argv);
+    tgrun::setCommTimeout(double(o.commTimeout));
+    int status = 0;
     if (o.describe)
-      return describe(o);
-    checkOutputs(o);
-    if (!o.data.empty())
-      return train(o);
-    return crossCheck(o);
+      status = describe(o);
+    else {
+      checkOutputs(o);
+      status = !o.data.empty() ? train(o) : crossCheck(o);
+    }
+    if (gComm)
+      tgrun::finishMpi();
+    return status;
   } catch (const std::bad_alloc &) {
     die("out of memory");
   } catch (const std::exception &e) {

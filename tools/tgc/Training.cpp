@@ -53,10 +53,22 @@ std::optional<int64_t> tgc::parseByteSize(llvm::StringRef text) {
   return static_cast<int64_t>(bytes);
 }
 
+/// --ranks and --bucket-bytes: every training build of this tgc run is
+/// data-parallel alike, so the memory plan and the budget fit see the
+/// collectives the artifact runs.
+static int64_t dpRanks = 1, dpBucketBytes = 25 * 1024 * 1024;
+
+void tgc::setDataParallel(int64_t ranks, int64_t bucketBytes) {
+  dpRanks = ranks;
+  dpBucketBytes = bucketBytes;
+}
+
 bool tgc::buildTraining(ModuleOp module, bool remat, bool fuse) {
   PassManager pm(module.getContext());
   tg::TrainingPipelineOptions options;
   options.rematerialize = remat;
+  options.ranks = dpRanks;
+  options.bucketBytes = dpBucketBytes;
   // What is planned and reported is what the backend runs: the composite
   // ops' intermediates are buffers of the plan, not hidden scratch.
   options.decompose = true;

@@ -30,6 +30,10 @@ std::optional<int64_t> parseByteSize(llvm::StringRef text);
 using CompileFn = std::function<mlir::OwningOpRef<mlir::ModuleOp>(
     const std::vector<std::pair<std::string, std::string>> &extraDefines)>;
 
+/// Makes every later buildTraining data-parallel over `ranks` processes,
+/// with gradient buckets of `bucketBytes` (tg-data-parallel).
+void setDataParallel(int64_t ranks, int64_t bucketBytes);
+
 /// Runs the training pipeline on `module` (in place), rematerializing
 /// activations if `remat` and grouping kernels (tg-fuse) if `fuse`; false
 /// on error (diagnostics are printed).

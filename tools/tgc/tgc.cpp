@@ -98,6 +98,16 @@ struct DriverOptions {
       cl::desc("compile a step whose plan exceeds this machine's memory "
                "(for a larger machine)"),
       cl::cat(tgcCategory)};
+  cl::opt<int64_t> ranks{
+      "ranks",
+      cl::desc("data-parallel training over N processes (mpirun -n N "
+               "tg-run): the model's batch is each rank's, gradients are "
+               "averaged over the ranks"),
+      cl::value_desc("N"), cl::init(1), cl::cat(tgcCategory)};
+  cl::opt<std::string> bucketSize{
+      "bucket-size",
+      cl::desc("gradient bytes per all_reduce with --ranks (default 25MiB)"),
+      cl::value_desc("SIZE"), cl::init("25MiB"), cl::cat(tgcCategory)};
   cl::opt<bool> debugInfo{"mlir-print-debuginfo",
                           cl::desc("print source locations in the IR"),
                           cl::cat(tgcCategory)};
@@ -320,6 +330,18 @@ int main(int argc, char **argv) {
     }
     return module;
   };
+
+  std::optional<int64_t> bucketBytes = tgc::parseByteSize(opts.bucketSize);
+  if (opts.ranks < 1 || opts.ranks > 1048576 || !bucketBytes) {
+    llvm::errs() << "tgc: error: "
+                 << (bucketBytes ? "--ranks must be from 1 to 1048576, got " +
+                                       std::to_string(opts.ranks)
+                                 : "--bucket-size expects a size like 25MiB, "
+                                   "got '" + opts.bucketSize + "'")
+                 << "\n";
+    return 1;
+  }
+  tgc::setDataParallel(opts.ranks, *bucketBytes);
 
   // Training actions plan the step, and a budget may change the batch.
   bool training = opts.emit == Emit::Train ||

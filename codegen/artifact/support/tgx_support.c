@@ -57,6 +57,27 @@ void tgx_heap_reset(void) {
   tgx_heap_peak = tgx_heap_live;
   tgx_heap_count = 0;
 }
+/* Collectives (tg.all_reduce, docs/data-parallel.md). The runtime installs
+   its communicator with tgx_set_all_reduce before the first call: `sum`
+   replaces data[0..n) by its sum over every rank of the job. Without one
+   (a single process) the sum over the one rank is the data itself. The
+   artifact so depends on no communication library. */
+typedef void (*tgx_all_reduce_fn)(void *context, float *data, int64_t n);
+static tgx_all_reduce_fn tgx_comm_sum;
+static void *tgx_comm_context;
+void tgx_set_all_reduce(tgx_all_reduce_fn sum, void *context) {
+  tgx_comm_sum = sum;
+  tgx_comm_context = context;
+}
+/* A bucket of n floats: summed over the ranks, then scaled (1/ranks for a
+   mean). */
+void tgx_all_reduce_f32(float *data, int64_t n, float scale) {
+  if (tgx_comm_sum)
+    tgx_comm_sum(tgx_comm_context, data, n);
+  if (scale != 1.0f)
+    for (int64_t i = 0; i < n; ++i)
+      data[i] *= scale;
+}
 typedef struct { int64_t rank; void *descriptor; } tgx_unranked_memref;
 void memrefCopy(int64_t elemSize, tgx_unranked_memref *src,
                 tgx_unranked_memref *dst) {

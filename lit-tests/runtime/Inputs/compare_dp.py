@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Compares a data-parallel run with a single-process one.
+
+    compare_dp.py ONE.txt MANY.txt ONE.safetensors MANY.safetensors [--rel R]
+
+The `step I loss L` lines must match in number and each loss within the
+relative tolerance R (default 1e-6); every tensor of the two parameter
+files must have the same name, dtype and shape, and differ from the
+single-process one by at most R times that tensor's largest magnitude (an
+elementwise relative bound would fail on entries that cancel to ~0).
+Prints one line per check; exits 1 on the first failure.
+"""
+import argparse
+import json
+import re
+import struct
+import sys
+
+
+def losses(path):
+    out = [float(m.group(1)) for m in
+           (re.match(r"step \d+ loss (\S+)", line) for line in open(path)) if m]
+    if not out:
+        sys.exit(f"compare_dp.py: {path} has no 'step I loss L' lines")
+    return out
+
+
+def tensors(path):
+    data = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        if t["dtype"] != "F32":
+            sys.exit(f"compare_dp.py: {path}: {name} is {t['dtype']}, not F32")
+        b, e = t["data_offsets"]
+        count = (e - b) // 4
+        out[name] = (t["shape"], struct.unpack(f"<{count}f", data[base + b:base + e]))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("one")
+    ap.add_argument("many")
+    ap.add_argument("one_params")
+    ap.add_argument("many_params")
+    ap.add_argument("--rel", type=float, default=1e-6)
+    a = ap.parse_args()
+    la, lb = losses(a.one), losses(a.many)
+    if len(la) != len(lb):
+        sys.exit(f"FAIL: {len(la)} steps against {len(lb)}")
+    for i, (x, y) in enumerate(zip(la, lb)):
+        if abs(x - y) > a.rel * max(abs(x), abs(y)):
+            sys.exit(f"FAIL: step {i}: loss {x!r} against {y!r}")
+    print(f"losses: {len(la)} steps equal within {a.rel}")
+    ta, tb = tensors(a.one_params), tensors(a.many_params)
+    if sorted(ta) != sorted(tb):
+        sys.exit(f"FAIL: tensors {sorted(ta)} against {sorted(tb)}")
+    worst = 0.0
+    for name in sorted(ta):
+        (sa, va), (sb, vb) = ta[name], tb[name]
+        if sa != sb:
+            sys.exit(f"FAIL: {name}: shape {sa} against {sb}")
+        scale = max(abs(v) for v in va) or 1.0
+        diff = max(abs(x - y) for x, y in zip(va, vb)) / scale
+        worst = max(worst, diff)
+        if diff > a.rel:
+            sys.exit(f"FAIL: {name}: differs by {diff:.3g} of its largest value")
+    print(f"parameters: {len(ta)} tensors equal within {a.rel} (worst {worst:.3g})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+//===- Comm.h - the communicator of a data-parallel job ---------*- C++ -*-===//
+//
+// A data-parallel artifact (tgc --ranks N) sums its gradient buckets over
+// the ranks of the job through the artifact's tgx_all_reduce_f32, which
+// calls the communicator the runtime installed (Executor::setCommunicator).
+// libtgrt defines only this interface and links no communication library;
+// tg-run implements it with MPI (tools/tg-run/Mpi.cpp), so a program that
+// embeds libtgrt may bring its own. docs/data-parallel.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TG_RUNTIME_COMM_H
+#define TG_RUNTIME_COMM_H
+
+#include <cstdint>
+
+namespace tgrt {
+
+/// The ranks of one job, as the compiled code sees them.
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  /// This process's rank, 0 to size() - 1.
+  virtual int rank() const = 0;
+  /// The number of ranks.
+  virtual int size() const = 0;
+  /// Replaces data[0..n) by its elementwise sum over every rank. Called
+  /// from inside compiled code, so it cannot return an error: a failure
+  /// (a rank that died, a timeout) ends the process with one error line.
+  virtual void allReduceSum(float *data, int64_t n) = 0;
+};
+
+} // namespace tgrt
+
+#endif // TG_RUNTIME_COMM_H

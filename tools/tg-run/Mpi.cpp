@@ -1,0 +1,126 @@
+//===- Mpi.cpp - tg-run's MPI communicator ----------------------*- C++ -*-===//
+//
+// See Mpi.h. Gradient buckets are summed with MPI_Iallreduce, polled with
+// MPI_Test and a short sleep, so that a rank that died (its peers would
+// block in MPI_Allreduce forever if the launcher did not notice) turns into
+// one error line after the timeout, and so that waiting ranks leave the
+// CPU to the ranks still computing on an oversubscribed machine.
+//
+//===----------------------------------------------------------------------===//
+#include "tools/tg-run/Mpi.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <unistd.h>
+
+namespace {
+
+double gTimeout = 300;
+
+class MpiCommunicator final : public tgrt::Communicator {
+public:
+  explicit MpiCommunicator(const volatile std::sig_atomic_t *stop)
+      : stop_(stop) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void allReduceSum(float *data, int64_t n) override {
+    // MPI counts are int: a bucket larger than that goes in pieces.
+    const int64_t chunk = int64_t(1) << 30;
+    for (int64_t done = 0; done < n; done += chunk) {
+      int count = static_cast<int>(std::min(chunk, n - done));
+      MPI_Request request;
+      if (MPI_Iallreduce(MPI_IN_PLACE, data + done, count, MPI_FLOAT, MPI_SUM,
+                         MPI_COMM_WORLD, &request) != MPI_SUCCESS)
+        fail("MPI_Iallreduce failed");
+      wait(request);
+    }
+  }
+
+private:
+  void wait(MPI_Request &request) {
+    auto start = std::chrono::steady_clock::now();
+    for (int spins = 0;; ++spins) {
+      int done = 0;
+      if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        fail("MPI_Test failed");
+      if (done)
+        return;
+      if (stop_ && *stop_) {
+        // The launcher ends the job this way when another rank died.
+        char msg[120];
+        std::snprintf(msg, sizeof msg,
+                      "stopped by signal %d while waiting for the other "
+                      "ranks (did one die?)",
+                      int(*stop_));
+        fail(msg, 128 + *stop_);
+      }
+      if (spins > 100) {
+        struct timespec pause {0, 100000}; // 0.1 ms
+        nanosleep(&pause, nullptr);
+        double waited = std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+        if (waited > gTimeout) {
+          char msg[160];
+          std::snprintf(msg, sizeof msg,
+                        "no answer from the other ranks for %.0f s in "
+                        "all_reduce (a rank died or hangs)",
+                        gTimeout);
+          fail(msg);
+        }
+      }
+    }
+  }
+  [[noreturn]] void fail(const char *msg, int status = 1) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "tg-run: error: rank %d of %d: %s\n", rank_, size_,
+                 msg);
+    std::fflush(stderr);
+    // Not MPI_Abort: it may wait for the dead rank's daemon. The launcher
+    // ends the job when a rank exits without MPI_Finalize.
+    _exit(status);
+  }
+  const volatile std::sig_atomic_t *stop_;
+  int rank_ = 0, size_ = 1;
+};
+
+} // namespace
+
+bool tgrun::launchedByMpi() {
+  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(var))
+      return true;
+  return false;
+}
+
+void tgrun::setCommTimeout(double seconds) { gTimeout = seconds; }
+
+std::unique_ptr<tgrt::Communicator>
+tgrun::startMpi(const volatile std::sig_atomic_t *stop, std::string &err) {
+  if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS) {
+    err = "MPI_Init failed";
+    return nullptr;
+  }
+  // Errors are returned (and reported as our one line), not fatal inside
+  // MPI with its own multi-line message.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  return std::make_unique<MpiCommunicator>(stop);
+}
+
+bool tgrun::sameOnAllRanks(uint64_t value) {
+  uint64_t range[2] = {value, ~value}, out[2];
+  // One reduction gives both the minimum and (as ~min(~v)) the maximum.
+  MPI_Allreduce(range, out, 2, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+  return out[0] == ~out[1];
+}
+
+void tgrun::finishMpi() { MPI_Finalize(); }
