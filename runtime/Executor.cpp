@@ -37,8 +37,8 @@ bool writeAll(int fd, std::string_view data) {
   return true;
 }
 
-/// Checks that the ELF header, the program header table and every loaded
-/// segment of `so` lie inside it; else says why in `why`. The loader maps
+/// Checks that the ELF header, the program header table, every loaded
+/// segment and the section header table of `so` lie inside it; else says why in `why`. The loader maps
 /// segments by file offset without checking them against the file: a
 /// truncated cpu.so whose section CRC still matches would be a SIGBUS inside
 /// dlopen, not an error.
@@ -70,6 +70,15 @@ bool checkElfExtent(std::string_view so, std::string &why) {
       why = "truncated: segment " + std::to_string(i) + past;
       return false;
     }
+  }
+  // The linker writes the section header table last, so a file cut
+  // anywhere loses it even where every loaded segment survives (the code
+  // would still run; the artifact is nonetheless not what tgc wrote).
+  if (eh.e_shoff != 0 &&
+      (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > size ||
+       uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr) > size - eh.e_shoff)) {
+    why = "truncated: the section header table" + past;
+    return false;
   }
   return true;
 }
