@@ -31,14 +31,6 @@ using namespace mlir::tg;
 
 namespace {
 
-/// Bytes of a static tensor.
-int64_t bytesOf(Value v) {
-  auto type = cast<RankedTensorType>(v.getType());
-  return type.getNumElements() *
-         static_cast<int64_t>(
-             llvm::divideCeil(type.getElementTypeBitWidth(), 8));
-}
-
 struct DataParallelPass final
     : tg::impl::DataParallelPassBase<DataParallelPass> {
   using Base::Base;
@@ -158,7 +150,7 @@ struct DataParallelPass final
     int64_t bytes = 0;
     for (Value g : llvm::reverse(grads)) {
       bucket.push_back(g);
-      bytes += bytesOf(g);
+      bytes += tensorBytes(g.getType());
       if (bytes >= bucketBytes) {
         reduce(bucket);
         bucket.clear();

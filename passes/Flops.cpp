@@ -1,7 +1,9 @@
 //===- Flops.cpp - FLOP estimates of tg ops ---------------------*- C++ -*-===//
 //
-// One FLOP model shared by rematerialisation (what a replay costs), budget
-// fitting (extra FLOPs as a share of the step) and tgc's notes.
+// One FLOP model and one byte count of a tensor, shared by
+// rematerialisation (what a replay costs and frees), budget fitting (extra
+// FLOPs as a share of the step), fusion's cost model, the kernel report,
+// memory planning, data parallelism's buckets and tgc's notes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,7 +11,21 @@
 
 using namespace mlir;
 
+int64_t mlir::tg::tensorBytes(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t || !t.hasStaticShape())
+    return 0;
+  int64_t bits = t.getElementType().getIntOrFloatBitWidth();
+  return t.getNumElements() * std::max<int64_t>(1, bits / 8);
+}
+
 int64_t mlir::tg::opFlops(Operation *op) {
+  if (auto fused = dyn_cast<FusedOp>(op)) {
+    int64_t total = 0;
+    for (Operation &inner : fused.getBodyBlock().without_terminator())
+      total += opFlops(&inner);
+    return total;
+  }
   if (auto mm = dyn_cast<MatmulOp>(op)) {
     auto a = cast<RankedTensorType>(mm.getLhs().getType());
     int64_t k = a.getShape()[a.getRank() - (mm.getTransposeLhs() ? 2 : 1)];

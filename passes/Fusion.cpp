@@ -26,41 +26,6 @@ namespace mlir::tg {
 using namespace mlir;
 using namespace mlir::tg;
 
-int64_t mlir::tg::tensorBytes(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t)
-    return 0;
-  int64_t bits = t.getElementType().getIntOrFloatBitWidth();
-  return t.getNumElements() * std::max<int64_t>(1, bits / 8);
-}
-
-int64_t mlir::tg::estimateFlops(Operation *op) {
-  if (auto fused = dyn_cast<FusedOp>(op)) {
-    int64_t total = 0;
-    for (Operation &inner : fused.getBodyBlock().without_terminator())
-      total += estimateFlops(&inner);
-    return total;
-  }
-  if (auto mm = dyn_cast<MatmulOp>(op)) {
-    auto a = cast<RankedTensorType>(mm.getLhs().getType());
-    int64_t k = a.getShape()[a.getRank() - (mm.getTransposeLhs() ? 2 : 1)];
-    return 2 * k * cast<RankedTensorType>(mm.getType()).getNumElements();
-  }
-  if (isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradWeightOp>(op)) {
-    auto w = cast<RankedTensorType>(op->getOperand(1).getType());
-    int64_t window = w.getNumElements() / std::max<int64_t>(1, w.getDimSize(0));
-    int64_t out = 0;
-    for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
-      out = std::max(out, cast<RankedTensorType>(v.getType()).getNumElements());
-    return 2 * window * out;
-  }
-  int64_t n = 0;
-  for (Value r : op->getResults())
-    if (auto t = dyn_cast<RankedTensorType>(r.getType()))
-      n += t.getNumElements();
-  return n;
-}
-
 void mlir::tg::inlineFusedGroups(Operation *root) {
   SmallVector<FusedOp> groups;
   root->walk([&](FusedOp op) { groups.push_back(op); });
@@ -517,7 +482,7 @@ private:
       written += tensorBytes(v.getType());
     TGDialect &tgd = dialect(fused.getContext());
     tgd.getFlopsAttrHelper().setAttr(fused,
-                                     b.getI64IntegerAttr(estimateFlops(fused)));
+                                     b.getI64IntegerAttr(opFlops(fused)));
     tgd.getBytesReadAttrHelper().setAttr(fused, b.getI64IntegerAttr(read));
     tgd.getBytesWrittenAttrHelper().setAttr(fused,
                                             b.getI64IntegerAttr(written));

@@ -14,14 +14,6 @@
 
 namespace mlir::tg {
 
-/// Bytes of a value of type `type` in memory (0 for non-tensors); i1 takes
-/// one byte per element, as in every buffer of TGC.
-int64_t tensorBytes(Type type);
-
-/// FLOPs of one op, roughly: 2MNK for products and convolutions, one per
-/// result element otherwise; a tg.fused group's is the sum of its body's.
-int64_t estimateFlops(Operation *op);
-
 /// Replaces every tg.fused under `root` by the ops of its body, moving the
 /// memory plan's attributes of each group result (tg.offset, tg.offsets,
 /// tg.alias_arg) to the op that computes it inside, so that a backend

@@ -116,7 +116,7 @@ private:
         if (!(k.loc = locString(inner.getLoc())).empty())
           break;
     k.count = times;
-    k.flops = estimateFlops(op);
+    k.flops = opFlops(op);
     DenseSet<Value> seen;
     for (Value v : op->getOperands())
       if (seen.insert(v).second && !isa_and_present<ConstantOp>(v.getDefiningOp()))

@@ -62,14 +62,6 @@ int64_t MemoryPlan::totalBytesOf(BufferKind kind) const {
 
 static int64_t alignTo(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
-/// Bytes of a tensor value's storage (i1 takes a byte per element).
-static int64_t bytesOf(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t || !t.hasStaticShape())
-    return 0;
-  int64_t bits = t.getElementType().getIntOrFloatBitWidth();
-  return t.getNumElements() * std::max<int64_t>(1, bits / 8);
-}
 
 namespace {
 
@@ -246,11 +238,11 @@ void scheduleBlock(Block &block) {
   auto cost = [&](Operation *op) {
     int64_t delta = 0;
     for (Value r : op->getResults())
-      delta += bytesOf(r.getType());
+      delta += tensorBytes(r.getType());
     DenseMap<Value, unsigned> seen;
     for (Value v : reads[op])
       if (++seen[v] == usesLeft[v] && v.getDefiningOp())
-        delta -= bytesOf(v.getType());
+        delta -= tensorBytes(v.getType());
     return delta;
   };
   ReadyQueue ready; // ties: the original index
@@ -313,11 +305,11 @@ void scheduleBlockBottomUp(Block &block) {
     int64_t delta = 0;
     for (Value r : op->getResults())
       if (live.contains(r))
-        delta -= bytesOf(r.getType());
+        delta -= tensorBytes(r.getType());
     DenseSet<Value> seen;
     for (Value v : reads[op])
       if (v.getDefiningOp() && !live.contains(v) && seen.insert(v).second)
-        delta += bytesOf(v.getType());
+        delta += tensorBytes(v.getType());
     return delta;
   };
   // Ties: -original index, so later ops come first.
@@ -454,7 +446,7 @@ void aliasUpdatesToArguments(func::FuncOp fn, Block &block,
     BlockArgument arg = block.getArgument(argIndex);
     size_t id = bufferOf.lookup(v);
     Buffer &buf = buffers[id];
-    if (claims[id] != 1 || buf.bytes != bytesOf(arg.getType()) || buf.nested)
+    if (claims[id] != 1 || buf.bytes != tensorBytes(arg.getType()) || buf.nested)
       continue;
     // Every read of the argument must come before the buffer's first write,
     // or be that write itself by an elementwise op.
@@ -583,7 +575,7 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
       buf.op = op->getName().getStringRef().str();
       buf.loc = locString(op->getLoc());
       buf.name = buf.op + "#" + std::to_string(step[op]);
-      buf.bytes = bytesOf(r.getType());
+      buf.bytes = tensorBytes(r.getType());
       buf.start = step[op];
       buf.end = lastUse(r);
       buf.kind = kindOf(r, marks);
@@ -835,7 +827,7 @@ FailureOr<MemoryPlan> mlir::tg::planMemory(func::FuncOp fn,
     buf.kind = r == Role::param                          ? BufferKind::Param
                : (r == Role::state || r == Role::step) ? BufferKind::Optimizer
                                                        : BufferKind::Input;
-    buf.bytes = bytesOf(arg.getType());
+    buf.bytes = tensorBytes(arg.getType());
     buf.persistent = true;
     buf.offset = offset;
     buf.end = -1;

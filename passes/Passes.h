@@ -39,9 +39,14 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp fn,
                                               bool wrtInputs,
                                               bool lossSeed = false);
 
+/// Bytes of a value of type `type` in memory (0 for non-tensors and dynamic
+/// shapes); i1 takes one byte per element, as in every buffer of TGC.
+int64_t tensorBytes(Type type);
+
 /// FLOPs of one op, roughly: 2MNK for matmuls and convolutions, 8 per
 /// element for normalisations, softmax and GELU, one per element of the
-/// largest operand or result for other tg ops, 0 for ops of other dialects.
+/// largest operand or result for other tg ops, 0 for ops of other dialects;
+/// a tg.fused group's is the sum of its body's.
 int64_t opFlops(Operation *op);
 
 /// Sum of opFlops over `fn` (loop bodies counted once: a ratio of two such

@@ -33,13 +33,6 @@ std::string typeName(Type t) {
   return s;
 }
 
-int64_t bytesOf(Type t) {
-  auto type = dyn_cast<RankedTensorType>(t);
-  if (!type)
-    return 0;
-  int64_t bits = type.getElementType().getIntOrFloatBitWidth();
-  return type.getNumElements() * std::max<int64_t>(1, bits / 8);
-}
 
 StringRef ruleOf(Operation *op) {
   if (auto r = dialect(op->getContext()).getPrecisionAttrHelper().getAttr(op))
@@ -72,7 +65,7 @@ std::vector<Row> collect(ModuleOp module, StringRef forward,
     auto name = fn.getArgAttrOfType<StringAttr>(i, attr::name);
     Value arg = fn.getArgument(i);
     rows.push_back({"param", name ? name.str() : "", "",
-                    "master (optimizer updates it)", 1, bytesOf(arg.getType())});
+                    "master (optimizer updates it)", 1, tensorBytes(arg.getType())});
     rows.back().dtype = typeName(cast<RankedTensorType>(arg.getType())
                                      .getElementType());
     if (Operation *c = copies.lookup(arg)) {
@@ -80,7 +73,7 @@ std::vector<Row> collect(ModuleOp module, StringRef forward,
       rows.push_back({"copy", rows.back().name,
                       typeName(cast<RankedTensorType>(t).getElementType()),
                       "compute-copy (once per forward+backward)", 1,
-                      bytesOf(t)});
+                      tensorBytes(t)});
     }
   }
   // Activations: every other result of the forward function, by op kind,
@@ -101,7 +94,7 @@ std::vector<Row> collect(ModuleOp module, StringRef forward,
       r = {"activation", opName, dtype, rule, 0, 0};
     }
     ++r.count;
-    r.bytes += bytesOf(t);
+    r.bytes += tensorBytes(t);
   });
   for (auto &entry : classes)
     rows.push_back(entry.second);
@@ -116,7 +109,7 @@ std::vector<Row> collect(ModuleOp module, StringRef forward,
                       typeName(cast<RankedTensorType>(t).getElementType()),
                       "as its master (the cast back of the compute copy's "
                       "gradient); accumulated in this type",
-                      1, bytesOf(t)});
+                      1, tensorBytes(t)});
     }
   // Optimizer state and the step counter.
   if (step)
@@ -134,7 +127,7 @@ std::vector<Row> collect(ModuleOp module, StringRef forward,
                           ? "loss scaler: finite steps since the scale "
                             "last changed"
                           : "as its master (the update runs in fp32)",
-                      1, bytesOf(t)});
+                      1, tensorBytes(t)});
     }
   return rows;
 }

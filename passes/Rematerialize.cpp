@@ -27,14 +27,6 @@ using namespace mlir::tg;
 
 namespace {
 
-int64_t bytesOf(Value v) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  if (!t)
-    return 0;
-  return t.getNumElements() *
-         std::max<int64_t>(1, t.getElementType().getIntOrFloatBitWidth() / 8);
-}
-
 /// FLOPs of replaying `op`; -1 for ops that are not replayed: anything
 /// outside the dialect, with regions, several results or side effects, and
 /// contractions unless `contractions`.
@@ -167,14 +159,14 @@ struct RematerializePass final
     std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
     SmallVector<Value> candidates;
     auto ratio = [](int64_t flops, Value v) {
-      return double(flops) / double(std::max<int64_t>(1, bytesOf(v)));
+      return double(flops) / double(std::max<int64_t>(1, tensorBytes(v.getType())));
     };
     for (Operation *op : ops)
       if (forward.contains(op))
         for (Value r : op->getResults()) {
           SmallVector<Operation *> users = backwardUsers(r);
           if (users.empty() || llvm::is_contained(ret->getOperands(), r) ||
-              isa<ConstantOp>(op) || bytesOf(r) == 0)
+              isa<ConstantOp>(op) || tensorBytes(r.getType()) == 0)
             continue;
           FailureOr<Replay> replay = plan(r, firstOf(users));
           if (failed(replay))
@@ -216,7 +208,7 @@ struct RematerializePass final
       for (Operation *user : users)
         user->replaceUsesOfWith(act, value);
       recomputed.insert(act);
-      savedBytes += bytesOf(act);
+      savedBytes += tensorBytes(act.getType());
       extraFlops += replay->flops;
     }
     dialect(&getContext())
