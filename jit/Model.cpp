@@ -34,19 +34,21 @@ namespace tgc {
 struct Model::Impl {
   /// Fails with "call init first" until the state is set.
   bool ready(const char *entry, std::string &error) const;
-  /// Refreshes the state() copy after the state changed.
-  void stateChanged();
+  /// Marks the state() copy stale: it is made again only when asked for,
+  /// so a training step copies no parameters.
+  void stateChanged() { stateStale = true; }
 
   std::unique_ptr<tgrt::Artifact> artifact;
   std::unique_ptr<tgrt::Executor> executor;
   std::string label; ///< the model's file, or "<graph>"
   bool initialised = false;
-  TensorMap stateCopy, inputs;
+  mutable bool stateStale = true;
+  mutable TensorMap stateCopy;
+  TensorMap inputs;
 };
 
 Model::Model(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 Model::~Model() = default;
-const TensorMap &Model::state() const { return impl->stateCopy; }
 const TensorMap &Model::inputSpecs() const { return impl->inputs; }
 
 namespace {
@@ -81,6 +83,16 @@ tgrt::TensorMap toRuntime(const TensorMap &m) {
 }
 
 } // namespace
+
+const TensorMap &Model::state() const {
+  if (impl->stateStale) {
+    impl->stateCopy.clear();
+    for (const auto &[name, t] : impl->executor->state())
+      impl->stateCopy[name] = toHost(t);
+    impl->stateStale = false;
+  }
+  return impl->stateCopy;
+}
 
 std::unique_ptr<Model> Model::compileGraph(Builder &builder,
                                            std::string &error) {
@@ -167,11 +179,6 @@ bool Model::Impl::ready(const char *entry, std::string &error) const {
   return false;
 }
 
-void Model::Impl::stateChanged() {
-  stateCopy.clear();
-  for (const auto &[name, t] : executor->state())
-    stateCopy[name] = toHost(t);
-}
 
 bool Model::init(int64_t seed, std::string &error) {
   if (!impl->executor->init(seed, error))
