@@ -11,6 +11,84 @@ using namespace tgc;
 namespace tgc::sema {
 
 //===----------------------------------------------------------------------===//
+// The built-in table
+//===----------------------------------------------------------------------===//
+
+const std::vector<Builtin> &builtins() {
+  static const std::vector<Builtin> table = [] {
+    std::vector<Builtin> t;
+    Formal x{"x", true}, y{"y", true};
+#define TGC_BINARY(method, builtin, op) t.push_back({builtin, {x, y}, &Sema::biBinary});
+#include "tgc/BuilderOps.def"
+    t.push_back({"select", {{"cond", true}, x, y}, &Sema::biSelect});
+#define TGC_UNARY(method, builtin, op) t.push_back({builtin, {x}, &Sema::biUnary});
+#include "tgc/BuilderOps.def"
+    t.push_back({"gelu", {x, {"approximate", false}}, &Sema::biGelu});
+    t.push_back({"cast", {x, {"dtype", true}}, &Sema::biCast});
+    t.push_back({"matmul", {x, y, {"transpose_lhs", false}, {"transpose_rhs", false}},
+                 &Sema::biMatmul});
+    for (const char *n : {"sum", "mean", "max"})
+      t.push_back({n, {x, {"axis", false}, {"keepdims", false}}, &Sema::biReduce});
+    for (const char *n : {"softmax", "log_softmax"})
+      t.push_back({n, {x, {"axis", false}}, &Sema::biSoftmax});
+    t.push_back({"cross_entropy",
+                 {{"logits", true}, {"labels", true}, {"ignore_index", false}},
+                 &Sema::biCrossEntropy});
+    t.push_back({"mse_loss", {x, {"target", true}}, &Sema::biMse});
+    t.push_back({"layer_norm", {x, {"weight", false}, {"bias", false}, {"eps", false}},
+                 &Sema::biLayerNorm});
+    t.push_back({"rms_norm", {x, {"weight", false}, {"eps", false}}, &Sema::biRmsNorm});
+    t.push_back({"embedding", {{"table", true}, {"indices", true}}, &Sema::biEmbedding});
+    t.push_back({"reshape", {x, {"shape", true}}, &Sema::biReshape});
+    t.push_back({"transpose", {x, {"perm", false}}, &Sema::biTranspose});
+    t.push_back({"broadcast_to", {x, {"shape", true}}, &Sema::biBroadcastTo});
+    t.push_back({"concat", {{"tensors", true}, {"axis", false}}, &Sema::biConcat});
+    t.push_back({"causal_mask", {x, {"value", false}}, &Sema::biCausalMask});
+    t.push_back({"dropout", {x, {"seed", true}, {"p", false}}, &Sema::biDropout});
+    // causal has no default: a silent mask (or its absence) is a wrong model.
+    t.push_back({"attention",
+                 {{"q", true}, {"k", true}, {"v", true}, {"causal", true},
+                  {"scale", false}},
+                 &Sema::biAttention});
+    t.push_back({"one_hot", {{"indices", true}, {"classes", true}, {"dtype", false}},
+                 &Sema::biOneHot});
+    t.push_back({"conv2d",
+                 {x, {"weight", true}, {"stride", false}, {"padding", false},
+                  {"dilation", false}, {"groups", false}},
+                 &Sema::biConv2d});
+    t.push_back({"max_pool2d",
+                 {x, {"kernel", true}, {"stride", false}, {"padding", false}},
+                 &Sema::biPool});
+    t.push_back({"avg_pool2d",
+                 {x, {"kernel", true}, {"stride", false}, {"padding", false},
+                  {"count_include_pad", false}},
+                 &Sema::biPool});
+    for (const char *n : {"int", "float"})
+      t.push_back({n, {x}, &Sema::biScalarConv});
+    t.push_back({"range", {{"start", true}, {"stop", false}}, &Sema::biRange});
+    return t;
+  }();
+  return table;
+}
+
+const Builtin *Sema::findBuiltin(const std::string &name) const {
+  for (const Builtin &bi : builtins())
+    if (name == bi.name)
+      return &bi;
+  return nullptr;
+}
+
+std::vector<std::string> Sema::visibleNames() const {
+  std::vector<std::string> names;
+  if (frame)
+    for (const auto &kv : frame->vars)
+      names.push_back(kv.first);
+  for (const auto &kv : hypers)
+    names.push_back(kv.first);
+  return names;
+}
+
+//===----------------------------------------------------------------------===//
 // Built-in ops
 //===----------------------------------------------------------------------===//
 

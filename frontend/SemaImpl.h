@@ -2,7 +2,7 @@
 //
 // Values, argument binding and the Sema class shared by the elaborator's
 // translation units: Sema.cpp (expressions and statements), SemaBuiltins.cpp
-// (the built-in functions) and SemaTrain.cpp (hyper-parameters and the train
+// (the built-in table and functions) and SemaTrain.cpp (hyper-parameters and the train
 // block). Not part of the frontend's interface (see Sema.h).
 //
 //===----------------------------------------------------------------------===//
@@ -112,6 +112,9 @@ struct Builtin {
   std::vector<Formal> formals;
   BuiltinFn fn;
 };
+
+/// Every built-in function of the language (SemaBuiltins.cpp).
+const std::vector<Builtin> &builtins();
 
 /// Variables of a model body or a def invocation.
 struct Frame {
