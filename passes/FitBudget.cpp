@@ -128,6 +128,8 @@ struct FitBudgetPass final : tg::impl::FitBudgetPassBase<FitBudgetPass> {
     options.precision = precision;
     options.rematLevel = level;
     options.decompose = decompose;
+    options.ranks = ranks;
+    options.bucketBytes = bucketBytes;
     buildTrainingPipeline(pm, options);
     if (failed(runPipeline(pm, copy)))
       return failure();

@@ -347,6 +347,11 @@ def FitBudgetPass : Pass<"tg-fit-budget", "::mlir::ModuleOp"> {
            "Decompose composite ops before planning (as tgc does)">,
     Option<"mustFit", "must-fit", "bool", "true",
            "Fail if no candidate fits (otherwise keep the least peak)">,
+    Option<"ranks", "ranks", "int64_t", "1",
+           "Data-parallel ranks of every candidate (tg-data-parallel), so "
+           "the kept step is the one the job runs">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "25 * 1024 * 1024",
+           "Bytes of gradients per all_reduce of the candidates">,
   ];
 }
 

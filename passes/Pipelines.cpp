@@ -44,6 +44,8 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     fit.budget = options.budget;
     fit.precision = options.precision;
     fit.decompose = options.decompose;
+    fit.ranks = options.ranks;
+    fit.bucketBytes = options.bucketBytes;
     pm.addPass(createFitBudgetPass(fit));
     if (options.planMemory)
       pm.addPass(createPlanMemoryPass());

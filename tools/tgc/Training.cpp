@@ -275,6 +275,8 @@ static tg::BudgetFitAttr runFit(ModuleOp module, int64_t budget,
   options.precision = precision.str();
   options.microBatches = microBatches;
   options.mustFit = false;
+  options.ranks = dpRanks;
+  options.bucketBytes = dpBucketBytes;
   pm.addPass(tg::createFitBudgetPass(options));
   if (failed(pm.run(module)))
     return nullptr;
