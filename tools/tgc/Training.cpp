@@ -308,7 +308,12 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
   SmallVector<StringRef> precisions{""};
   if (!precision || precision.getValue() == "fp32")
     precisions.push_back("bf16");
-  int64_t unconstrained = -1;
+  // What the step needs as given, the backend's op scratch included (the
+  // peak every candidate's note is compared with; the fit pass's own
+  // `unconstrained` is the graph's plan alone).
+  FailureOr<tg::MemoryPlan> asGiven = planTraining(*module);
+  if (failed(asGiven))
+    return std::nullopt;
   tg::BudgetFitAttr least;
   OwningOpRef<ModuleOp> leastModule;
   for (StringRef prec : precisions) {
@@ -345,8 +350,6 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
       }
       if (!fit)
         continue;
-      if (unconstrained < 0)
-        unconstrained = fit.getUnconstrained();
       if (!fit.getFits()) {
         if (!least || fit.getPeak() < least.getPeak()) {
           least = fit;
@@ -358,7 +361,7 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
         return BudgetFit{std::move(m), std::move(*plan), ""};
       std::string note;
       llvm::raw_string_ostream os(note);
-      os << "tgc: note: the step needs " << formatBytes(unconstrained)
+      os << "tgc: note: the step needs " << formatBytes(asGiven->peakBytes())
          << ", over the budget of " << formatBytes(*budget) << "; chose "
          << fit.getChoice() << ":";
       StringRef sep = " ";
