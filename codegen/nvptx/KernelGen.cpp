@@ -1,0 +1,69 @@
+//===- KernelGen.cpp - dispatch of planned tg ops to generators -*- C++ -*-===//
+//
+// One switch from an op (a `tg.fused` group by its kind, or a single tg op)
+// to the generator that lowers it. Each generator lives in its own file and
+// adds its case here; an op no generator takes is a compile-time error at
+// its location, never a silent CPU fallback.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/nvptx/KernelGen.h"
+
+#include "dialects/TGDialect.h"
+#include "dialects/TGOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+
+using namespace mlir;
+
+namespace tg::nvptx {
+
+bool hasKernel(ModuleOp kernels, llvm::StringRef symbol) {
+  return kernels.lookupSymbol(symbol) != nullptr;
+}
+
+std::string kernelSymbol(Operation *op, llvm::StringRef prefix, Target t) {
+  // Print a clone without the planner's discardable attributes, so that two
+  // groups computing the same thing on different buffers share a kernel.
+  Operation *copy = op->clone(Operation::CloneOptions::all().cloneOperands(
+      /*enable=*/false));
+  copy->walk([](Operation *inner) {
+    for (llvm::StringRef a :
+         {mlir::tg::attr::offset, mlir::tg::attr::offsets, mlir::tg::attr::bytes,
+          mlir::tg::attr::aliasArg, mlir::tg::attr::aliasArgs, mlir::tg::attr::flops,
+          mlir::tg::attr::bytesRead, mlir::tg::attr::bytesWritten})
+      inner->removeAttr(a);
+  });
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  copy->print(os, OpPrintingFlags().printGenericOpForm().elideLargeElementsAttrs(
+                      1 << 20));
+  copy->destroy();
+  llvm::SmallString<64> name(prefix);
+  name += "_";
+  name += toString(t);
+  name += "_";
+  llvm::raw_svector_ostream(name)
+      << llvm::format_hex_no_prefix(llvm::xxh3_64bits(text), 16);
+  return std::string(name);
+}
+
+FailureOr<std::vector<KernelLaunch>> lowerOpToKernels(Operation *op, Target t,
+                                                      ModuleOp kernels) {
+  (void)t;
+  (void)kernels;
+  if (auto fused = dyn_cast<mlir::tg::FusedOp>(op)) {
+    // Generators add their kinds here.
+    return fused.emitOpError()
+           << "the GPU backend cannot compile a '"
+           << mlir::tg::stringifyKernelKind(fused.getKind()) << "' kernel yet";
+  }
+  return op->emitOpError() << "the GPU backend cannot compile this op yet";
+}
+
+} // namespace tg::nvptx
