@@ -147,6 +147,8 @@ public:
       t.tid[0] = i % block_[0];
       t.tid[1] = (i / block_[0]) % block_[1];
       t.tid[2] = i / (block_[0] * block_[1]);
+      for (auto [r, v] : k_.constRegs)
+        regsOf(t)[r] = v;
     }
     uint32_t live = n_;
     while (live) {

@@ -532,6 +532,11 @@ const std::pair<const char *, Sreg> kSregs[] = {
     {"%dynamic_smem_size", Sreg::DynSmem},
     {"%total_smem_size", Sreg::TotalSmem}};
 
+/// Limits of the hardware (per thread local; per CTA shared): past them a
+/// declaration is an error, not an allocation.
+constexpr uint32_t kMaxLocal = 512 * 1024;
+constexpr uint32_t kMaxSharedDecl = 232448;
+
 struct Symbol {
   Space space;
   uint32_t offset;
@@ -687,6 +692,7 @@ private:
   std::unique_ptr<Kernel> parseEntry() {
     auto k = std::make_unique<Kernel>();
     k->name = std::string(expectIdent().text);
+    consts_.clear();
     std::unordered_map<std::string, Symbol> syms;
     std::vector<SharedDecl> shared = sharedDecls_;
     expectPunct('(');
@@ -757,6 +763,9 @@ private:
         uint32_t off = alignTo(localBytes, d.align);
         syms[d.name] = {Space::Local, off, false};
         localBytes = off + d.bytes;
+        if (localBytes > kMaxLocal)
+          fail(t, "over " + std::to_string(kMaxLocal) +
+                      " bytes of local memory per thread");
         continue;
       }
       if (t.text == ".shared") {
@@ -819,6 +828,9 @@ private:
       off = alignTo(off, d.align);
       syms[d.name] = {Space::Shared, off, false};
       off += d.bytes;
+      if (off > kMaxSharedDecl)
+        fail(lex_.peek(), "over " + std::to_string(kMaxSharedDecl) +
+                              " bytes of shared memory declared");
     }
     k->staticShared = off;
     k->dynSharedOffset = alignTo(off, dynAlign);
@@ -842,6 +854,7 @@ private:
       o.imm += it->second.offset; // Addr: [sym+off]; Imm: address of sym
     }
     k->numRegs = uint32_t(regs.size());
+    k->constRegs = consts_;
     return k;
   }
 
@@ -892,7 +905,6 @@ private:
   void parseOperand(Inst &in, Operand &o,
                     std::unordered_map<std::string, uint32_t> &regs,
                     OnSymbol onSymbol) {
-    Token t = lex_.peek();
     if (lex_.isPunct('[')) {
       lex_.next();
       o.kind = Operand::Addr;
@@ -930,15 +942,31 @@ private:
       o.kind = Operand::Vec;
       o.reg = uint32_t(in.vregs.size());
       for (;;) {
-        Token r = expectIdent();
-        if (r.text == "_")
-          in.vregs.push_back(kNoReg);
-        else if (r.text[0] == '%')
-          in.vregs.push_back(reg(regs, r.text));
-        else
-          fail(r, "expected a register in a vector");
+        if (lex_.isPunct('-') || lex_.peek().kind == Token::Number) {
+          // An immediate element: a hidden register every thread starts
+          // with that value in.
+          bool minus = lex_.isPunct('-');
+          if (minus)
+            lex_.next();
+          Token n = expect(Token::Number, "a number");
+          int64_t v;
+          if (!parseNumber(n.text, v))
+            fail(n, "bad number '" + std::string(n.text) + "'");
+          v = minus ? -v : v;
+          uint32_t r = reg(regs, "$imm" + std::to_string(v));
+          consts_.emplace_back(r, uint64_t(v));
+          in.vregs.push_back(r);
+        } else {
+          Token r = expectIdent();
+          if (r.text == "_")
+            in.vregs.push_back(kNoReg);
+          else if (r.text[0] == '%')
+            in.vregs.push_back(reg(regs, r.text));
+          else
+            fail(r, "expected a register in a vector");
+        }
         if (++o.count > 8)
-          fail(r, "vector too long");
+          fail(lex_.peek(), "vector too long");
         if (lex_.isPunct('}'))
           break;
         expectPunct(',');
@@ -946,7 +974,7 @@ private:
       lex_.next();
       return;
     }
-    if (lex_.isPunct('-') || t.kind == Token::Number) {
+    if (lex_.isPunct('-') || lex_.peek().kind == Token::Number) {
       bool minus = lex_.isPunct('-');
       if (minus)
         lex_.next();
@@ -996,6 +1024,7 @@ private:
 
   Lexer lex_;
   std::vector<SharedDecl> sharedDecls_;
+  std::vector<std::pair<uint32_t, uint64_t>> consts_; // of the current entry
   bool external_ = false;
 };
 

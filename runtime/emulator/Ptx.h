@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tgrt::emu {
@@ -105,6 +106,9 @@ struct Kernel {
   /// dynSharedOffset.
   uint32_t staticShared = 0, dynSharedOffset = 0;
   uint32_t localBytes = 0;
+  /// Hidden registers holding the immediates of vector operands
+  /// (`{%r1, 0}`), set in every thread at start.
+  std::vector<std::pair<uint32_t, uint64_t>> constRegs;
 };
 
 } // namespace tgrt::emu
