@@ -8,6 +8,8 @@
 // warning without ptxas), 16-byte vector accesses where the shapes allow.
 //
 //===----------------------------------------------------------------------===//
+#include "EmuHarness.h"
+
 #include "codegen/nvptx/Gemm.h"
 #include "codegen/nvptx/KernelGen.h"
 #include "codegen/nvptx/SimtElementwise.h"
@@ -194,4 +196,74 @@ func.func @f(%a: tensor<4x8xf32>, %b: tensor<8xf32>, %c: tensor<4x8xf32>) {
   CHECK(kernels->getBody()->empty());
   // Elementwise in place at its own elements is what the planner does.
   CHECK(succeeded(lowerOpToKernels(&*std::next(it), Target::SM80, *kernels)));
+}
+
+TEST_CASE("the MLP's and GPT's elementwise and optimizer groups match the "
+          "reference evaluator on the emulator",
+          "[nvptx][simt][emulator]") {
+  // Chains of f32 ops round where the reference rounds (each op's result
+  // type), so they differ only by the libm-free functions' few ulp, grown
+  // along the chain: tolerances are 4x the single op's (EmuHarness.cpp).
+  struct Case {
+    const char *model, *defines, *precision;
+  };
+  for (Case k : {Case{"mlp.tg", "-D batch=8 -D hidden=32", "fp32"},
+                 Case{"mlp.tg", "-D batch=8 -D hidden=32", "bf16"},
+                 Case{"gpt.tg",
+                      "-D layers=1 -D d_model=32 -D heads=2 -D seq=16 "
+                      "-D vocab=64 -D batch=2 -D accumulate=1",
+                      "fp32"},
+                 Case{"gpt.tg",
+                      "-D layers=1 -D d_model=32 -D heads=2 -D seq=16 "
+                      "-D vocab=64 -D batch=2 -D accumulate=1",
+                      "bf16"}}) {
+    std::string ir = plannedIR(k.model, k.defines, k.precision);
+    REQUIRE(!ir.empty());
+    Context c;
+    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);
+    REQUIRE(m);
+    auto step = m->lookupSymbol<func::FuncOp>("train_step");
+    REQUIRE(step);
+    int checked = 0;
+    uint64_t stream = 0;
+    step.walk([&](Operation *op) {
+      if (op->getParentOfType<mlir::tg::FusedOp>() || !isElementwiseKernelOp(op))
+        return;
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      op->print(os, OpPrintingFlags().skipRegions());
+      INFO(k.model << " " << k.precision << ": " << text);
+      std::vector<tgtest::Tensor> in;
+      for (Value v : op->getOperands()) {
+        auto type = cast<RankedTensorType>(v.getType());
+        tgtest::DType d = *mlir::tg::ref::dtypeOf(type.getElementType());
+        // Nonnegative floats (second moments), small step counts.
+        bool integer = d == tgtest::DType::I64 || d == tgtest::DType::I32;
+        in.push_back(tgtest::Tensor::random(type.getShape(), d, 7, stream++,
+                                            integer ? 0 : 0.01,
+                                            integer ? 20 : 1));
+      }
+      OwningOpRef<ModuleOp> alone = tgtest::standaloneFunction(op);
+      auto want =
+          mlir::tg::ref::evaluate(alone->lookupSymbol<func::FuncOp>("f"), in);
+      REQUIRE(succeeded(want));
+      std::vector<tgtest::Tensor> got;
+      std::string err;
+      bool ran = tgtest::runOnEmulator(op, in, got, err);
+      if (!ran && err.find("unsupported instruction") != std::string::npos) {
+        WARN("SKIPPED numerics: the emulator says " << err);
+        return;
+      }
+      INFO(err);
+      REQUIRE(ran);
+      REQUIRE(got.size() == want->size());
+      for (size_t r = 0; r < got.size(); ++r) {
+        INFO("result #" << r);
+        auto [rtol, atol] = tgtest::tolerance((*want)[r].dtype);
+        CHECK(tgtest::worstError(got[r], (*want)[r], 4 * rtol, 4 * atol) <= 1);
+      }
+      ++checked;
+    });
+    CHECK(checked > 0);
+  }
 }
