@@ -14,8 +14,9 @@
 // written with one vector store; operands broadcast along it (strides 0)
 // are read once. Each value of the body is computed at the coordinates its
 // shape takes from the unit's (NumPy broadcasting: size-1 dimensions read
-// index 0), memoised per unit, so a rank-0 value (an optimizer's step size,
-// a clip scale) is computed once per thread and unit, never stored.
+// index 0), memoised per unit; a single-element value (an optimizer's step
+// size, a clip scale) is computed once per thread before the loop, never
+// stored.
 //
 // Aliasing (KernelGen.h): a thread reads all its operand elements before it
 // stores, so a result may share the buffer of an operand that is read
@@ -98,11 +99,15 @@ struct ReadInfo {
 };
 
 /// Builds the kernel body: one value of the source per (value, coordinates,
-/// lane), memoised within a work unit.
+/// lane), memoised within a work unit. Single-element values (rank 0 or
+/// all dimensions 1) are the same for every unit: they are computed once,
+/// before the loop over units (`prologue`), and shared by every domain.
 class Emitter {
 public:
-  Emitter(KernelBuilder &w, const Source &src, ArrayRef<Value> params, Type it)
-      : w(w), src(src), params(params), it(it) {}
+  Emitter(KernelBuilder &w, const Source &src, ArrayRef<Value> params, Type it,
+          Operation *prologue, unsigned numDomains)
+      : w(w), src(src), params(params), it(it), prologue(prologue),
+        numDomains(numDomains) {}
 
   /// Computes and stores the results of `d` for the unit at `local`.
   LogicalResult emitUnit(const Domain &d, unsigned domainIndex, Value local) {
@@ -149,6 +154,8 @@ private:
 
   /// Row-major offset of `coords` in `shape` (size-1 dimensions add 0).
   Value offset(ArrayRef<int64_t> shape, ArrayRef<Value> coords) {
+    if (llvm::all_of(shape, [](int64_t s) { return s == 1; }))
+      return c(0);
     if (shape == ArrayRef<int64_t>(dom->shape))
       return lin0;
     Value off = c(0);
@@ -188,6 +195,20 @@ private:
   FailureOr<Value> value(Value v, ArrayRef<Value> coords, int64_t lane,
                          bool inner) {
     ShapedType type = shapedOf(v);
+    if (type.getNumElements() == 1) {
+      auto found = uniform.find(v);
+      if (found != uniform.end())
+        return found->second;
+      OpBuilder::InsertionGuard guard(w.b);
+      w.b.setInsertionPoint(prologue);
+      bool outer = inPrologue;
+      inPrologue = true;
+      FailureOr<Value> r = compute(v, type, coords, 0, /*varying=*/false);
+      inPrologue = outer;
+      if (succeeded(r))
+        uniform[v] = *r;
+      return r;
+    }
     bool varying = laneVarying(type.getShape(), inner);
     if (!varying)
       lane = 0;
@@ -208,6 +229,9 @@ private:
     if (in != src.inputIndex.end()) {
       ReadInfo &ri = readInfo[in->second];
       ri.domains.insert(domIndex);
+      // Read before the loop: by every thread, whatever domain it serves.
+      for (unsigned d = 0; inPrologue && d < numDomains; ++d)
+        ri.domains.insert(d);
       if (type.getShape() != ArrayRef<int64_t>(dom->shape))
         ri.identity = false;
       Value base = params[in->second];
@@ -278,6 +302,10 @@ private:
   const Domain *dom = nullptr;
   unsigned domIndex = 0;
   Value lin0;
+  Operation *prologue;
+  unsigned numDomains;
+  bool inPrologue = false;
+  llvm::DenseMap<Value, Value> uniform;
   std::map<std::vector<const void *>, Value> memo, vecLoads;
   std::map<unsigned, ReadInfo> readInfo;
 };
@@ -426,7 +454,7 @@ lowerElementwiseOp(Operation *op, Target t, ModuleOp kernels) {
   w.b.setInsertionPoint(loop.getBody()->getTerminator());
   Value u = loop.getInductionVar();
   SmallVector<Value> params(entry->getArguments());
-  Emitter em(w, src, params, it);
+  Emitter em(w, src, params, it, loop, static_cast<unsigned>(domains.size()));
   LogicalResult ok = success();
   for (auto [di, d] : llvm::enumerate(domains)) {
     OpBuilder::InsertionGuard guard(w.b);
