@@ -1,7 +1,8 @@
 //===- SimtElementwiseTest.cpp - elementwise and optimizer kernels -*- C++ -*-===//
 //
 // The elementwise and optimizer groups (and single elementwise ops) of the
-// MLP and a small GPT, planned by the training pipeline in fp32 and bf16,
+// MLP, LeNet and small GPT and BERT models, planned by the training
+// pipeline in fp32 and bf16,
 // become kernels through lowerOpToKernels: launches that cover every
 // result, kernels shared by ops that print alike, PTX for sm_80 and sm_90a
 // that ptxas assembles without spills or local memory (SKIPped with a
@@ -137,7 +138,7 @@ void assemble(const std::string &ptx, Target t) {
 
 } // namespace
 
-TEST_CASE("elementwise and optimizer kernels of the MLP and GPT assemble",
+TEST_CASE("elementwise and optimizer kernels of the examples assemble",
           "[nvptx][simt]") {
   struct Case {
     const char *model, *defines, *precision;
@@ -151,6 +152,11 @@ TEST_CASE("elementwise and optimizer kernels of the MLP and GPT assemble",
                  Case{"gpt.tg",
                       "-D layers=1 -D d_model=32 -D heads=2 -D seq=16 "
                       "-D vocab=64 -D batch=2 -D accumulate=1",
+                      "bf16"},
+                 Case{"cnn.tg", "-D batch=4 -D c1=2 -D c2=4", "fp32"},
+                 Case{"bert_large.tg",
+                      "-D vocab=64 -D positions=16 -D d_model=32 -D layers=1 "
+                      "-D heads=2 -D ff=64 -D batch=2 -D seq=8",
                       "bf16"}}) {
     INFO(k.model << " " << k.precision);
     std::string ir = plannedIR(k.model, k.defines, k.precision);
@@ -198,7 +204,7 @@ func.func @f(%a: tensor<4x8xf32>, %b: tensor<8xf32>, %c: tensor<4x8xf32>) {
   CHECK(succeeded(lowerOpToKernels(&*std::next(it), Target::SM80, *kernels)));
 }
 
-TEST_CASE("the MLP's and GPT's elementwise and optimizer groups match the "
+TEST_CASE("the examples' elementwise and optimizer groups match the "
           "reference evaluator on the emulator",
           "[nvptx][simt][emulator]") {
   // Chains of f32 ops round where the reference rounds (each op's result
@@ -216,7 +222,12 @@ TEST_CASE("the MLP's and GPT's elementwise and optimizer groups match the "
                  Case{"gpt.tg",
                       "-D layers=1 -D d_model=32 -D heads=2 -D seq=16 "
                       "-D vocab=64 -D batch=2 -D accumulate=1",
-                      "bf16"}}) {
+                      "bf16"},
+                 Case{"cnn.tg", "-D batch=4 -D c1=2 -D c2=4", "fp32"},
+                 Case{"bert_large.tg",
+                      "-D vocab=64 -D positions=16 -D d_model=32 -D layers=1 "
+                      "-D heads=2 -D ff=64 -D batch=2 -D seq=8",
+                      "fp32"}}) {
     std::string ir = plannedIR(k.model, k.defines, k.precision);
     REQUIRE(!ir.empty());
     Context c;
