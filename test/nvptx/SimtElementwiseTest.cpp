@@ -62,30 +62,11 @@ std::string plannedIR(const std::string &name, const std::string &defines,
              precision + "\"");
 }
 
-struct Context {
-  MLIRContext ctx;
-  std::string diags;
-  Context() {
-    DialectRegistry registry;
-    mlir::tg::registerAllDialects(registry);
-    registry.insert<LLVM::LLVMDialect, NVVM::NVVMDialect, scf::SCFDialect>();
-    ctx.appendDialectRegistry(registry);
-    ctx.loadAllAvailableDialects();
-    ctx.getDiagEngine().registerHandler(
-        [this](Diagnostic &d) { diags += d.str() + "\n"; });
-  }
-};
 
-std::string print(ModuleOp m) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  m.print(os);
-  return text;
-}
 
 /// Lowers every elementwise/optimizer op of `ir` for `t`; checks the
 /// launches and assembles the module. Returns the PTX.
-std::string lowerAll(Context &c, const std::string &ir, Target t,
+std::string lowerAll(tgtest::Context &c, const std::string &ir, Target t,
                      int &groups, int &launches) {
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);
   INFO(c.diags);
@@ -116,7 +97,7 @@ std::string lowerAll(Context &c, const std::string &ir, Target t,
     ++launches;
   }
   std::string ptx, err;
-  bool ok = compileMLIRToPTX(print(*kernels), t, ptx, err);
+  bool ok = compileMLIRToPTX(tgtest::printModule(*kernels), t, ptx, err);
   INFO(err);
   REQUIRE(ok);
   return ptx;
@@ -162,7 +143,7 @@ TEST_CASE("elementwise and optimizer kernels of the examples assemble",
     std::string ir = plannedIR(k.model, k.defines, k.precision);
     REQUIRE(!ir.empty());
     for (Target t : {Target::SM80, Target::SM90a}) {
-      Context c;
+      tgtest::Context c;
       int groups = 0, kernels = 0;
       std::string ptx = lowerAll(c, ir, t, groups, kernels);
       CHECK(groups > 0);
@@ -177,7 +158,7 @@ TEST_CASE("elementwise and optimizer kernels of the examples assemble",
 
 TEST_CASE("an in-place result read at other elements is refused",
           "[nvptx][simt]") {
-  Context c;
+  tgtest::Context c;
   // The planner never asks for this: result 0 in place of operand 1, a row
   // vector every row of the result reads.
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(R"mlir(
@@ -230,7 +211,7 @@ TEST_CASE("the examples' elementwise and optimizer groups match the "
                       "fp32"}}) {
     std::string ir = plannedIR(k.model, k.defines, k.precision);
     REQUIRE(!ir.empty());
-    Context c;
+    tgtest::Context c;
     OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);
     REQUIRE(m);
     auto step = m->lookupSymbol<func::FuncOp>("train_step");
