@@ -78,6 +78,9 @@ func.func @f(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>, %m: tensor<8x8xi1>,
 struct Context {
   MLIRContext ctx;
   std::string diags;
+  /// The parsed source of buildOpKernels, kept with (and destroyed before)
+  /// the context: a static here outlived the context and crashed at exit.
+  OwningOpRef<ModuleOp> source;
   Context() {
     DialectRegistry registry;
     mlir::tg::registerAllDialects(registry);
@@ -137,7 +140,7 @@ LogicalResult buildOpKernel(ModuleOp module, Operation *op, StringRef name) {
 /// The kernel module for every op of @f in `ir` (kernel k_<index>).
 OwningOpRef<ModuleOp> buildOpKernels(Context &c, StringRef ir,
                                      std::vector<Operation *> *ops = nullptr) {
-  static OwningOpRef<ModuleOp> keep;
+  OwningOpRef<ModuleOp> &keep = c.source;
   keep = parseSourceString<ModuleOp>(ir, &c.ctx);
   INFO(c.diags);
   REQUIRE(keep);
