@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/nvptx/KernelGen.h"
+#include "codegen/nvptx/SimtElementwise.h"
 
 #include "dialects/TGDialect.h"
 #include "dialects/TGOps.h"
@@ -55,8 +56,8 @@ std::string kernelSymbol(Operation *op, llvm::StringRef prefix, Target t) {
 
 FailureOr<std::vector<KernelLaunch>> lowerOpToKernels(Operation *op, Target t,
                                                       ModuleOp kernels) {
-  (void)t;
-  (void)kernels;
+  if (isElementwiseKernelOp(op))
+    return lowerElementwiseOp(op, t, kernels);
   if (auto fused = dyn_cast<mlir::tg::FusedOp>(op)) {
     // Generators add their kinds here.
     return fused.emitOpError()
