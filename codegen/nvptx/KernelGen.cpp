@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/nvptx/KernelGen.h"
+#include "codegen/nvptx/SimtReduction.h"
 
 #include "dialects/TGDialect.h"
 #include "dialects/TGOps.h"
@@ -55,8 +56,9 @@ std::string kernelSymbol(Operation *op, llvm::StringRef prefix, Target t) {
 
 FailureOr<std::vector<KernelLaunch>> lowerOpToKernels(Operation *op, Target t,
                                                       ModuleOp kernels) {
-  (void)t;
-  (void)kernels;
+  // Reductions: row_reduction and reduction groups, single sum/mean/max.
+  if (detail::isReductionKernelOp(op))
+    return detail::lowerReductionKernels(op, t, kernels);
   if (auto fused = dyn_cast<mlir::tg::FusedOp>(op)) {
     // Generators add their kinds here.
     return fused.emitOpError()
