@@ -354,7 +354,8 @@ Value ReductionLowering::materialize(Ix x) {
 Value ReductionLowering::offsetOf(const Index &idx, ArrayRef<int64_t> shape) {
   // The common cases: an element of the row (row-major domain with trailing
   // reduced axes) and the k-th output of the reduction.
-  if (trailing && shape == ArrayRef<int64_t>(dom) && idx == canonical(dom, true))
+  if (trailing && hasInner(idx) && shape == ArrayRef<int64_t>(dom) &&
+      idx == canonical(dom, true))
     return w->add(rowBase, j);
   if (!hasInner(idx) && numElements(shape) == kn) {
     SmallVector<int64_t> st = stridesOf(shape);
