@@ -73,19 +73,21 @@ double fromBytes(const uint8_t *p, DType t) {
   }
 }
 
-/// Runs the first op of @f (operands: @f's arguments in order) on the
-/// emulator and compares its results with the reference. `alias[i]` >= 0
-/// makes result i share the buffer of operand alias[i].
-void checkOnEmulator(const std::string &ir, std::vector<Tensor> args,
-                     std::vector<int> alias = {}) {
-  Harness h;
-  h.parse(ir);
-  auto ref = h.eval(args);
+/// Runs `op` (the first op of `fn`, whose operands are `fn`'s arguments in
+/// order) on the emulator and compares its results with the reference.
+/// `alias[i]` >= 0 makes result i share the buffer of operand alias[i].
+void checkOpOnEmulator(Harness &h, mlir::func::FuncOp fn, mlir::Operation *op,
+                       std::vector<Tensor> args, std::vector<int> alias = {}) {
+  mlir::tg::ref::EvalOptions eo;
+  auto ref = mlir::tg::ref::evaluate(fn, args, eo);
   INFO(h.diagnostics);
   REQUIRE(mlir::succeeded(ref));
   auto kernels = newKernelModule(h);
-  std::vector<tg::nvptx::KernelLaunch> launches =
-      lowerSingle(h, tg::nvptx::Target::SM80, *kernels);
+  auto lowered =
+      tg::nvptx::lowerOpToKernels(op, tg::nvptx::Target::SM80, *kernels);
+  INFO(h.diagnostics);
+  REQUIRE(mlir::succeeded(lowered));
+  std::vector<tg::nvptx::KernelLaunch> launches = *lowered;
   std::string ptx = compileKernels(*kernels, tg::nvptx::Target::SM80);
   std::string err;
   auto module = tgrt::emu::PtxModule::parse(ptx, err);
@@ -142,6 +144,65 @@ void checkOnEmulator(const std::string &ir, std::vector<Tensor> args,
   }
 }
 
+/// checkOpOnEmulator on the first op of @f in `ir`.
+void checkOnEmulator(const std::string &ir, std::vector<Tensor> args,
+                     std::vector<int> alias = {}) {
+  Harness h;
+  h.parse(ir);
+  auto fn = h.module->lookupSymbol<mlir::func::FuncOp>("f");
+  REQUIRE(fn);
+  checkOpOnEmulator(h, fn, firstOp(h), std::move(args), std::move(alias));
+}
+
+/// Every reduction kernel op at the top level of the planned step of
+/// examples/<name>.tg, each copied alone into a function and run on the
+/// emulator from random inputs against the reference. Returns the count.
+int checkExampleOnEmulator(const std::string &name,
+                           std::vector<std::pair<std::string, std::string>> defines,
+                           const std::string &precision) {
+  Harness h;
+  buildExample(h, name, std::move(defines), precision);
+  std::vector<mlir::Operation *> ops;
+  h.module->walk([&](mlir::func::FuncOp fn) {
+    for (mlir::Operation &op : fn.getBody().front())
+      if (tg::nvptx::detail::isReductionKernelOp(&op))
+        ops.push_back(&op);
+  });
+  mlir::OpBuilder b(&h.ctx);
+  auto holder = mlir::ModuleOp::create(b.getUnknownLoc());
+  int n = 0;
+  for (mlir::Operation *op : ops) {
+    // @f(operands) { results = clone(op); return results }
+    b.setInsertionPointToEnd(holder.getBody());
+    auto fnTy = b.getFunctionType(op->getOperandTypes(), op->getResultTypes());
+    auto fn = mlir::func::FuncOp::create(b, op->getLoc(),
+                                         "f" + std::to_string(n), fnTy);
+    mlir::Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToEnd(entry);
+    mlir::IRMapping map;
+    map.map(op->getOperands(), entry->getArguments());
+    mlir::Operation *copy = b.clone(*op, map);
+    mlir::func::ReturnOp::create(b, op->getLoc(), copy->getResults());
+    std::vector<Tensor> args;
+    for (auto [i, t] : llvm::enumerate(op->getOperandTypes())) {
+      auto rt = mlir::cast<mlir::RankedTensorType>(t);
+      DType dt = *mlir::tg::ref::dtypeOf(rt.getElementType());
+      // Small non-negative integers: labels in range, steps, counts.
+      bool isInt = dt == DType::I64 || dt == DType::I32;
+      args.push_back(Tensor::random(rt.getShape(), dt, 100 + n, i,
+                                    isInt ? 0 : -2, isInt ? 5 : 2));
+    }
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    op->print(os);
+    INFO(name << " " << precision << " op " << n << ": " << text);
+    checkOpOnEmulator(h, fn, copy, std::move(args));
+    ++n;
+  }
+  holder->erase();
+  return n;
+}
+
 /// Labels for `rows` rows of `classes`: in range, with -100 (ignored) at
 /// every fifth row.
 Tensor labels(int64_t rows, int64_t classes) {
@@ -189,6 +250,17 @@ std::string layerNormGroup(const std::string &x, const std::string &row,
 }
 
 } // namespace
+
+TEST_CASE("every reduction kernel of the example steps on the emulator",
+          "[nvptx][reduction][emulator]") {
+  CHECK(checkExampleOnEmulator("mlp", {{"batch", "8"}, {"hidden", "32"}},
+                               "fp32") >= 8);
+  CHECK(checkExampleOnEmulator(
+            "gpt",
+            {{"layers", "1"}, {"d_model", "32"}, {"heads", "2"}, {"seq", "16"},
+             {"batch", "2"}, {"vocab", "64"}, {"ctx", "16"}, {"accumulate", "1"}},
+            "fp32") >= 20);
+}
 
 TEST_CASE("cross-entropy rows on the emulator", "[nvptx][reduction][emulator]") {
   SECTION("warp per row, 37 classes, 5 rows") {

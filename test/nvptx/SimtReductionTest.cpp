@@ -11,50 +11,12 @@
 #include "test/nvptx/SimtReductionTestUtil.h"
 
 #include "codegen/nvptx/Toolchain.h"
-#include "frontend/Sema.h"
-#include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Pass/PassManager.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 using namespace simtred;
 
 namespace {
-
-/// Compiles examples/<name>.tg with `defines` into h.module and runs the
-/// training pipeline (fused, decomposed, planned) with `precision`.
-void buildExample(Harness &h, const std::string &name,
-                  std::vector<std::pair<std::string, std::string>> defines,
-                  const std::string &precision) {
-  const char *src = std::getenv("TGC_SOURCE_DIR");
-  REQUIRE(src);
-  std::string path = std::string(src) + "/examples/" + name + ".tg";
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  REQUIRE(buffer);
-  tgc::SourceFile file(path, (*buffer)->getBuffer().str());
-  tgc::DiagEngine diag(file);
-  tgc::FrontendOptions opts;
-  opts.defines = std::move(defines);
-  opts.context = &h.ctx;
-  auto builder = tgc::parseAndElaborate(file, diag, opts);
-  std::string errors;
-  llvm::raw_string_ostream es(errors);
-  diag.print(es);
-  INFO(errors);
-  REQUIRE(builder);
-  h.module = builder->build();
-  REQUIRE(h.module);
-  mlir::PassManager pm(&h.ctx);
-  mlir::tg::TrainingPipelineOptions po;
-  po.fuse = true;
-  po.decompose = true;
-  po.planMemory = true;
-  po.precision = precision;
-  mlir::tg::buildTrainingPipeline(pm, po);
-  INFO(h.diagnostics);
-  REQUIRE(mlir::succeeded(pm.run(*h.module)));
-}
 
 /// Lowers every reduction op at the top level of every function for `t`;
 /// returns how many ops were lowered (kernels dedupe by symbol).

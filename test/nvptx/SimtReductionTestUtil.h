@@ -1,7 +1,8 @@
 //===- SimtReductionTestUtil.h - helpers of the reduction kernel tests -*- C++ -*-===//
 //
-// A context with the tg, llvm, nvvm and scf dialects, an empty kernel
-// module, the PTX of a kernel module, and the tg IR of test groups.
+// A context with the tg, llvm, nvvm and scf dialects, an example model's
+// planned step, an empty kernel module, the PTX of a kernel module, and the
+// tg IR of test groups.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TGC_TEST_NVPTX_SIMTREDUCTIONTESTUTIL_H
@@ -12,11 +13,15 @@
 #include "codegen/nvptx/Gemm.h"
 #include "codegen/nvptx/KernelGen.h"
 #include "codegen/nvptx/SimtReduction.h"
+#include "frontend/Sema.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <string>
 
@@ -62,6 +67,40 @@ lowerSingle(Harness &h, tg::nvptx::Target t, mlir::ModuleOp kernels) {
   INFO(h.diagnostics);
   REQUIRE(mlir::succeeded(r));
   return *r;
+}
+
+/// Compiles examples/<name>.tg with `defines` into h.module and runs the
+/// training pipeline (fused, decomposed, planned) with `precision`.
+inline void buildExample(Harness &h, const std::string &name,
+                  std::vector<std::pair<std::string, std::string>> defines,
+                  const std::string &precision) {
+  const char *src = std::getenv("TGC_SOURCE_DIR");
+  REQUIRE(src);
+  std::string path = std::string(src) + "/examples/" + name + ".tg";
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  REQUIRE(buffer);
+  tgc::SourceFile file(path, (*buffer)->getBuffer().str());
+  tgc::DiagEngine diag(file);
+  tgc::FrontendOptions opts;
+  opts.defines = std::move(defines);
+  opts.context = &h.ctx;
+  auto builder = tgc::parseAndElaborate(file, diag, opts);
+  std::string errors;
+  llvm::raw_string_ostream es(errors);
+  diag.print(es);
+  INFO(errors);
+  REQUIRE(builder);
+  h.module = builder->build();
+  REQUIRE(h.module);
+  mlir::PassManager pm(&h.ctx);
+  mlir::tg::TrainingPipelineOptions po;
+  po.fuse = true;
+  po.decompose = true;
+  po.planMemory = true;
+  po.precision = precision;
+  mlir::tg::buildTrainingPipeline(pm, po);
+  INFO(h.diagnostics);
+  REQUIRE(mlir::succeeded(pm.run(*h.module)));
 }
 
 /// Cross-entropy forward and backward over rows of `classes` logits
