@@ -9,6 +9,7 @@
 
 #include "codegen/nvptx/KernelGen.h"
 #include "codegen/nvptx/SimtElementwise.h"
+#include "codegen/nvptx/SimtReduction.h"
 
 #include "dialects/TGDialect.h"
 #include "dialects/TGOps.h"
@@ -58,6 +59,9 @@ FailureOr<std::vector<KernelLaunch>> lowerOpToKernels(Operation *op, Target t,
                                                       ModuleOp kernels) {
   if (isElementwiseKernelOp(op))
     return lowerElementwiseOp(op, t, kernels);
+  // Reductions: row_reduction and reduction groups, single sum/mean/max.
+  if (detail::isReductionKernelOp(op))
+    return detail::lowerReductionKernels(op, t, kernels);
   if (auto fused = dyn_cast<mlir::tg::FusedOp>(op)) {
     // Generators add their kinds here.
     return fused.emitOpError()
