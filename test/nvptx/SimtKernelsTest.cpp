@@ -26,7 +26,6 @@
 #include "mlir/Parser/Parser.h"
 
 #include <catch2/catch.hpp>
-#include <fstream>
 
 using namespace mlir;
 using namespace ::tg::nvptx;
@@ -145,7 +144,6 @@ void checkAssembles(ModuleOp kernels, Target t) {
   INFO(err);
   REQUIRE(ok);
   CHECK(ptx.find("call.uni") == std::string::npos);
-  { std::ofstream("/tmp/e-simt-" + toString(t) + ".ptx") << ptx; } // DEBUG
   if (!haveCudaTool("ptxas")) {
     WARN("SKIPPED: no ptxas at " << cudaHome() << "/bin; PTX not assembled");
     return;
