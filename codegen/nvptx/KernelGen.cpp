@@ -68,6 +68,8 @@ FailureOr<std::vector<KernelLaunch>> lowerOpToKernels(Operation *op, Target t,
     return detail::lowerSimtGemm(op, t, kernels);
   if (auto movement = detail::lowerMovementOp(op, t, kernels))
     return *movement;
+  if (auto convPool = detail::lowerConvPoolOp(op, t, kernels))
+    return *convPool;
   return op->emitOpError() << "the GPU backend cannot compile this op yet";
 }
 

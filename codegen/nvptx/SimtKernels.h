@@ -4,7 +4,8 @@
 // fp32 shared-memory GEMM (SimtGemm.cpp: `tg.matmul` and `gemm` groups with
 // f32 operands) and the data-movement and other single-op kernels
 // (SimtMovement.cpp: reshape, transpose, slice, concat, broadcast_to,
-// embedding and its gradient, random). Both follow KernelGen.h's contract;
+// embedding and its gradient, random, splat constants; SimtConvPool.cpp:
+// convolutions and max pooling). Both follow KernelGen.h's contract;
 // the helpers here are what they share: a kernel function whose parameters
 // are global pointers, the identity of a planned buffer, and the i32 index
 // arithmetic on static shapes.
@@ -80,6 +81,11 @@ bool isF32Gemm(mlir::Operation *op);
 /// (and no diagnostic) when `op` is none of them.
 std::optional<mlir::FailureOr<std::vector<KernelLaunch>>>
 lowerMovementOp(mlir::Operation *op, Target t, mlir::ModuleOp kernels);
+
+/// conv2d, its two gradients, max_pool2d and its gradient
+/// (SimtConvPool.cpp); nullopt when `op` is none of them.
+std::optional<mlir::FailureOr<std::vector<KernelLaunch>>>
+lowerConvPoolOp(mlir::Operation *op, Target t, mlir::ModuleOp kernels);
 
 } // namespace tg::nvptx::detail
 

@@ -17,6 +17,7 @@
 //                  the CPU's; bf16/f16 tables round after each addition.
 //   random         one thread per element from the element's Philox words
 //                  (include/tgc/Philox.h's mapping; normal draws in f32)
+//   constant       a splat fills its buffer (init's zeros and ones)
 //
 // Movement kernels copy the stored bits (an integer of the element's width),
 // so they are exact for every element type. A gather or scatter cannot run
@@ -487,6 +488,40 @@ FailureOr<std::vector<KernelLaunch>> lowerRandom(mlir::tg::RandomOp op,
       launchFor(sym, numel(res), kThreads, {operand(0), result(0)})};
 }
 
+/// A splat constant that owns a buffer (an initial value init returns, an
+/// operand of another top-level op) is written by a fill kernel; a constant
+/// inside a group is folded into that group's kernel instead.
+FailureOr<std::vector<KernelLaunch>> lowerConstant(mlir::tg::ConstantOp op,
+                                                   Target t, ModuleOp kernels) {
+  auto value = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!value || !value.isSplat())
+    return op->emitOpError()
+           << "the GPU backend fills splat constants only; a constant with "
+              "distinct elements needs its data in the artifact";
+  Value res = op.getResult();
+  if (numel(res) == 0)
+    return std::vector<KernelLaunch>{};
+  Type elem = elemOf(res);
+  APInt bits = isa<FloatType>(elem)
+                   ? value.getSplatValue<APFloat>().bitcastToAPInt()
+                   : value.getSplatValue<APInt>();
+  std::string sym = kernelSymbol(op, "tg_fill", t);
+  if (!hasKernel(kernels, sym)) {
+    SimtKernel k = beginSimtKernel(kernels, sym, 1, kThreads, op.getLoc());
+    KernelBuilder &w = *k.w;
+    Value i = globalThreadIndex(w);
+    w.openIf(w.ult(i, w.i32c(numel(res))));
+    auto bitsTy = cast<IntegerType>(bitsType(w.b.getContext(), elem));
+    Value v = LLVM::ConstantOp::create(
+        w.b, w.loc, bitsTy,
+        w.b.getIntegerAttr(bitsTy, bits.zextOrTrunc(bitsTy.getWidth())));
+    LLVM::StoreOp::create(w.b, w.loc, v, w.gep(k.params[0], i, bitsTy));
+    endSimtKernel(k);
+  }
+  return std::vector<KernelLaunch>{
+      launchFor(sym, numel(res), kThreads, {result(0)})};
+}
+
 } // namespace
 
 std::optional<FailureOr<std::vector<KernelLaunch>>>
@@ -494,7 +529,8 @@ lowerMovementOp(Operation *op, Target t, ModuleOp kernels) {
   using R = std::optional<FailureOr<std::vector<KernelLaunch>>>;
   if (!isa<mlir::tg::ReshapeOp, mlir::tg::TransposeOp, mlir::tg::SliceOp,
            mlir::tg::BroadcastToOp, mlir::tg::ConcatOp, mlir::tg::EmbeddingOp,
-           mlir::tg::EmbeddingGradOp, mlir::tg::RandomOp>(op))
+           mlir::tg::EmbeddingGradOp, mlir::tg::RandomOp,
+           mlir::tg::ConstantOp>(op))
     return std::nullopt;
   if (failed(checkI32Indexable(op)))
     return R(failure());
@@ -509,6 +545,7 @@ lowerMovementOp(Operation *op, Target t, ModuleOp kernels) {
         return lowerEmbeddingGrad(o, t, kernels);
       })
       .Case([&](mlir::tg::RandomOp o) { return lowerRandom(o, t, kernels); })
+      .Case([&](mlir::tg::ConstantOp o) { return lowerConstant(o, t, kernels); })
       .Default([](Operation *) { return R(std::nullopt); });
 }
 

@@ -250,7 +250,7 @@ TEST_CASE("ops without a GPU kernel are located errors", "[nvptx][simt-movement]
   Context c;
   OwningOpRef<ModuleOp> m = parse(c, R"mlir(
 func.func @f(%x: tensor<1x1x8x8xf32>, %i: tensor<2x2xi64>, %j: tensor<2x2xi64>) {
-  %0 = tg.max_pool2d %x kernel = [2, 2] stride = [2, 2] : tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>
+  %0 = tg.avg_pool2d %x kernel = [2, 2] stride = [2, 2] : tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>
   %1 = tg.matmul %i, %j : tensor<2x2xi64>, tensor<2x2xi64> -> tensor<2x2xi64>
   return
 }

@@ -322,3 +322,40 @@ func.func @f(%seed: tensor<i64>) -> (tensor<50x8xf32>, tensor<9x7xbf16>, tensor<
                 [](size_t k) { return k == 1 ? 0.0 : k == 0 ? 2e-6 : 1e-4; },
                 0, 1000000);
 }
+
+TEST_CASE("convolution and pooling kernels match the reference",
+          "[nvptx][simt-convpool][emulator]") {
+  // Strided, padded, dilated and grouped convolutions with both gradients;
+  // overlapping pooling windows, so max_pool2d_grad sums several windows.
+  runAndCompare(R"mlir(
+func.func @f(%x: tensor<2x3x9x9xf32>, %w: tensor<4x3x3x3xf32>, %dy: tensor<2x4x5x5xf32>,
+             %xg: tensor<2x4x7x7xbf16>, %wg: tensor<4x2x3x3xbf16>, %pg: tensor<2x3x4x4xf32>)
+    -> (tensor<2x4x5x5xf32>, tensor<2x3x9x9xf32>, tensor<4x3x3x3xf32>, tensor<2x4x3x3xbf16>,
+        tensor<2x3x4x4xf32>, tensor<2x3x9x9xf32>) {
+  %0 = tg.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : tensor<2x3x9x9xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x5x5xf32>
+  %1 = tg.conv2d_grad_input %dy, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x9x9xf32>
+  %2 = tg.conv2d_grad_weight %x, %dy {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : tensor<2x3x9x9xf32>, tensor<2x4x5x5xf32> -> tensor<4x3x3x3xf32>
+  %3 = tg.conv2d %xg, %wg {dilation = array<i64: 2, 2>, groups = 2 : i64} : tensor<2x4x7x7xbf16>, tensor<4x2x3x3xbf16> -> tensor<2x4x3x3xbf16>
+  %4 = tg.max_pool2d %x kernel = [3, 3] stride = [2, 2] : tensor<2x3x9x9xf32> -> tensor<2x3x4x4xf32>
+  %5 = tg.max_pool2d_grad %pg, %x kernel = [3, 3] stride = [2, 2] : tensor<2x3x4x4xf32>, tensor<2x3x9x9xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<2x4x5x5xf32>, tensor<2x3x9x9xf32>, tensor<4x3x3x3xf32>, tensor<2x4x3x3xbf16>, tensor<2x3x4x4xf32>, tensor<2x3x9x9xf32>
+}
+)mlir",
+                // f32 sums in another order; the bf16 output may round the
+                // other way (one ulp); pooling picks exact values, its
+                // gradient sums them in f32 (the reference in double).
+                [](size_t k) { return k == 3 ? 1e-2 : k == 4 ? 0.0 : 1e-5; });
+}
+
+TEST_CASE("splat constants fill their buffers", "[nvptx][simt-movement][emulator]") {
+  runAndCompare(R"mlir(
+func.func @f() -> (tensor<3x5xbf16>, tensor<4xi64>, tensor<3xi1>, tensor<7xf32>) {
+  %0 = tg.constant dense<1.5> : tensor<3x5xbf16>
+  %1 = tg.constant dense<-3> : tensor<4xi64>
+  %2 = tg.constant dense<true> : tensor<3xi1>
+  %3 = tg.constant dense<0.0> : tensor<7xf32>
+  return %0, %1, %2, %3 : tensor<3x5xbf16>, tensor<4xi64>, tensor<3xi1>, tensor<7xf32>
+}
+)mlir",
+                [](size_t) { return 0.0; });
+}
