@@ -10,6 +10,7 @@
 #include "codegen/nvptx/KernelGen.h"
 #include "codegen/nvptx/SimtElementwise.h"
 #include "codegen/nvptx/SimtReduction.h"
+#include "codegen/nvptx/SimtKernels.h"
 
 #include "dialects/TGDialect.h"
 #include "dialects/TGOps.h"
@@ -64,10 +65,18 @@ FailureOr<std::vector<KernelLaunch>> lowerOpToKernels(Operation *op, Target t,
     return detail::lowerReductionKernels(op, t, kernels);
   if (auto fused = dyn_cast<mlir::tg::FusedOp>(op)) {
     // Generators add their kinds here.
+    if (fused.getKind() == mlir::tg::KernelKind::gemm && detail::isF32Gemm(op))
+      return detail::lowerSimtGemm(op, t, kernels);
     return fused.emitOpError()
            << "the GPU backend cannot compile a '"
            << mlir::tg::stringifyKernelKind(fused.getKind()) << "' kernel yet";
   }
+  if (isa<mlir::tg::MatmulOp>(op) && detail::isF32Gemm(op))
+    return detail::lowerSimtGemm(op, t, kernels);
+  if (auto movement = detail::lowerMovementOp(op, t, kernels))
+    return *movement;
+  if (auto convPool = detail::lowerConvPoolOp(op, t, kernels))
+    return *convPool;
   return op->emitOpError() << "the GPU backend cannot compile this op yet";
 }
 
