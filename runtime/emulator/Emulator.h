@@ -92,6 +92,10 @@ public:
   /// The names of the module's kernels (.entry), in order.
   std::vector<std::string> kernelNames() const;
 
+  /// The number of parameters of kernel `name` (-1: no such kernel), so a
+  /// caller can check a launch schedule against the PTX before running it.
+  int numParams(const std::string &name) const;
+
   /// Caps the instructions one launch may execute (all threads together);
   /// past it the launch fails as a runaway loop. Default 2^33.
   void setInstructionBudget(uint64_t n) { budget_ = n; }

@@ -1050,6 +1050,13 @@ std::unique_ptr<PtxModule> PtxModule::parse(std::string_view ptx,
   return m;
 }
 
+int PtxModule::numParams(const std::string &name) const {
+  for (const auto &k : kernels_)
+    if (k->name == name)
+      return int(k->paramOffset.size());
+  return -1;
+}
+
 std::vector<std::string> PtxModule::kernelNames() const {
   std::vector<std::string> names;
   for (const auto &k : kernels_)
