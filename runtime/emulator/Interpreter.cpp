@@ -63,6 +63,9 @@ struct Thread {
 };
 
 bool isFloat(Ty t) { return t == Ty::F32 || t == Ty::F64; }
+bool isHalf(Ty t) {
+  return t == Ty::F16 || t == Ty::BF16 || t == Ty::F16x2 || t == Ty::BF16x2;
+}
 bool isSigned(Ty t) {
   return t == Ty::S8 || t == Ty::S16 || t == Ty::S32 || t == Ty::S64;
 }
@@ -117,6 +120,30 @@ template <typename F> auto withRounding(Rnd r, F f) {
 
 float ftz32(float x) {
   return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x;
+}
+
+/// The value `v` of type `ty` read as a double (floats exactly).
+double toDouble(uint64_t v, Ty ty) {
+  switch (ty) {
+  case Ty::F16: return f16ToF32(v);
+  case Ty::BF16: return bf16ToF32(v);
+  case Ty::F32: return asF32(v);
+  case Ty::F64: return asF64(v);
+  default:
+    return isSigned(ty) ? double(sext(v, bitsOf(ty)))
+                        : double(v & maskOf(bitsOf(ty)));
+  }
+}
+
+uint64_t toFormat(double x, Ty ty, Rnd r) {
+  switch (ty) {
+  case Ty::F16: case Ty::F16x2: return roundToFormat(x, 5, 10, r);
+  case Ty::BF16: case Ty::BF16x2: return roundToFormat(x, 8, 7, r);
+  case Ty::F32:
+    return r == Rnd::Rn || r == Rnd::None ? bitsF32(float(x))
+                                          : roundToFormat(x, 8, 23, r);
+  default: return bitsF64(x);
+  }
 }
 
 /// One CTA of a launch.
@@ -316,6 +343,8 @@ private:
   uint64_t intBinary(const Thread &t, const Inst &in, uint64_t a, uint64_t b,
                      const uint64_t *R);
   uint64_t floatOp(const Thread &t, const Inst &in, const uint64_t *R);
+  uint64_t halfOp(const Thread &t, const Inst &in, uint64_t ra, uint64_t rb,
+                  uint64_t rc);
   uint64_t cvt(const Inst &in, uint64_t a, uint64_t b, bool pair);
   bool compare(const Inst &in, uint64_t a, uint64_t b) const;
   void atomic(Thread &t, const Inst &in, uint64_t *R);
@@ -388,9 +417,8 @@ void Cta::step(Thread &t) {
 
 bool Cta::compare(const Inst &in, uint64_t a, uint64_t b) const {
   Cmp c = Cmp(in.mode);
-  if (isFloat(in.ty)) {
-    double x = in.ty == Ty::F32 ? double(asF32(a)) : asF64(a);
-    double y = in.ty == Ty::F32 ? double(asF32(b)) : asF64(b);
+  if (isFloat(in.ty) || isHalf(in.ty)) {
+    double x = toDouble(a, in.ty), y = toDouble(b, in.ty);
     if (in.ty == Ty::F32 && (in.flags & kFtz)) {
       x = ftz32(float(x));
       y = ftz32(float(y));
@@ -531,6 +559,8 @@ uint64_t Cta::floatOp(const Thread &t, const Inst &in, const uint64_t *R) {
     }
     return bitsF64(r);
   }
+  if (isHalf(in.ty))
+    return halfOp(t, in, ra, rb, rc);
   if (in.ty != Ty::F32)
     fault(t, std::string("unsupported type for ") + opName(in.op));
   float a = asF32(ra), b = asF32(rb), c = asF32(rc), r;
@@ -581,40 +611,68 @@ uint64_t Cta::floatOp(const Thread &t, const Inst &in, const uint64_t *R) {
   return bitsF32(r);
 }
 
-/// The value `v` of type `ty` read as a double (floats exactly).
-double toDouble(uint64_t v, Ty ty) {
-  switch (ty) {
-  case Ty::F16: return f16ToF32(v);
-  case Ty::BF16: return bf16ToF32(v);
-  case Ty::F32: return asF32(v);
-  case Ty::F64: return asF64(v);
-  default:
-    return isSigned(ty) ? double(sext(v, bitsOf(ty)))
-                        : double(v & maskOf(bitsOf(ty)));
-  }
-}
-
-uint64_t toFormat(double x, Ty ty, Rnd r) {
-  switch (ty) {
-  case Ty::F16: case Ty::F16x2: return roundToFormat(x, 5, 10, r);
-  case Ty::BF16: case Ty::BF16x2: return roundToFormat(x, 8, 7, r);
-  case Ty::F32:
-    return r == Rnd::Rn || r == Rnd::None ? bitsF32(float(x))
-                                          : roundToFormat(x, 8, 23, r);
-  default: return bitsF64(x);
-  }
-}
-
 bool floatTy(Ty t) {
   return t == Ty::F16 || t == Ty::BF16 || t == Ty::F32 || t == Ty::F64 ||
          t == Ty::F16x2 || t == Ty::BF16x2;
 }
 
+/// f16/bf16 arithmetic, per 16-bit lane (one, or two for the x2 types):
+/// computed in double and rounded once to the format.
+uint64_t Cta::halfOp(const Thread &t, const Inst &in, uint64_t ra, uint64_t rb,
+                     uint64_t rc) {
+  const bool pair = in.ty == Ty::F16x2 || in.ty == Ty::BF16x2;
+  const Ty lane = in.ty == Ty::F16 || in.ty == Ty::F16x2 ? Ty::F16 : Ty::BF16;
+  const double minNormal = lane == Ty::F16 ? 6.103515625e-05 : 1.17549435e-38;
+  auto flush = [&](double x) {
+    return (in.flags & kFtz) && std::fabs(x) < minNormal ? std::copysign(0.0, x)
+                                                         : x;
+  };
+  uint64_t res = 0;
+  for (unsigned i = 0; i < (pair ? 2u : 1u); ++i) {
+    unsigned sh = 16 * i;
+    uint64_t ba = (ra >> sh) & 0xffff, bits;
+    if (in.op == Op::Neg || in.op == Op::Abs) { // sign bit only, NaN kept
+      bits = in.op == Op::Neg ? ba ^ 0x8000 : ba & 0x7fff;
+      res |= bits << sh;
+      continue;
+    }
+    double a = flush(toDouble(ba, lane)), b = flush(toDouble(rb >> sh, lane)),
+           c = flush(toDouble(rc >> sh, lane)), r;
+    bool nan = std::isnan(a) || std::isnan(b);
+    switch (in.op) {
+    case Op::Add: r = a + b; break;
+    case Op::Sub: r = a - b; break;
+    case Op::Mul: r = a * b; break;
+    case Op::Fma: case Op::Mad: r = std::fma(a, b, c); break;
+    case Op::Min:
+      r = (in.flags & kNanMode) && nan ? NAN : std::fmin(a, b);
+      break;
+    case Op::Max:
+      r = (in.flags & kNanMode) && nan ? NAN : std::fmax(a, b);
+      break;
+    case Op::Ex2: r = std::exp2(a); break;
+    case Op::Tanh: r = std::tanh(a); break;
+    default: fault(t, std::string("no 16-bit float form of ") + opName(in.op));
+    }
+    if ((in.flags & kRelu) && !std::isnan(r) && r < 0)
+      r = 0;
+    if (in.flags & kSat)
+      r = std::isnan(r) ? 0.0 : std::clamp(r, 0.0, 1.0);
+    bits = toFormat(flush(r), lane, in.rnd);
+    res |= bits << sh;
+  }
+  return res;
+}
+
 uint64_t Cta::cvt(const Inst &in, uint64_t a, uint64_t b, bool pair) {
   const Ty d = in.ty, s = in.ty2;
   Rnd r = in.rnd;
-  if (pair) // cvt.rn.{bf16x2,f16x2}.f32 d, hi, lo
-    return (toFormat(toDouble(a, s), d, r) << 16) | toFormat(toDouble(b, s), d, r);
+  auto relu = [&](double x) {
+    return (in.flags & kRelu) && x < 0 ? 0.0 : x;
+  };
+  if (pair) // cvt.rn{.relu}.{bf16x2,f16x2}.f32 d, hi, lo
+    return (toFormat(relu(toDouble(a, s)), d, r) << 16) |
+           toFormat(relu(toDouble(b, s)), d, r);
   if (!floatTy(d) && !floatTy(s)) {
     if (in.flags & kSat) {
       unsigned w = bitsOf(d);
@@ -668,6 +726,7 @@ uint64_t Cta::cvt(const Inst &in, uint64_t a, uint64_t b, bool pair) {
   }
   if (in.flags & kSat)
     x = std::isnan(x) ? 0.0 : std::clamp(x, 0.0, 1.0);
+  x = relu(x); // cvt.rn.relu: negative -> +0, NaN kept
   uint64_t bits = toFormat(x, d, r);
   if ((in.flags & kFtz) && d == Ty::F32)
     bits = bitsF32(ftz32(asF32(bits)));
@@ -798,7 +857,7 @@ void Cta::exec(Thread &t, const Inst &in, uint64_t *R) {
   }
   case Op::Add: case Op::Sub: case Op::Mul: case Op::Mad: case Op::Div:
   case Op::Min: case Op::Max:
-    if (isFloat(in.ty)) {
+    if (isFloat(in.ty) || isHalf(in.ty)) {
       R[d.reg] = floatOp(t, in, R);
       return;
     }
@@ -817,7 +876,7 @@ void Cta::exec(Thread &t, const Inst &in, uint64_t *R) {
     return;
   case Op::Neg:
   case Op::Abs: {
-    if (isFloat(in.ty)) {
+    if (isFloat(in.ty) || isHalf(in.ty)) {
       R[d.reg] = floatOp(t, in, R);
       return;
     }

@@ -379,6 +379,8 @@ std::string decodeOpcode(std::string_view opcode, Inst &in) {
       in.flags |= kApprox;
     } else if (m == "NaN") {
       in.flags |= kNanMode;
+    } else if (m == "relu" && in.op != Op::Nop) {
+      in.flags |= kRelu;
     } else if (m == "wide" && (in.op == Op::Mul || in.op == Op::Mad)) {
       in.flags |= kWide;
     } else if (m == "hi" && (in.op == Op::Mul || in.op == Op::Mad)) {
@@ -469,12 +471,27 @@ std::string decodeOpcode(std::string_view opcode, Inst &in) {
                    in.op != Op::CpAsync;
   if (needsType && in.ty == Ty::None)
     return "missing type in '" + std::string(opcode) + "'";
-  // Types the interpreter does not compute in (packed halves, b128).
-  if (in.ty == Ty::B128 || ((in.ty == Ty::F16x2 || in.ty == Ty::BF16x2 ||
-                             in.ty == Ty::F16 || in.ty == Ty::BF16) &&
-                            in.op != Op::Ld && in.op != Op::St &&
-                            in.op != Op::Mov))
+  // 16-bit floats (and their x2 pairs) are computed in by the arithmetic
+  // NVPTX selects for them (sm_80: fma/neg/abs/min/max; sm_90: add/sub/mul,
+  // setp, ex2/tanh approximations); b128 by nothing.
+  bool half = in.ty == Ty::F16x2 || in.ty == Ty::BF16x2 || in.ty == Ty::F16 ||
+              in.ty == Ty::BF16;
+  if (in.ty == Ty::B128)
     return unsupported;
+  if (half) {
+    switch (in.op) {
+    case Op::Ld: case Op::St: case Op::Mov: case Op::Add: case Op::Sub:
+    case Op::Mul: case Op::Fma: case Op::Neg: case Op::Abs: case Op::Min:
+    case Op::Max: case Op::Ex2: case Op::Tanh: case Op::Selp:
+      break;
+    case Op::Setp:
+      if (in.ty == Ty::F16 || in.ty == Ty::BF16)
+        break;
+      return unsupported;
+    default:
+      return unsupported;
+    }
+  }
   return "";
 }
 
