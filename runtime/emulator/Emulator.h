@@ -58,8 +58,10 @@ public:
   /// Forgets every buffer.
   void clear() { buffers_.clear(); }
   /// The host pointer for [addr, addr + bytes) when it lies inside one
-  /// registered buffer, else nullptr.
-  uint8_t *find(uint64_t addr, size_t bytes) const;
+  /// registered buffer, else nullptr; `lo`/`hi`, when given, receive that
+  /// buffer's bounds.
+  uint8_t *find(uint64_t addr, size_t bytes, uint64_t *lo = nullptr,
+                uint64_t *hi = nullptr) const;
 
 private:
   std::map<uint64_t, uint64_t> buffers_; // start -> size

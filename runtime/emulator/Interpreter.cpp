@@ -27,13 +27,18 @@ void Memory::add(void *p, size_t bytes) {
 
 void Memory::remove(void *p) { buffers_.erase(reinterpret_cast<uint64_t>(p)); }
 
-uint8_t *Memory::find(uint64_t addr, size_t bytes) const {
+uint8_t *Memory::find(uint64_t addr, size_t bytes, uint64_t *lo,
+                      uint64_t *hi) const {
   auto it = buffers_.upper_bound(addr);
   if (it == buffers_.begin())
     return nullptr;
   --it;
   if (addr - it->first > it->second || bytes > it->second - (addr - it->first))
     return nullptr;
+  if (lo && hi) {
+    *lo = it->first;
+    *hi = it->first + it->second;
+  }
   return reinterpret_cast<uint8_t *>(addr);
 }
 
@@ -136,6 +141,13 @@ double toDouble(uint64_t v, Ty ty) {
 }
 
 uint64_t toFormat(double x, Ty ty, Rnd r) {
+  // The common case on the hot path (epilogues storing bf16): an f32 value
+  // rounded to nearest even by the bit trick, exact for any float.
+  if ((ty == Ty::BF16 || ty == Ty::BF16x2) && (r == Rnd::Rn || r == Rnd::None) &&
+      !std::isnan(x) && double(float(x)) == x) {
+    uint32_t b = uint32_t(bitsF32(float(x)));
+    return (b + 0x7fff + ((b >> 16) & 1)) >> 16;
+  }
   switch (ty) {
   case Ty::F16: case Ty::F16x2: return roundToFormat(x, 5, 10, r);
   case Ty::BF16: case Ty::BF16x2: return roundToFormat(x, 8, 7, r);
@@ -259,7 +271,8 @@ private:
     return 0;
   }
 
-  uint64_t val(const Operand &o, const Thread &t, const uint64_t *R) const {
+  __attribute__((always_inline)) uint64_t val(const Operand &o, const Thread &t,
+                                              const uint64_t *R) const {
     switch (o.kind) {
     case Operand::Reg: return o.neg ? !(R[o.reg] & 1) : R[o.reg];
     case Operand::Imm: return uint64_t(o.imm);
@@ -296,7 +309,10 @@ private:
     const char *name = "global";
     switch (space) {
     case Space::Global:
-      if (uint8_t *p = mem_.find(addr, bytes))
+      // Most accesses hit the buffer of the previous one.
+      if (addr >= lastLo_ && addr < lastHi_ && bytes <= lastHi_ - addr)
+        return reinterpret_cast<uint8_t *>(addr);
+      if (uint8_t *p = mem_.find(addr, bytes, &lastLo_, &lastHi_))
         return p;
       break;
     case Space::Shared:
@@ -322,13 +338,24 @@ private:
     fault(t, b);
   }
 
+  // Fixed-size copies per width: a memcpy of a variable size is a call.
   static uint64_t load(const uint8_t *p, uint32_t n) {
-    uint64_t v = 0;
-    std::memcpy(&v, p, n);
-    return v;
+    switch (n) {
+    case 1: return *p;
+    case 2: { uint16_t v; std::memcpy(&v, p, 2); return v; }
+    case 4: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+    case 8: { uint64_t v; std::memcpy(&v, p, 8); return v; }
+    default: return 0;
+    }
   }
   static void store(uint8_t *p, uint64_t v, uint32_t n) {
-    std::memcpy(p, &v, n);
+    switch (n) {
+    case 1: *p = uint8_t(v); break;
+    case 2: { uint16_t x = uint16_t(v); std::memcpy(p, &x, 2); break; }
+    case 4: { uint32_t x = uint32_t(v); std::memcpy(p, &x, 4); break; }
+    case 8: std::memcpy(p, &v, 8); break;
+    default: break;
+    }
   }
 
   /// Integer operand read as the instruction's type: masked, and sign
@@ -363,15 +390,24 @@ private:
   std::vector<uint64_t> regs_;
   std::vector<Thread> threads_;
   std::vector<uint8_t> shared_, local_;
+  uint64_t lastLo_ = 0, lastHi_ = 0; // the global buffer last accessed
 };
 
 /// Runs `t` until it exits or reaches a collective.
 void Cta::step(Thread &t) {
   uint64_t *R = regsOf(t);
   const Inst *code = k_.code.data();
+  // Counted in a local (the shared counter would be reloaded after every
+  // register store) and added back however the thread stops.
+  struct Count {
+    uint64_t n = 0;
+    uint64_t &total;
+    ~Count() { total += n; }
+  } count{0, executed_};
+  const uint64_t left = budget_ - std::min(budget_, executed_);
   for (;;) {
     const Inst &in = code[t.pc];
-    if (++executed_ > budget_)
+    if (++count.n > left)
       fault(t, "instruction budget of " + std::to_string(budget_) +
                    " exhausted (a runaway loop?)");
     if (in.pred != kNoReg && bool(R[in.pred] & 1) == in.predNeg) {
@@ -1282,12 +1318,14 @@ void Cta::warpCollective(const std::vector<Thread *> &members) {
       uint32_t g = i / 4, tg = i % 4;
       for (uint32_t k = 0; k < 4; ++k) {
         uint32_t row = g + ((k & 2) ? 8 : 0), col = 2 * tg + (k & 1);
-        float acc = C[row][col];
+        // Products of 16-bit floats are exact in double and so is (to
+        // within 2^-53 relative) their sum: one rounding to f32 at the end.
+        double acc = C[row][col];
         for (uint32_t kk = 0; kk < 16; ++kk)
-          acc = std::fma(A[row][kk], B[kk][col], acc);
+          acc += double(A[row][kk]) * double(B[kk][col]);
         uint32_t r = vr[in0.ops[0].reg + k];
         if (r != kNoReg)
-          R[r] = bitsF32(acc);
+          R[r] = bitsF32(float(acc));
       }
     }
     return;
