@@ -1,4 +1,4 @@
-//===- Emulator.h - a CPU emulator of the PTX that TGC generates -*- C++ -*-===//
+//===- Emulator.h - a CPU emulator of the PTX that TGC generates *- C++ -*-===//
 //
 // Runs the PTX kernels TGC emits (LLVM's NVPTX printer output) on the CPU,
 // so `tg-run --device emulator` and the generator tests check GPU code on
