@@ -14,14 +14,15 @@ namespace tgrt::emu::detail {
 bool Cta::releaseBarriers() {
   bool any = false;
   for (uint32_t id = 0; id < 16; ++id) {
-    uint32_t arrived = 0, count = 0;
-    for (const Thread &t : threads_)
-      if (t.st == St::Bar && t.barId == id) {
-        ++arrived;
-        count = t.barCount;
-      }
+    uint32_t arrived = barArrived_[id];
     if (!arrived)
       continue;
+    uint32_t count = 0;
+    for (const Thread &t : threads_)
+      if (t.st == St::Bar && t.barId == id) {
+        count = t.barCount;
+        break;
+      }
     if (count ? arrived < count : arrived < n_)
       continue;
     for (Thread &t : threads_)
@@ -29,6 +30,7 @@ bool Cta::releaseBarriers() {
         t.st = St::Ready;
         ++t.pc;
       }
+    barArrived_[id] = 0;
     any = true;
   }
   return any;
@@ -98,12 +100,10 @@ void Cta::warpCollective(const std::vector<Thread *> &members) {
   uint32_t n = uint32_t(members.size());
   for (uint32_t i = 0; i < n; ++i)
     lanes[i] = members[i]->linear % 32;
-  auto byLane = [&](uint32_t lane) -> Thread * {
-    for (uint32_t i = 0; i < n; ++i)
-      if (lanes[i] == lane)
-        return members[i];
-    return nullptr;
-  };
+  Thread *lanePtr[32] = {};
+  for (uint32_t i = 0; i < n; ++i)
+    lanePtr[lanes[i]] = members[i];
+  auto byLane = [&](uint32_t lane) { return lanePtr[lane & 31]; };
   switch (in0.op) {
   case Op::BarWarpSync:
     return;
@@ -222,7 +222,7 @@ void Cta::warpCollective(const std::vector<Thread *> &members) {
     // fragment layouts of the PTX ISA ("mma.m16n8k16" for 16-bit types).
     if (n != 32)
       fault(first, "mma.sync needs all 32 lanes of the warp");
-    float A[16][16], B[16][8], C[16][8];
+    float A[16][16], Bt[8][16], C[16][8]; // B stored transposed (by column)
     bool bf = in0.ty2 == Ty::BF16;
     auto half = [&](uint64_t v) {
       return bf ? bf16ToF32(v) : f16ToF32(v);
@@ -244,8 +244,8 @@ void Cta::warpCollective(const std::vector<Thread *> &members) {
       for (uint32_t k = 0; k < 2; ++k) {
         uint64_t v = reg(in0.ops[2], k);
         uint32_t kk = 2 * tg + (k ? 8 : 0);
-        B[kk][g] = half(v);
-        B[kk + 1][g] = half(v >> 16);
+        Bt[g][kk] = half(v);
+        Bt[g][kk + 1] = half(v >> 16);
       }
       for (uint32_t k = 0; k < 4; ++k)
         C[g + ((k & 2) ? 8 : 0)][2 * tg + (k & 1)] =
@@ -256,11 +256,11 @@ void Cta::warpCollective(const std::vector<Thread *> &members) {
       uint32_t g = i / 4, tg = i % 4;
       for (uint32_t k = 0; k < 4; ++k) {
         uint32_t row = g + ((k & 2) ? 8 : 0), col = 2 * tg + (k & 1);
-        // Products of 16-bit floats are exact in double and so is (to
-        // within 2^-53 relative) their sum: one rounding to f32 at the end.
+        // Products of 16-bit floats are exact in f32, their sum (to within
+        // 2^-53 relative) in double: one rounding to f32 at the end.
         double acc = C[row][col];
         for (uint32_t kk = 0; kk < 16; ++kk)
-          acc += double(A[row][kk]) * double(B[kk][col]);
+          acc += double(A[row][kk] * Bt[col][kk]);
         uint32_t r = vr[in0.ops[0].reg + k];
         if (r != kNoReg)
           R[r] = bitsF32(float(acc));

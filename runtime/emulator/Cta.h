@@ -218,6 +218,7 @@ private:
   std::vector<Thread> threads_;
   std::vector<uint8_t> shared_, local_;
   uint64_t lastLo_ = 0, lastHi_ = 0; // the global buffer last accessed
+  uint32_t barArrived_[16] = {};      // threads waiting at each barrier
 };
 
 } // namespace tgrt::emu::detail

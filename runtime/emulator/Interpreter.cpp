@@ -83,6 +83,7 @@ void Cta::deadlock() {
 
 void Cta::run(std::array<uint32_t, 3> ctaid) {
   ctaid_ = ctaid;
+  std::fill(std::begin(barArrived_), std::end(barArrived_), 0);
   std::fill(regs_.begin(), regs_.end(), 0);
   std::fill(shared_.begin(), shared_.end(), 0);
   std::fill(local_.begin(), local_.end(), 0);
@@ -198,6 +199,7 @@ void Cta::step(Thread &t) {
       t.barCount = in.nops > 1 ? uint32_t(val(in.ops[1], t, R)) : 0;
       if (t.barId > 15)
         fault(t, "barrier id " + std::to_string(t.barId) + " is over 15");
+      ++barArrived_[t.barId];
       return;
     case Op::BarWarpSync:
     case Op::Shfl:
