@@ -30,6 +30,8 @@ using mlir::tg::ref::Tensor;
 struct Context {
   mlir::MLIRContext ctx;
   std::string diags;
+  /// A parsed source kept with (and destroyed before) the context.
+  mlir::OwningOpRef<mlir::ModuleOp> source;
   Context();
 };
 

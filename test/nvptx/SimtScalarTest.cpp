@@ -125,7 +125,7 @@ LogicalResult buildOpKernel(ModuleOp module, Operation *op, StringRef name) {
 /// The kernel module for every op of @f in `ir` (kernel k_<index>).
 OwningOpRef<ModuleOp> buildOpKernels(tgtest::Context &c, StringRef ir,
                                      std::vector<Operation *> *ops = nullptr) {
-  static OwningOpRef<ModuleOp> keep;
+  OwningOpRef<ModuleOp> &keep = c.source;
   keep = parseSourceString<ModuleOp>(ir, &c.ctx);
   INFO(c.diags);
   REQUIRE(keep);
