@@ -397,9 +397,9 @@ bool isElementwiseKernelOp(Operation *op) {
   if (auto g = dyn_cast<tgd::FusedOp>(op))
     return g.getKind() == tgd::KernelKind::elementwise ||
            g.getKind() == tgd::KernelKind::optimizer;
-  // A splat constant that is a result of its own (init's zero states) is
-  // a fill kernel; non-splat constants are refused by emitSplatConstant.
-  return isScalarOp(op);
+  // A constant that is a result of its own is the movement generator's
+  // fill kernel (SimtMovement.cpp).
+  return isScalarOp(op) && !isa<tgd::ConstantOp>(op);
 }
 
 FailureOr<std::vector<KernelLaunch>>
