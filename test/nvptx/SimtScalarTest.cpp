@@ -244,13 +244,6 @@ TEST_CASE("scalar code matches the reference evaluator on the emulator",
     std::vector<tgtest::Tensor> got;
     std::string err;
     bool ran = tgtest::runOnEmulator(&op, in, got, err);
-    if (!ran && err.find("unsupported instruction") != std::string::npos) {
-      // LLVM narrows f32 math on bf16 values to sm_80's native bf16
-      // instructions; the emulator does not run them all yet.
-      WARN("SKIPPED numerics of " << op.getName().getStringRef().str()
-                                  << ": the emulator says " << err);
-      continue;
-    }
     INFO(err);
     REQUIRE(ran);
     auto [rtol, atol] = tgtest::tolerance(want->front().dtype);
