@@ -255,3 +255,34 @@ TEST_CASE("the examples' elementwise and optimizer groups match the "
     CHECK(checked > 0);
   }
 }
+
+TEST_CASE("a tensor of 2^31 elements or more is indexed in 64 bits",
+          "[nvptx][simt]") {
+  tgtest::Context c;
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(R"mlir(
+func.func @f(%a: tensor<65536x32768xf32>, %b: tensor<32768xf32>) {
+  %0 = tg.add %a, %b : tensor<65536x32768xf32>, tensor<32768xf32> -> tensor<65536x32768xf32>
+  return
+}
+)mlir",
+                                                        &c.ctx);
+  REQUIRE(m);
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
+  Operation *op = &m->lookupSymbol<func::FuncOp>("f").getBody().front().front();
+  FailureOr<std::vector<KernelLaunch>> r =
+      lowerOpToKernels(op, Target::SM80, *kernels);
+  REQUIRE(succeeded(r));
+  CHECK(r->front().grid[0] == 4096); // the cap: the rest is the grid stride
+  std::string ptx, err;
+  bool ok = compileMLIRToPTX(tgtest::printModule(*kernels), Target::SM80, ptx, err);
+  INFO(err);
+  REQUIRE(ok);
+  // 2^29 units of 4: the loop counts in 64 bits (an i32 would wrap).
+  bool wide = false;
+  for (const char *cmp : {"setp.lt.s64", "setp.lt.u64", "setp.ge.s64",
+                          "setp.ge.u64", "setp.gt.s64", "setp.gt.u64"})
+    wide = wide || ptx.find(cmp) != std::string::npos;
+  CHECK(wide);
+  CHECK(ptx.find("ld.global.v4.b32") != std::string::npos);
+  assemble(ptx, Target::SM80);
+}
