@@ -457,6 +457,8 @@ lowerElementwiseOp(Operation *op, Target t, ModuleOp kernels) {
   Emitter em(w, src, params, it, loop, static_cast<unsigned>(domains.size()));
   LogicalResult ok = success();
   for (auto [di, d] : llvm::enumerate(domains)) {
+    if (d.units() == 0)
+      continue; // an empty tensor: nothing to write
     OpBuilder::InsertionGuard guard(w.b);
     Value local = u;
     if (domains.size() > 1) {

@@ -286,3 +286,34 @@ func.func @f(%a: tensor<65536x32768xf32>, %b: tensor<32768xf32>) {
   CHECK(ptx.find("ld.global.v4.b32") != std::string::npos);
   assemble(ptx, Target::SM80);
 }
+
+TEST_CASE("an empty result gets a kernel that writes nothing",
+          "[nvptx][simt][emulator]") {
+  tgtest::Context c;
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(R"mlir(
+func.func @f(%a: tensor<0x8xf32>, %b: tensor<8xf32>) {
+  %0:2 = tg.fused <elementwise> ins(%a, %b : tensor<0x8xf32>, tensor<8xf32>) {
+  ^bb0(%x: tensor<0x8xf32>, %y: tensor<8xf32>):
+    %1 = tg.add %x, %y : tensor<0x8xf32>, tensor<8xf32> -> tensor<0x8xf32>
+    %2 = tg.exp %y : tensor<8xf32>
+    tg.yield %1, %2 : tensor<0x8xf32>, tensor<8xf32>
+  } -> tensor<0x8xf32>, tensor<8xf32>
+  return
+}
+)mlir",
+                                                        &c.ctx);
+  REQUIRE(m);
+  Operation *op = &m->lookupSymbol<func::FuncOp>("f").getBody().front().front();
+  std::vector<tgtest::Tensor> in = {
+      tgtest::Tensor::filled({0, 8}, tgtest::DType::F32, 0),
+      tgtest::Tensor::random({8}, tgtest::DType::F32, 3)};
+  std::vector<tgtest::Tensor> got;
+  std::string err;
+  bool ran = tgtest::runOnEmulator(op, in, got, err);
+  INFO(err);
+  REQUIRE(ran);
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].data.empty());
+  for (int i = 0; i < 8; ++i)
+    CHECK(got[1].data[i] == Approx(std::exp(in[1].data[i])).epsilon(1e-6));
+}
