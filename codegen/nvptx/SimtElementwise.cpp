@@ -18,11 +18,17 @@
 // size, a clip scale) is computed once per thread before the loop, never
 // stored.
 //
-// Aliasing (KernelGen.h): a thread reads all its operand elements before it
-// stores, so a result may share the buffer of an operand that is read
-// only at the result's own elements (same shape and element size, read in
-// the result's domain only). Any other pairing the planner asked for
-// (tg.alias_arg(s)) is refused with an error.
+// Results are computed and stored by cluster (the results connected through
+// the multi-element operands they read: one parameter's update), so only
+// one cluster's values are live; a group with more buffers than a kernel
+// takes (PTX: 544 pointers) is split into launches of whole clusters.
+//
+// Aliasing (KernelGen.h): a cluster reads all its operand elements before
+// it stores, so a result may share the buffer of an operand read only at
+// the result's own elements (same shape and element size, same domain and
+// launch) by its own or an earlier cluster; the plan's in-place choices
+// order the clusters. Any other pairing the plan asks for (tg.offset(s),
+// tg.alias_arg(s)) is refused with an error.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/SimtElementwise.h"
@@ -37,6 +43,11 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/xxhash.h"
+
+#include <numeric>
 
 #include <map>
 #include <set>
@@ -104,9 +115,13 @@ struct ReadInfo {
 /// before the loop over units (`prologue`), and shared by every domain.
 class Emitter {
 public:
-  Emitter(KernelBuilder &w, const Source &src, ArrayRef<Value> params, Type it,
+  /// `inputArg`/`outputArg`: the kernel argument of each input and output
+  /// (null for those another launch handles).
+  Emitter(KernelBuilder &w, const Source &src, ArrayRef<Value> inputArg,
+          ArrayRef<Value> outputArg, ArrayRef<unsigned> clusterOf, Type it,
           Operation *prologue, unsigned numDomains)
-      : w(w), src(src), params(params), it(it), prologue(prologue),
+      : w(w), src(src), inputArg(inputArg), outputArg(outputArg),
+        clusterOf(clusterOf), it(it), prologue(prologue),
         numDomains(numDomains) {}
 
   /// Computes and stores the results of `d` for the unit at `local`.
@@ -128,9 +143,13 @@ public:
       // The outermost coordinate needs no remainder: lin0 < elements.
       coords.push_back(coords.empty() ? q : w.urem(q, c(size)));
     }
-    // Compute everything first: a result may share an operand's buffer.
-    SmallVector<SmallVector<Value>> vals;
-    for (unsigned o : d.outputs) {
+    // A cluster (the results that read the same operands, e.g. one
+    // parameter's Adam update) is computed whole before it is stored: a
+    // result may share an operand's buffer. Storing cluster by cluster keeps
+    // only one cluster's values live (a GPT's optimizer domain holds every
+    // layer's copy of a weight).
+    SmallVector<std::pair<unsigned, SmallVector<Value>>> pending;
+    for (auto [i, o] : llvm::enumerate(d.outputs)) {
       SmallVector<Value> lanes;
       for (int64_t lane = 0; lane < d.vec; ++lane) {
         FailureOr<Value> v = value(src.outputs[o], coords, lane,
@@ -139,11 +158,14 @@ public:
           return failure();
         lanes.push_back(*v);
       }
-      vals.push_back(lanes);
+      pending.push_back({o, lanes});
+      if (i + 1 < d.outputs.size() &&
+          clusterOf[d.outputs[i + 1]] == clusterOf[o])
+        continue;
+      for (auto &[po, vals] : pending)
+        store(outputArg[po], shapedOf(src.outputs[po]).getElementType(), vals);
+      pending.clear();
     }
-    for (auto [k, o] : llvm::enumerate(d.outputs))
-      store(params[src.inputs.size() + o], shapedOf(src.outputs[o]).getElementType(),
-            vals[k]);
     return success();
   }
 
@@ -234,7 +256,7 @@ private:
         ri.domains.insert(d);
       if (type.getShape() != ArrayRef<int64_t>(dom->shape))
         ri.identity = false;
-      Value base = params[in->second];
+      Value base = inputArg[in->second];
       if (!varying)
         return loadElement(w, base, offset(type.getShape(), coords), elem);
       // A vector of the unit's lanes, loaded once.
@@ -297,7 +319,8 @@ private:
 
   KernelBuilder &w;
   const Source &src;
-  ArrayRef<Value> params;
+  ArrayRef<Value> inputArg, outputArg;
+  ArrayRef<unsigned> clusterOf;
   Type it;
   const Domain *dom = nullptr;
   unsigned domIndex = 0;
@@ -310,10 +333,13 @@ private:
   std::map<unsigned, ReadInfo> readInfo;
 };
 
-/// The domains of `src`'s results, with their vector widths and segments.
-SmallVector<Domain> makeDomains(const Source &src) {
+/// The domains of the results `outputs` of `src` (grouped by cluster
+/// within each), with their vector widths and segments.
+SmallVector<Domain> makeDomains(const Source &src, ArrayRef<unsigned> outputs,
+                                ArrayRef<unsigned> clusterOf) {
   SmallVector<Domain> domains;
-  for (auto [i, v] : llvm::enumerate(src.outputs)) {
+  for (unsigned i : outputs) {
+    Value v = src.outputs[i];
     ArrayRef<int64_t> shape = shapedOf(v).getShape();
     auto *d = llvm::find_if(domains, [&](const Domain &x) {
       return ArrayRef<int64_t>(x.shape) == shape;
@@ -324,8 +350,12 @@ SmallVector<Domain> makeDomains(const Source &src) {
       d->shape.assign(shape.begin(), shape.end());
       d->elements = shapedOf(v).getNumElements();
     }
-    d->outputs.push_back(static_cast<unsigned>(i));
+    d->outputs.push_back(i);
   }
+  for (Domain &d : domains)
+    llvm::sort(d.outputs, [&](unsigned a, unsigned b) {
+      return std::make_pair(clusterOf[a], a) < std::make_pair(clusterOf[b], b);
+    });
   int64_t start = 0;
   for (Domain &d : domains) {
     int64_t inner = d.shape.empty() ? 1 : d.shape.back();
@@ -349,6 +379,19 @@ SmallVector<Domain> makeDomains(const Source &src) {
   }
   return domains;
 }
+
+} // namespace
+
+bool isElementwiseKernelOp(Operation *op) {
+  if (auto g = dyn_cast<tgd::FusedOp>(op))
+    return g.getKind() == tgd::KernelKind::elementwise ||
+           g.getKind() == tgd::KernelKind::optimizer;
+  // A constant that is a result of its own is the movement generator's
+  // fill kernel (SimtMovement.cpp).
+  return isScalarOp(op) && !isa<tgd::ConstantOp>(op);
+}
+
+namespace {
 
 /// Where the memory plan put a value: a function argument's buffer or a
 /// byte range of the arena (tg.offset(s), tg.alias_arg(s)).
@@ -391,118 +434,292 @@ std::optional<Placement> placementOf(Value v) {
   return p;
 }
 
-} // namespace
+/// At most this many pointer parameters per kernel: PTX before ISA 8.1
+/// allows 4352 bytes of them (544), and a 12-layer GPT's optimizer group
+/// reads and writes over a thousand buffers.
+constexpr size_t kMaxParams = 512;
 
-bool isElementwiseKernelOp(Operation *op) {
-  if (auto g = dyn_cast<tgd::FusedOp>(op))
-    return g.getKind() == tgd::KernelKind::elementwise ||
-           g.getKind() == tgd::KernelKind::optimizer;
-  // A constant that is a result of its own is the movement generator's
-  // fill kernel (SimtMovement.cpp).
-  return isScalarOp(op) && !isa<tgd::ConstantOp>(op);
+/// The results of `src` split into clusters (results connected through the
+/// multi-element operands they read: one parameter's update) and clusters
+/// packed into launches of at most kMaxParams buffers.
+struct Partition {
+  /// Per result: its cluster's place in the emission order.
+  SmallVector<unsigned> clusterOf;
+  /// The plan's in-place choices ordered the clusters (the code depends on
+  /// the plan, so the kernel symbol says so).
+  bool ordered = false;
+  SmallVector<SmallVector<unsigned>> launches;  ///< results per launch
+  SmallVector<llvm::SetVector<unsigned>> reads; ///< inputs per launch
+  SmallVector<llvm::SetVector<unsigned>> outputReads; ///< inputs per result
+};
+
+/// The inputs each result reads, through the group's body.
+SmallVector<llvm::SetVector<unsigned>> inputsOfOutputs(const Source &src) {
+  SmallVector<llvm::SetVector<unsigned>> r(src.outputs.size());
+  for (auto [o, out] : llvm::enumerate(src.outputs)) {
+    SmallVector<Value> work{out};
+    llvm::DenseSet<Value> seen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (!seen.insert(v).second)
+        continue;
+      auto in = src.inputIndex.find(v);
+      if (in != src.inputIndex.end()) {
+        r[o].insert(in->second);
+        continue;
+      }
+      if (Operation *def = v.getDefiningOp())
+        llvm::append_range(work, def->getOperands());
+    }
+  }
+  return r;
 }
+
+FailureOr<Partition> partition(Operation *op, const Source &src) {
+  Partition p;
+  p.outputReads = inputsOfOutputs(src);
+  const SmallVector<llvm::SetVector<unsigned>> &reads = p.outputReads;
+  // Union-find over results sharing a multi-element input.
+  SmallVector<unsigned> parent(src.outputs.size());
+  std::iota(parent.begin(), parent.end(), 0u);
+  auto find = [&](unsigned x) {
+    while (parent[x] != x)
+      x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  llvm::DenseMap<unsigned, unsigned> firstReader;
+  for (auto [o, ins] : llvm::enumerate(reads))
+    for (unsigned k : ins) {
+      if (shapedOf(src.inputs[k]).getNumElements() == 1)
+        continue; // uniform: read before the loop, shared by all
+      auto [it, fresh] = firstReader.try_emplace(k, o);
+      if (!fresh)
+        parent[find(static_cast<unsigned>(o))] = find(it->second);
+    }
+  // The plan may put a result in the buffer of an operand another cluster
+  // reads (a dying gradient's buffer reused for another parameter's
+  // moment): that cluster must load it before the result's cluster stores.
+  // Order clusters so (Kahn); clusters on a cycle become one.
+  unsigned n = static_cast<unsigned>(src.outputs.size());
+  llvm::DenseSet<std::pair<unsigned, unsigned>> edges; // before -> after
+  for (unsigned r = 0; r < n; ++r) {
+    std::optional<Placement> rp = placementOf(op->getResult(r));
+    for (unsigned k = 0; rp && k < op->getNumOperands(); ++k) {
+      std::optional<Placement> kp = placementOf(op->getOperand(k));
+      if (!kp || !rp->overlaps(*kp))
+        continue;
+      unsigned in = src.inputIndex.lookup(src.inputs[k]);
+      for (unsigned o = 0; o < n; ++o)
+        if (reads[o].contains(in) && find(o) != find(r))
+          edges.insert({find(o), find(r)});
+    }
+  }
+  SmallVector<unsigned> order; // cluster roots, in emission order
+  {
+    llvm::SetVector<unsigned> left;
+    for (unsigned o = 0; o < n; ++o)
+      left.insert(find(o));
+    while (!left.empty()) {
+      auto ready = llvm::find_if(left, [&](unsigned c) {
+        return llvm::none_of(edges, [&](auto e) {
+          return e.second == c && e.first != c && left.contains(e.first);
+        });
+      });
+      if (ready == left.end()) {
+        // A cycle: what is left is one cluster.
+        unsigned root = left.front();
+        for (unsigned c : left)
+          parent[find(c)] = find(root);
+        order.push_back(find(root));
+        break;
+      }
+      order.push_back(*ready);
+      left.remove(*ready);
+    }
+  }
+  p.ordered = !edges.empty();
+  p.clusterOf.resize(n);
+  llvm::MapVector<unsigned, SmallVector<unsigned>> clusters;
+  for (unsigned root : order)
+    clusters[find(root)];
+  for (unsigned o = 0; o < n; ++o)
+    clusters[find(o)].push_back(o);
+  unsigned rank = 0;
+  for (auto &[root, outs] : clusters) {
+    for (unsigned o : outs)
+      p.clusterOf[o] = rank;
+    ++rank;
+  }
+  for (auto &[root, outs] : clusters) {
+    llvm::SetVector<unsigned> ins;
+    for (unsigned o : outs)
+      ins.insert(reads[o].begin(), reads[o].end());
+    if (ins.size() + outs.size() > kMaxParams)
+      return op->emitOpError("one chain of its results reads and writes ")
+             << ins.size() + outs.size() << " buffers, more than the "
+             << kMaxParams << " one GPU kernel takes";
+    bool fits = !p.launches.empty();
+    if (fits) {
+      llvm::SetVector<unsigned> merged = p.reads.back();
+      merged.insert(ins.begin(), ins.end());
+      fits = merged.size() + p.launches.back().size() + outs.size() <= kMaxParams;
+    }
+    if (!fits) {
+      p.launches.emplace_back();
+      p.reads.emplace_back();
+    }
+    llvm::append_range(p.launches.back(), outs);
+    p.reads.back().insert(ins.begin(), ins.end());
+  }
+  return p;
+}
+
+} // namespace
 
 FailureOr<std::vector<KernelLaunch>>
 lowerElementwiseOp(Operation *op, Target t, ModuleOp kernels) {
   Source src = makeSource(op);
-  SmallVector<Domain> domains = makeDomains(src);
-  int64_t units = 0, elements = 0;
-  for (const Domain &d : domains) {
-    units += d.units();
-    elements += d.elements;
-  }
+  FailureOr<Partition> parts = partition(op, src);
+  if (failed(parts))
+    return failure();
   bool optimizer = isa<tgd::FusedOp>(op) &&
                    cast<tgd::FusedOp>(op).getKind() == tgd::KernelKind::optimizer;
-  std::string symbol = kernelSymbol(op, optimizer ? "tg_opt" : "tg_ew", t);
-
-  KernelLaunch launch;
-  launch.symbol = symbol;
-  launch.block = {kBlock, 1, 1};
-  launch.grid = {static_cast<uint32_t>(std::clamp<int64_t>(
-                     (units + kBlock - 1) / kBlock, 1, kMaxGrid)),
-                 1, 1};
-  for (unsigned i = 0; i < src.inputs.size(); ++i)
-    launch.params.push_back({KernelParam::Kind::Operand, i});
-  for (unsigned i = 0; i < src.outputs.size(); ++i)
-    launch.params.push_back({KernelParam::Kind::Result, i});
-
+  std::string base = kernelSymbol(op, optimizer ? "tg_opt" : "tg_ew", t);
+  if (parts->ordered) {
+    std::string key;
+    for (unsigned c : parts->clusterOf)
+      key += std::to_string(c) + ",";
+    base += "_o" + llvm::utohexstr(llvm::xxh3_64bits(key));
+  }
   MLIRContext *ctx = kernels.getContext();
   ctx->getOrLoadDialect<LLVM::LLVMDialect>();
   ctx->getOrLoadDialect<NVVM::NVVMDialect>();
   ctx->getOrLoadDialect<scf::SCFDialect>();
   Location loc = op->getLoc();
-  OpBuilder mb = OpBuilder::atBlockEnd(kernels.getBody());
   Type ptr1 = LLVM::LLVMPointerType::get(ctx, 1);
-  SmallVector<Type> argTys(launch.params.size(), ptr1);
-  auto fn = LLVM::LLVMFuncOp::create(
-      mb, loc, symbol,
-      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), argTys));
-  fn->setAttr("nvvm.kernel", mb.getUnitAttr());
-  fn->setAttr("nvvm.maxntid", mb.getDenseI32ArrayAttr({kBlock, 1, 1}));
-  Block *entry = fn.addEntryBlock(mb);
-  KernelBuilder w(entry, loc);
-  // 32-bit index arithmetic unless a tensor has 2^31 elements or more.
-  Type it = elements < (int64_t(1) << 31) - kMaxGrid * kBlock ? w.i32 : w.i64;
-  auto cast = [&](Value x) { return it == w.i32 ? x : w.zext64(x); };
-  auto c = [&](int64_t v) { return it == w.i32 ? w.i32c(v) : w.i64c(v); };
-  Value tid = NVVM::ThreadIdXOp::create(w.b, loc, w.i32);
-  Value bid = NVVM::BlockIdXOp::create(w.b, loc, w.i32);
-  Value nblk = NVVM::GridDimXOp::create(w.b, loc, w.i32);
-  Value first = cast(w.add(w.muli(bid, kBlock), tid));
-  Value step = w.mul(cast(nblk), c(kBlock));
-  auto loop = scf::ForOp::create(w.b, loc, first, c(units), step);
-  w.b.setInsertionPoint(loop.getBody()->getTerminator());
-  Value u = loop.getInductionVar();
-  SmallVector<Value> params(entry->getArguments());
-  Emitter em(w, src, params, it, loop, static_cast<unsigned>(domains.size()));
-  LogicalResult ok = success();
-  for (auto [di, d] : llvm::enumerate(domains)) {
-    if (d.units() == 0)
-      continue; // an empty tensor: nothing to write
-    OpBuilder::InsertionGuard guard(w.b);
-    Value local = u;
-    if (domains.size() > 1) {
-      // The segment [start, start + units) of the flat index space.
-      Value in = w.ult(w.sub(u, c(d.start)), c(d.units()));
-      w.openIf(in);
-      local = w.sub(u, c(d.start));
-    }
-    if (failed(em.emitUnit(d, static_cast<unsigned>(di), local))) {
-      ok = failure();
-      break;
-    }
-  }
-  if (failed(ok)) {
-    fn.erase();
-    return op->emitOpError("cannot be compiled to a GPU kernel (see the "
-                           "error at the op inside)");
-  }
-  w.b.setInsertionPointToEnd(entry);
-  LLVM::ReturnOp::create(w.b, loc, ValueRange{});
 
-  // The planner's in-place choices must be ones this kernel is safe for:
-  // an operand sharing a result's buffer is read only at the elements the
-  // same thread writes.
+  std::vector<KernelLaunch> launches;
+  SmallVector<LLVM::LLVMFuncOp> built;
+  // Per launch: the domains, and how each input was read.
+  SmallVector<SmallVector<Domain>> launchDomains;
+  SmallVector<std::map<unsigned, ReadInfo>> launchReads;
+  auto dropBuilt = [&] {
+    for (LLVM::LLVMFuncOp f : built)
+      f.erase();
+  };
+  for (auto [li, outs] : llvm::enumerate(parts->launches)) {
+    SmallVector<Domain> domains = makeDomains(src, outs, parts->clusterOf);
+    int64_t units = 0, elements = 0;
+    for (const Domain &d : domains) {
+      units += d.units();
+      elements += d.elements;
+    }
+    KernelLaunch launch;
+    launch.symbol = parts->launches.size() == 1
+                        ? base
+                        : base + "_" + std::to_string(li);
+    launch.block = {kBlock, 1, 1};
+    launch.grid = {static_cast<uint32_t>(std::clamp<int64_t>(
+                       (units + kBlock - 1) / kBlock, 1, kMaxGrid)),
+                   1, 1};
+    for (unsigned k : parts->reads[li])
+      launch.params.push_back({KernelParam::Kind::Operand, k});
+    for (unsigned o : outs)
+      launch.params.push_back({KernelParam::Kind::Result, o});
+
+    OpBuilder mb = OpBuilder::atBlockEnd(kernels.getBody());
+    SmallVector<Type> argTys(launch.params.size(), ptr1);
+    auto fn = LLVM::LLVMFuncOp::create(
+        mb, loc, launch.symbol,
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), argTys));
+    built.push_back(fn);
+    fn->setAttr("nvvm.kernel", mb.getUnitAttr());
+    fn->setAttr("nvvm.maxntid", mb.getDenseI32ArrayAttr({kBlock, 1, 1}));
+    Block *entry = fn.addEntryBlock(mb);
+    KernelBuilder w(entry, loc);
+    SmallVector<Value> inputArg(src.inputs.size()), outputArg(src.outputs.size());
+    unsigned a = 0;
+    for (unsigned k : parts->reads[li])
+      inputArg[k] = entry->getArgument(a++);
+    for (unsigned o : outs)
+      outputArg[o] = entry->getArgument(a++);
+    // 32-bit index arithmetic unless a tensor has 2^31 elements or more.
+    Type it = elements < (int64_t(1) << 31) - kMaxGrid * kBlock ? w.i32 : w.i64;
+    auto cast = [&](Value x) { return it == w.i32 ? x : w.zext64(x); };
+    auto c = [&](int64_t v) { return it == w.i32 ? w.i32c(v) : w.i64c(v); };
+    Value tid = NVVM::ThreadIdXOp::create(w.b, loc, w.i32);
+    Value bid = NVVM::BlockIdXOp::create(w.b, loc, w.i32);
+    Value nblk = NVVM::GridDimXOp::create(w.b, loc, w.i32);
+    Value first = cast(w.add(w.muli(bid, kBlock), tid));
+    Value step = w.mul(cast(nblk), c(kBlock));
+    auto loop = scf::ForOp::create(w.b, loc, first, c(units), step);
+    w.b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value u = loop.getInductionVar();
+    Emitter em(w, src, inputArg, outputArg, parts->clusterOf, it, loop,
+               static_cast<unsigned>(domains.size()));
+    for (auto [di, d] : llvm::enumerate(domains)) {
+      if (d.units() == 0)
+        continue; // an empty tensor: nothing to write
+      OpBuilder::InsertionGuard guard(w.b);
+      Value local = u;
+      if (domains.size() > 1) {
+        // The segment [start, start + units) of the flat index space.
+        Value in = w.ult(w.sub(u, c(d.start)), c(d.units()));
+        w.openIf(in);
+        local = w.sub(u, c(d.start));
+      }
+      if (failed(em.emitUnit(d, static_cast<unsigned>(di), local))) {
+        dropBuilt();
+        return op->emitOpError("cannot be compiled to a GPU kernel (see the "
+                               "error at the op inside)");
+      }
+    }
+    w.b.setInsertionPointToEnd(entry);
+    LLVM::ReturnOp::create(w.b, loc, ValueRange{});
+    launches.push_back(launch);
+    launchDomains.push_back(domains);
+    launchReads.push_back(em.reads());
+  }
+
+  // The planner's in-place choices must be ones these kernels are safe
+  // for: an operand sharing a result's buffer is read only at the elements
+  // the same thread writes, in the same launch, before the result's
+  // cluster is stored.
   for (unsigned r = 0; r < op->getNumResults(); ++r) {
     std::optional<Placement> rp = placementOf(op->getResult(r));
-    unsigned dr = 0;
-    for (auto [di, d] : llvm::enumerate(domains))
-      if (llvm::is_contained(d.outputs, r))
-        dr = static_cast<unsigned>(di);
+    unsigned lr = 0, dr = 0;
+    for (auto [li, domains] : llvm::enumerate(launchDomains))
+      for (auto [di, d] : llvm::enumerate(domains))
+        if (llvm::is_contained(d.outputs, r)) {
+          lr = static_cast<unsigned>(li);
+          dr = static_cast<unsigned>(di);
+        }
     for (unsigned k = 0; rp && k < op->getNumOperands(); ++k) {
       std::optional<Placement> kp = placementOf(op->getOperand(k));
       if (!kp || !rp->overlaps(*kp))
         continue;
-      auto ri = em.reads().find(src.inputIndex.lookup(src.inputs[k]));
-      bool safe =
-          ri == em.reads().end() ||
-          (ri->second.identity && ri->second.domains == std::set<unsigned>{dr} &&
-           rp->bytes == kp->bytes &&
-           storageBytes(storageType(shapedOf(src.inputs[k]).getElementType())) ==
-               storageBytes(
-                   storageType(shapedOf(src.outputs[r]).getElementType())));
+      unsigned in = src.inputIndex.lookup(src.inputs[k]);
+      bool safe = rp->bytes == kp->bytes &&
+                  storageBytes(storageType(shapedOf(src.inputs[k]).getElementType())) ==
+                      storageBytes(storageType(
+                          shapedOf(src.outputs[r]).getElementType()));
+      // Reads by an earlier launch are over; in the result's launch only
+      // this thread's own elements; none after it.
+      for (auto [li, reads] : llvm::enumerate(launchReads)) {
+        auto ri = reads.find(in);
+        if (ri == reads.end() || li < lr)
+          continue;
+        safe = safe && li == lr && ri->second.identity &&
+               ri->second.domains == std::set<unsigned>{dr};
+      }
+      // A multi-element operand is loaded by the clusters that read it:
+      // they must come no later than the result's cluster, which stores last.
+      if (shapedOf(src.inputs[k]).getNumElements() > 1)
+        for (auto [o, ins] : llvm::enumerate(parts->outputReads))
+          if (ins.contains(in))
+            safe = safe && parts->clusterOf[o] <= parts->clusterOf[r];
       if (!safe) {
-        fn.erase();
+        dropBuilt();
         return op->emitOpError("result #")
                << r << " shares the buffer of operand #" << k
                << ", which the GPU kernel reads at other elements than it "
@@ -510,10 +727,11 @@ lowerElementwiseOp(Operation *op, Target t, ModuleOp kernels) {
       }
     }
   }
-  // Two ops that print alike share one kernel (KernelGen.h).
-  if (hasKernel(kernels, symbol) && kernels.lookupSymbol(symbol) != fn)
-    fn.erase();
-  return std::vector<KernelLaunch>{launch};
+  // Two ops that print alike share their kernels (KernelGen.h).
+  for (LLVM::LLVMFuncOp f : built)
+    if (kernels.lookupSymbol(f.getSymName()) != f)
+      f.erase();
+  return launches;
 }
 
 } // namespace tg::nvptx
