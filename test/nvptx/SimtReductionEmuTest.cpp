@@ -294,6 +294,20 @@ TEST_CASE("layer norm rows on the emulator", "[nvptx][reduction][emulator]") {
                     {rand({6, 1}, DType::F32, 8), rand({1}, DType::F32, 9),
                      rand({1}, DType::F32, 10)});
   }
+  SECTION("256 wide: a warp per row, four neighbours a lane") {
+    checkOnEmulator(layerNormGroup("tensor<7x256xf32>", "tensor<7x1xf32>",
+                                   "tensor<256xf32>", 1),
+                    {rand({7, 256}, DType::F32, 26), rand({256}, DType::F32, 27),
+                     rand({256}, DType::F32, 28)},
+                    {0, -1});
+  }
+  SECTION("2048 wide: a block per row, vectors, the output over its input") {
+    checkOnEmulator(layerNormGroup("tensor<3x2048xf32>", "tensor<3x1xf32>",
+                                   "tensor<2048xf32>", 1),
+                    {rand({3, 2048}, DType::F32, 29), rand({2048}, DType::F32, 30),
+                     rand({2048}, DType::F32, 31)},
+                    {0, -1});
+  }
   SECTION("2050 wide: a block per row, the output over its input") {
     checkOnEmulator(layerNormGroup("tensor<2x2050xf32>", "tensor<2x1xf32>",
                                    "tensor<2050xf32>", 1),

@@ -86,15 +86,24 @@ TEST_CASE("reduction kernels of a one-layer GPT assemble", "[nvptx][reduction]")
 
 TEST_CASE("a 50257-wide vocabulary row assembles", "[nvptx][reduction]") {
   for (tg::nvptx::Target t : {tg::nvptx::Target::SM80, tg::nvptx::Target::SM90a}) {
-    Harness h;
-    h.parse(crossEntropyGroup(4, 50257, "f32"));
-    auto kernels = newKernelModule(h);
-    auto launches = lowerSingle(h, t, *kernels);
-    REQUIRE(launches.size() == 1);
-    // A block per row.
-    CHECK(launches[0].grid[0] == 4);
-    CHECK(launches[0].block[0] == 512);
-    checkPtxas(*kernels, t);
+    // 50257: one element a step; 50256 in bf16 and f32: four (vector
+    // loads and stores).
+    for (auto [width, elem] : {std::pair<int, const char *>{50257, "f32"},
+                               {50256, "bf16"}, {50256, "f32"}}) {
+      INFO(width << " " << elem);
+      Harness h;
+      h.parse(crossEntropyGroup(4, width, elem));
+      auto kernels = newKernelModule(h);
+      auto launches = lowerSingle(h, t, *kernels);
+      REQUIRE(launches.size() == 1);
+      // A block per row.
+      CHECK(launches[0].grid[0] == 4);
+      CHECK(launches[0].block[0] == 256);
+      checkPtxas(*kernels, t);
+      if (width % 4 == 0 && std::string(elem) == "f32")
+        CHECK(compileKernels(*kernels, t).find("ld.global.v4.b32") !=
+              std::string::npos);
+    }
   }
 }
 
