@@ -8,7 +8,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/nvptx/KernelGen.h"
+#include "codegen/nvptx/SimtElementwise.h"
 #include "codegen/nvptx/SimtReduction.h"
+#include "codegen/nvptx/SimtKernels.h"
 
 #include "dialects/TGDialect.h"
 #include "dialects/TGOps.h"
@@ -56,15 +58,25 @@ std::string kernelSymbol(Operation *op, llvm::StringRef prefix, Target t) {
 
 FailureOr<std::vector<KernelLaunch>> lowerOpToKernels(Operation *op, Target t,
                                                       ModuleOp kernels) {
+  if (isElementwiseKernelOp(op))
+    return lowerElementwiseOp(op, t, kernels);
   // Reductions: row_reduction and reduction groups, single sum/mean/max.
   if (detail::isReductionKernelOp(op))
     return detail::lowerReductionKernels(op, t, kernels);
   if (auto fused = dyn_cast<mlir::tg::FusedOp>(op)) {
     // Generators add their kinds here.
+    if (fused.getKind() == mlir::tg::KernelKind::gemm && detail::isF32Gemm(op))
+      return detail::lowerSimtGemm(op, t, kernels);
     return fused.emitOpError()
            << "the GPU backend cannot compile a '"
            << mlir::tg::stringifyKernelKind(fused.getKind()) << "' kernel yet";
   }
+  if (isa<mlir::tg::MatmulOp>(op) && detail::isF32Gemm(op))
+    return detail::lowerSimtGemm(op, t, kernels);
+  if (auto movement = detail::lowerMovementOp(op, t, kernels))
+    return *movement;
+  if (auto convPool = detail::lowerConvPoolOp(op, t, kernels))
+    return *convPool;
   return op->emitOpError() << "the GPU backend cannot compile this op yet";
 }
 
