@@ -188,7 +188,6 @@ private:
   int64_t vec = 1;
 
   // Phases.
-  DenseMap<Operation *, int> phase;
   SmallVector<SmallVector<Operation *>> phases; // phases[i]: phase i + 1
   DenseMap<Value, Value> params, resultParams; ///< kernel arguments
 
@@ -282,7 +281,6 @@ LogicalResult ReductionLowering::analyze() {
                    .attachNote(op->getLoc())
                << "this reduction differs from the first";
       ++d;
-      phase[op] = d;
       if (static_cast<int>(phases.size()) < d)
         phases.resize(d);
       phases[d - 1].push_back(op);

@@ -131,3 +131,9 @@ func.func @f(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   // Nothing half-built is left behind.
   CHECK(kernels->getBody()->getOperations().size() == 0);
 }
+TEST_CASE("reduction kernels of GPT-2 small's step assemble",
+          "[nvptx][reduction]") {
+  // Real widths (vocabulary rows of 50257 a block each, 768-wide norms, the
+  // 1024x1024 attention rows), one layer to keep the test short.
+  checkExample("gpt", {{"layers", "1"}, {"accumulate", "1"}}, "bf16", 20);
+}
