@@ -68,7 +68,7 @@ void checkOnEmulator(const std::string &ir, std::vector<Tensor> args,
   checkOpOnEmulator(h, fn, firstOp(h), std::move(args), std::move(alias));
 }
 
-/// Every reduction kernel op at the top level of the planned step of
+/// Every reduction kernel op at the top level of the planned functions of
 /// examples/<name>.tg, each copied alone into a function and run on the
 /// emulator from random inputs against the reference. Returns the count.
 int checkExampleOnEmulator(const std::string &name,
@@ -155,13 +155,15 @@ std::string layerNormGroup(const std::string &x, const std::string &row,
 
 TEST_CASE("every reduction kernel of the example steps on the emulator",
           "[nvptx][reduction][emulator]") {
-  CHECK(checkExampleOnEmulator("mlp", {{"batch", "8"}, {"hidden", "32"}},
-                               "fp32") >= 8);
-  CHECK(checkExampleOnEmulator(
-            "gpt",
-            {{"layers", "1"}, {"d_model", "32"}, {"heads", "2"}, {"seq", "16"},
-             {"batch", "2"}, {"vocab", "64"}, {"ctx", "16"}, {"accumulate", "1"}},
-            "fp32") >= 20);
+  for (const char *precision : {"fp32", "bf16"}) {
+    CHECK(checkExampleOnEmulator("mlp", {{"batch", "8"}, {"hidden", "32"}},
+                                 precision) >= 8);
+    CHECK(checkExampleOnEmulator(
+              "gpt",
+              {{"layers", "1"}, {"d_model", "32"}, {"heads", "2"}, {"seq", "16"},
+               {"batch", "2"}, {"vocab", "64"}, {"ctx", "16"}, {"accumulate", "1"}},
+              precision) >= 20);
+  }
 }
 
 TEST_CASE("cross-entropy rows on the emulator", "[nvptx][reduction][emulator]") {
