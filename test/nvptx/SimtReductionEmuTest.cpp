@@ -221,6 +221,27 @@ TEST_CASE("layer norm rows on the emulator", "[nvptx][reduction][emulator]") {
   }
 }
 
+TEST_CASE("a row result in place of a row operand", "[nvptx][reduction][emulator]") {
+  // t (per row) lives in s's buffer while every thread of the row still
+  // reads s for y: the first thread may store t only after all have read.
+  for (int width : {40, 3000}) {
+    std::string c = std::to_string(width);
+    std::string x = "tensor<6x" + c + "xf32>";
+    std::string ir = "func.func @f(%arg0: " + x + ", %arg1: tensor<6x1xf32>) -> (" + x + ", tensor<6x1xf32>) {\n"
+        "  %0:2 = tg.fused <row_reduction> ins(%arg0, %arg1 : " + x + ", tensor<6x1xf32>) {\n"
+        "  ^bb0(%x: " + x + ", %s: tensor<6x1xf32>):\n"
+        "    %m = tg.max %x axes = [1] keepdims : " + x + " -> tensor<6x1xf32>\n"
+        "    %y = tg.mul %x, %s : " + x + ", tensor<6x1xf32> -> " + x + "\n"
+        "    %t = tg.mul %s, %m : tensor<6x1xf32>, tensor<6x1xf32> -> tensor<6x1xf32>\n"
+        "    tg.yield %y, %t : " + x + ", tensor<6x1xf32>\n"
+        "  } -> " + x + ", tensor<6x1xf32>\n"
+        "  return %0#0, %0#1 : " + x + ", tensor<6x1xf32>\n}\n";
+    INFO(width);
+    checkOnEmulator(ir, {rand({6, width}, DType::F32, 40), rand({6, 1}, DType::F32, 41)},
+                    {-1, 1});
+  }
+}
+
 TEST_CASE("column sums and total reductions on the emulator",
           "[nvptx][reduction][emulator]") {
   SECTION("bias gradient: a ReLU backward and its column sum") {
