@@ -228,6 +228,9 @@ LogicalResult ReductionLowering::analyze() {
     return p.anchor->emitOpError("has no reduction for the GPU reduction kernel");
   auto [in, axes] = domainOf(first);
   dom.assign(shapeOf(in).begin(), shapeOf(in).end());
+  if (dom.size() > 255)
+    return p.anchor->emitOpError("has a reduction of rank ") << dom.size()
+           << ", beyond the GPU reduction kernel's 255";
   dimRole.assign(dom.size(), Ix::Outer);
   dimPos.assign(dom.size(), 0);
   for (int64_t a : axes)
@@ -241,9 +244,6 @@ LogicalResult ReductionLowering::analyze() {
       outerDims.push_back(s);
     }
   }
-  if (dom.size() > 255)
-    return p.anchor->emitOpError("has a reduction of rank ") << dom.size()
-           << ", beyond the GPU reduction kernel's 255";
   outerStride = stridesOf(outerDims);
   innerStride = stridesOf(innerDims);
   kn = numElements(outerDims);
@@ -871,7 +871,11 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
   if (hasKernel(kernels, sym))
     return std::vector<KernelLaunch>{launch};
 
+  // The caller's context need not have the kernel dialects loaded yet.
   MLIRContext *ctx = kernels.getContext();
+  ctx->getOrLoadDialect<LLVM::LLVMDialect>();
+  ctx->getOrLoadDialect<NVVM::NVVMDialect>();
+  ctx->getOrLoadDialect<scf::SCFDialect>();
   Location loc = p.anchor->getLoc();
   OpBuilder mb = OpBuilder::atBlockEnd(kernels.getBody());
   if (smemBytes && !kernels.lookupSymbol("tg_smem"))
