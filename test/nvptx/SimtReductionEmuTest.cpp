@@ -158,6 +158,10 @@ TEST_CASE("every reduction kernel of the example steps on the emulator",
   for (const char *precision : {"fp32", "bf16"}) {
     CHECK(checkExampleOnEmulator("mlp", {{"batch", "8"}, {"hidden", "32"}},
                                  precision) >= 8);
+    // The LeNet: bias gradients of convolutions (sums over batch and
+    // pixels, a middle-and-leading reduction).
+    CHECK(checkExampleOnEmulator("cnn", {{"batch", "2"}, {"c1", "2"}, {"c2", "3"}},
+                                 precision) >= 8);
     CHECK(checkExampleOnEmulator(
               "gpt",
               {{"layers", "1"}, {"d_model", "32"}, {"heads", "2"}, {"seq", "16"},

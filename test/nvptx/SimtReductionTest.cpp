@@ -1,10 +1,10 @@
-//===- SimtReductionTest.cpp - reduction kernels: ptxas and numerics -*- C++ -*-===//
+//===- SimtReductionTest.cpp - reduction kernels assemble cleanly -*- C++ -*-===//
 //
 // The reduction and row-reduction kernels (codegen/nvptx/SimtReduction.cpp)
-// of the example models' planned steps (MLP and a one-layer GPT, fp32 and
-// bf16) and of a 50257-wide vocabulary row are generated, lowered to PTX and
-// assembled by ptxas for sm_80 and sm_90a: no errors, spills, stack or
-// performance warnings. Without ptxas the assembly SKIPs with a warning.
+// of the example models' planned steps (MLP, LeNet, a one-layer GPT at small
+// and at GPT-2 small widths, fp32 and bf16) and of 50257-wide vocabulary
+// rows are generated, lowered to PTX and assembled by ptxas for sm_80 and
+// sm_90a: no errors, spills, stack or performance warnings. Without ptxas the assembly SKIPs with a warning.
 // Bad input (a composite op left in a group) is a located error.
 //
 //===----------------------------------------------------------------------===//
@@ -74,6 +74,12 @@ TEST_CASE("reduction kernels of the MLP assemble", "[nvptx][reduction]") {
                                                         {"hidden", "32"}};
   checkExample("mlp", d, "fp32", 8);
   checkExample("mlp", d, "bf16", 8);
+}
+
+TEST_CASE("reduction kernels of the LeNet assemble", "[nvptx][reduction]") {
+  std::vector<std::pair<std::string, std::string>> d = {{"batch", "4"}};
+  checkExample("cnn", d, "fp32", 8);
+  checkExample("cnn", d, "bf16", 8);
 }
 
 TEST_CASE("reduction kernels of a one-layer GPT assemble", "[nvptx][reduction]") {
