@@ -113,6 +113,25 @@ TEST_CASE("a 50257-wide vocabulary row assembles", "[nvptx][reduction]") {
   }
 }
 
+TEST_CASE("tensors of 2^31 elements and more use 64-bit indices",
+          "[nvptx][reduction]") {
+  // 65536 rows of 50257 bf16 logits: 3.3e9 elements.
+  for (tg::nvptx::Target t : {tg::nvptx::Target::SM80, tg::nvptx::Target::SM90a}) {
+    Harness h;
+    h.parse(crossEntropyGroup(65536, 50257, "bf16"));
+    auto kernels = newKernelModule(h);
+    auto launches = lowerSingle(h, t, *kernels);
+    REQUIRE(launches.size() == 1);
+    CHECK(launches[0].grid[0] == 65536);
+    // The row loops count in i64.
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    kernels->print(os);
+    CHECK(text.find(": i64 {") != std::string::npos);
+    checkPtxas(*kernels, t);
+  }
+}
+
 TEST_CASE("a composite op left in a group is a located error",
           "[nvptx][reduction]") {
   Harness h;
