@@ -91,16 +91,21 @@ std::optional<std::pair<int64_t, int64_t>> plannedBuffer(Value v) {
   auto res = cast<OpResult>(v);
   Operation *op = res.getOwner();
   unsigned n = res.getResultNumber();
+  // A multi-result op's per-result arrays come first: its tg.offset is the
+  // op's summary, not result 0's slot.
+  auto aliases = op->getAttrOfType<DenseI64ArrayAttr>(mlir::tg::attr::aliasArgs);
+  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(mlir::tg::attr::offsets);
+  if (aliases || offsets) {
+    if (aliases && n < aliases.size() && aliases[n] >= 0)
+      return std::make_pair(aliases[n], int64_t(0));
+    if (offsets && n < offsets.size() && offsets[n] >= 0)
+      return std::make_pair(int64_t(-1), offsets[n]);
+    return std::nullopt;
+  }
   if (auto a = op->getAttrOfType<IntegerAttr>(mlir::tg::attr::aliasArg))
     return std::make_pair(a.getInt(), int64_t(0));
-  if (auto a = op->getAttrOfType<DenseI64ArrayAttr>(mlir::tg::attr::aliasArgs))
-    if (n < a.size() && a[n] >= 0)
-      return std::make_pair(a[n], int64_t(0));
   if (auto o = op->getAttrOfType<IntegerAttr>(mlir::tg::attr::offset))
     return std::make_pair(int64_t(-1), o.getInt());
-  if (auto o = op->getAttrOfType<DenseI64ArrayAttr>(mlir::tg::attr::offsets))
-    if (n < o.size() && o[n] >= 0)
-      return std::make_pair(int64_t(-1), o[n]);
   return std::nullopt;
 }
 
