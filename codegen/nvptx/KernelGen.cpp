@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/nvptx/KernelGen.h"
+#include "codegen/nvptx/SimtElementwise.h"
+#include "codegen/nvptx/SimtReduction.h"
 #include "codegen/nvptx/SimtKernels.h"
 
 #include "dialects/TGDialect.h"
@@ -56,6 +58,11 @@ std::string kernelSymbol(Operation *op, llvm::StringRef prefix, Target t) {
 
 FailureOr<std::vector<KernelLaunch>> lowerOpToKernels(Operation *op, Target t,
                                                       ModuleOp kernels) {
+  if (isElementwiseKernelOp(op))
+    return lowerElementwiseOp(op, t, kernels);
+  // Reductions: row_reduction and reduction groups, single sum/mean/max.
+  if (detail::isReductionKernelOp(op))
+    return detail::lowerReductionKernels(op, t, kernels);
   if (auto fused = dyn_cast<mlir::tg::FusedOp>(op)) {
     // Generators add their kinds here.
     if (fused.getKind() == mlir::tg::KernelKind::gemm && detail::isF32Gemm(op))

@@ -134,9 +134,7 @@ Value emitCast(KernelBuilder &w, Value v, Type from, Type to) {
 /// pow(x, y) in f32 with C's special cases: pow(x, 0) = pow(1, y) = 1; a
 /// negative base gives NaN unless y is an integer (then the sign of x^y).
 Value emitPow(KernelBuilder &w, Value x, Value y) {
-  Value ax = fabs(w, x);
-  Value mag = asmF32(w, "ex2.approx.f32 $0, $1;",
-                     w.fmul(y, asmF32(w, "lg2.approx.f32 $0, $1;", ax)));
+  Value mag = emitExp(w, w.fmul(y, emitLog(w, fabs(w, x))));
   Value yInt = fcmp(w, LLVM::FCmpPredicate::oeq,
                     LLVM::RintOp::create(w.b, w.loc, y), y);
   // y odd: y/2 is not an integer (|y| >= 2^24 is always even in f32).
@@ -320,8 +318,38 @@ Value emitExp(KernelBuilder &w, Value x) {
 }
 
 Value emitLog(KernelBuilder &w, Value x) {
-  return w.fmul(asmF32(w, "lg2.approx.f32 $0, $1;", x),
-                w.f32c(0.6931471805599453));
+  // lg2.approx alone is off by up to 2^-22 absolute near x = 1, which is
+  // the whole value there (Adam's 1 - beta^t goes through pow = exp(y log x)).
+  // So: x = 2^e · m with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s),
+  // s = (m - 1)/(m + 1), |s| < 0.172, by its odd series through s^13
+  // (truncation below 6e-11 relative); plus e · ln 2 (split in two).
+  OpBuilder &b = w.b;
+  Location loc = w.loc;
+  // Subnormals: scale by 2^23 first so the exponent field is meaningful.
+  Value tiny = fcmp(w, LLVM::FCmpPredicate::olt, x, w.f32c(0x1p-126));
+  Value xs = w.select(tiny, w.fmul(x, w.f32c(0x1p23)), x);
+  Value bits = LLVM::BitcastOp::create(b, loc, w.i32, xs);
+  Value e = w.sub(w.andi(w.shri(bits, 23), 0xff), w.i32c(127));
+  Value m = LLVM::BitcastOp::create(
+      b, loc, w.f32, w.or_(w.andi(bits, 0x7fffff), w.i32c(0x3f800000)));
+  Value big = fcmp(w, LLVM::FCmpPredicate::ogt, m, w.f32c(1.4142135623730951));
+  m = w.select(big, w.fmul(m, w.f32c(0.5)), m);
+  e = w.select(big, w.addi(e, 1), e);
+  e = w.select(tiny, w.sub(e, w.i32c(23)), e);
+  Value one = w.f32c(1);
+  Value sv = fdiv(w, fsub(w, m, one), w.fadd(m, one));
+  Value s2 = w.fmul(sv, sv);
+  Value series = w.fmul(
+      w.fmul(sv, w.f32c(2)),
+      polynomial(w, s2,
+                 {1.0, 1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11, 1.0 / 13}));
+  Value ef = LLVM::SIToFPOp::create(b, loc, w.f32, e);
+  Value r = fma(w, ef, w.f32c(0.693145751953125),
+                fma(w, ef, w.f32c(1.4286068203094172e-6), series));
+  // 0, negatives, inf and NaN: lg2.approx gives -inf, NaN, inf, NaN.
+  Value normal = w.and_(fcmp(w, LLVM::FCmpPredicate::ogt, x, w.f32c(0)),
+                        fcmp(w, LLVM::FCmpPredicate::olt, x, w.f32c(INFINITY)));
+  return w.select(normal, r, asmF32(w, "lg2.approx.f32 $0, $1;", x));
 }
 
 Value emitSigmoid(KernelBuilder &w, Value x) {

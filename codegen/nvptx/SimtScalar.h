@@ -17,8 +17,9 @@
 // measured in test/nvptx/SimtScalarTest.cpp):
 //   exp   ex2.approx(r·log2 e)·2^t after reducing x = t·ln 2 + r (fma),
 //         within 2 ulp + the ulp of the result's exponent range.
-//   log   lg2.approx(x)·ln 2: absolute error below 2^-22 near x = 1,
-//         relative error below 2^-21 elsewhere.
+//   log   x = 2^e·m, m in [sqrt(1/2), sqrt(2)), log m = 2 atanh((m-1)/(m+1))
+//         by its series (7 terms): a few ulp everywhere, also near x = 1
+//         where lg2.approx alone has only an absolute error of 2^-22.
 //   tanh  odd Taylor polynomial (9 terms, |x| < 0.55) and 1 - 2/(e^2|x| + 1)
 //         beyond: relative error of the formula below 5e-9, a few ulp in f32.
 //   erf   Taylor series (12 terms, |x| < 1) and Numerical Recipes' erfcc
@@ -26,7 +27,7 @@
 //         absolute error of the formulas below 6e-9, below 3e-7 in f32.
 //   sin/cos  Cody-Waite reduction to [-pi, pi] then sin/cos.approx
 //         (absolute error below 2^-20 for |x| < 2^16).
-//   pow   ex2(y·lg2|x|) with the sign and the special cases of C's powf.
+//   pow   exp(y·log|x|) with the sign and the special cases of C's powf.
 //
 // Random numbers (tg.dropout here, tg.random in the movement generator)
 // are Philox-4x32-10 with the exact mapping of include/tgc/Philox.h, so the
