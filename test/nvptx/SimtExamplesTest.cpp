@@ -10,20 +10,16 @@
 // sm_80 and sm_90a.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/nvptx/Gemm.h"
+#include "SimtTestUtil.h"
+
 #include "codegen/nvptx/KernelGen.h"
 #include "codegen/nvptx/SimtScalar.h"
-#include "codegen/nvptx/Toolchain.h"
-#include "codegen/registry/InitAll.h"
 #include "dialects/TGOps.h"
 #include "frontend/Diagnostics.h"
 #include "frontend/Sema.h"
 #include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -76,14 +72,9 @@ void checkModel(const std::string &name,
   auto buffer = llvm::MemoryBuffer::getFile(path);
   REQUIRE(buffer);
 
-  DialectRegistry registry;
-  mlir::tg::registerAllDialects(registry);
-  registry.insert<LLVM::LLVMDialect, NVVM::NVVMDialect, scf::SCFDialect>();
-  MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-  std::string diags;
-  ctx.getDiagEngine().registerHandler(
-      [&](Diagnostic &d) { diags += d.str() + "\n"; });
+  tgtest::SimtContext c;
+  MLIRContext &ctx = c.ctx;
+  std::string &diags = c.diags;
 
   tgc::SourceFile file(path, (*buffer)->getBuffer().str());
   tgc::DiagEngine diag(file);
@@ -127,23 +118,7 @@ void checkModel(const std::string &name,
       left += " " + op + " x" + std::to_string(n);
     INFO("not lowered (other generators):" << left);
     CHECK(lowered > 0);
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    kernels->print(os);
-    std::string ptx, err;
-    bool ok = compileMLIRToPTX(text, t, ptx, err);
-    INFO(err);
-    REQUIRE(ok);
-    if (!haveCudaTool("ptxas")) {
-      WARN("SKIPPED: no ptxas at " << cudaHome() << "/bin; PTX not assembled");
-      continue;
-    }
-    PtxasReport r = assemblePtx(ptx, toString(t));
-    INFO(r.log);
-    REQUIRE(r.ok);
-    CHECK(r.spillStores == 0);
-    CHECK(r.stackFrame == 0);
-    CHECK(r.perfWarnings.empty());
+    tgtest::checkAssembles(*kernels, t);
   }
 }
 

@@ -11,18 +11,12 @@
 // launch) or refused (a gather or GEMM cannot run in place).
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/nvptx/Gemm.h"
+#include "SimtTestUtil.h"
+
 #include "codegen/nvptx/KernelGen.h"
-#include "codegen/nvptx/Toolchain.h"
-#include "codegen/registry/InitAll.h"
 #include "dialects/TGOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
 #include <catch2/catch.hpp>
@@ -31,22 +25,6 @@ using namespace mlir;
 using namespace ::tg::nvptx;
 
 namespace {
-
-/// A context with TGC's dialects and the kernels' dialects, collecting
-/// diagnostics.
-struct Context {
-  MLIRContext ctx;
-  std::string diags;
-  Context() {
-    DialectRegistry registry;
-    mlir::tg::registerAllDialects(registry);
-    registry.insert<LLVM::LLVMDialect, NVVM::NVVMDialect, scf::SCFDialect>();
-    ctx.appendDialectRegistry(registry);
-    ctx.loadAllAvailableDialects();
-    ctx.getDiagEngine().registerHandler(
-        [this](Diagnostic &d) { diags += d.str() + "\n"; });
-  }
-};
 
 /// The GEMM forms, shapes that are no tile multiple, a batched product
 /// with a 2-D (broadcast) side, and a gemm group with bias, relu and two
@@ -115,7 +93,7 @@ func.func @f(%x: tensor<2x3x9x9xf32>, %w: tensor<4x3x3x3xf32>, %dy: tensor<2x4x5
 }
 )mlir";
 
-OwningOpRef<ModuleOp> parse(Context &c, StringRef ir) {
+OwningOpRef<ModuleOp> parse(tgtest::SimtContext &c, StringRef ir) {
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);
   INFO(c.diags);
   REQUIRE(m);
@@ -130,15 +108,8 @@ std::vector<Operation *> topLevelOps(ModuleOp m) {
   return ops;
 }
 
-std::string print(ModuleOp m) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  m.print(os);
-  return text;
-}
-
 /// Lowers every op of @f for `t`; returns the launches per op.
-std::vector<std::vector<KernelLaunch>> lowerAll(Context &c, ModuleOp m,
+std::vector<std::vector<KernelLaunch>> lowerAll(tgtest::SimtContext &c, ModuleOp m,
                                                 Target t, ModuleOp kernels) {
   std::vector<std::vector<KernelLaunch>> all;
   for (Operation *op : topLevelOps(m)) {
@@ -153,32 +124,11 @@ std::vector<std::vector<KernelLaunch>> lowerAll(Context &c, ModuleOp m,
   return all;
 }
 
-/// Compiles `kernels` for `t` and assembles it: no spills, no local memory,
-/// no performance warnings.
-void checkAssembles(ModuleOp kernels, Target t) {
-  std::string ptx, err;
-  bool ok = compileMLIRToPTX(print(kernels), t, ptx, err);
-  INFO(err);
-  REQUIRE(ok);
-  CHECK(ptx.find("call.uni") == std::string::npos);
-  if (!haveCudaTool("ptxas")) {
-    WARN("SKIPPED: no ptxas at " << cudaHome() << "/bin; PTX not assembled");
-    return;
-  }
-  PtxasReport r = assemblePtx(ptx, toString(t));
-  INFO(r.log);
-  REQUIRE(r.ok);
-  CHECK(r.spillStores == 0);
-  CHECK(r.spillLoads == 0);
-  CHECK(r.stackFrame == 0);
-  CHECK(r.perfWarnings.empty());
-}
-
 } // namespace
 
 TEST_CASE("f32 GEMMs of every form assemble", "[nvptx][simt-gemm]") {
   for (Target t : {Target::SM80, Target::SM90a}) {
-    Context c;
+    tgtest::SimtContext c;
     OwningOpRef<ModuleOp> m = parse(c, kGemms);
     OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
     auto all = lowerAll(c, *m, t, *kernels);
@@ -193,13 +143,13 @@ TEST_CASE("f32 GEMMs of every form assemble", "[nvptx][simt-gemm]") {
     REQUIRE(all[5][0].params.size() == 6);
     CHECK(all[5][0].params[4].kind == KernelParam::Kind::Result);
     CHECK(all[5][0].params[5].index == 1);
-    checkAssembles(*kernels, t);
+    tgtest::checkAssembles(*kernels, t);
   }
 }
 
 TEST_CASE("movement ops assemble", "[nvptx][simt-movement]") {
   for (Target t : {Target::SM80, Target::SM90a}) {
-    Context c;
+    tgtest::SimtContext c;
     OwningOpRef<ModuleOp> m = parse(c, kMovement);
     OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
     auto all = lowerAll(c, *m, t, *kernels);
@@ -212,14 +162,14 @@ TEST_CASE("movement ops assemble", "[nvptx][simt-movement]") {
     CHECK(all[6][0].grid[0] == (50 * 8 + 255) / 256);
     CHECK(all[6][1].params.size() == 3);
     CHECK(all[0][0].grid[0] == 1);
-    checkAssembles(*kernels, t);
+    tgtest::checkAssembles(*kernels, t);
   }
 }
 
 TEST_CASE("convolution, pooling and constant kernels assemble",
           "[nvptx][simt-convpool]") {
   for (Target t : {Target::SM80, Target::SM90a}) {
-    Context c;
+    tgtest::SimtContext c;
     OwningOpRef<ModuleOp> m = parse(c, kConvPool);
     OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
     auto all = lowerAll(c, *m, t, *kernels);
@@ -227,12 +177,12 @@ TEST_CASE("convolution, pooling and constant kernels assemble",
     // One thread per result element.
     CHECK(all[1][0].grid[0] == (2 * 3 * 9 * 9 + 255) / 256);
     CHECK(all[5][0].params.size() == 3);
-    checkAssembles(*kernels, t);
+    tgtest::checkAssembles(*kernels, t);
   }
 }
 
 TEST_CASE("identical ops share one kernel", "[nvptx][simt-movement]") {
-  Context c;
+  tgtest::SimtContext c;
   OwningOpRef<ModuleOp> m = parse(c, R"mlir(
 func.func @f(%x: tensor<4x6xf32>, %y: tensor<4x6xf32>) {
   %0 = tg.transpose %x perm = [1, 0] {tg.offset = 0 : i64} : tensor<4x6xf32> -> tensor<6x4xf32>
@@ -249,7 +199,7 @@ func.func @f(%x: tensor<4x6xf32>, %y: tensor<4x6xf32>) {
 
 TEST_CASE("the plan's shared buffers are honoured or refused",
           "[nvptx][simt-movement]") {
-  Context c;
+  tgtest::SimtContext c;
   // %0 is a view of %1's buffer (same offset): no launch. %2 copies into
   // its own buffer. %3 and %4 were given their operand's buffer, which a
   // gather and a GEMM cannot overwrite while reading. %6 reads %5#0, which
@@ -288,7 +238,7 @@ func.func @f(%x: tensor<4x6xf32>, %w: tensor<6x6xf32>) {
 }
 
 TEST_CASE("ops without a GPU kernel are located errors", "[nvptx][simt-movement]") {
-  Context c;
+  tgtest::SimtContext c;
   OwningOpRef<ModuleOp> m = parse(c, R"mlir(
 func.func @f(%x: tensor<1x1x8x8xf32>, %i: tensor<2x2xi64>, %j: tensor<2x2xi64>) {
   %0 = tg.avg_pool2d %x kernel = [2, 2] stride = [2, 2] : tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>
