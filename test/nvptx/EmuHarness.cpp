@@ -9,11 +9,8 @@
 #include "dialects/TGDialect.h"
 #include "runtime/emulator/Emulator.h"
 
-#include "codegen/registry/InitAll.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -61,16 +58,6 @@ int64_t argAlias(Operation *op, unsigned result) {
 }
 
 } // namespace
-
-Context::Context() {
-  DialectRegistry registry;
-  mlir::tg::registerAllDialects(registry);
-  registry.insert<LLVM::LLVMDialect, NVVM::NVVMDialect, scf::SCFDialect>();
-  ctx.appendDialectRegistry(registry);
-  ctx.loadAllAvailableDialects();
-  ctx.getDiagEngine().registerHandler(
-      [this](Diagnostic &d) { diags += d.str() + "\n"; });
-}
 
 std::string printModule(ModuleOp m) {
   std::string text;

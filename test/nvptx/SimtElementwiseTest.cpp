@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "EmuHarness.h"
+#include "SimtTestUtil.h"
 
 #include "codegen/nvptx/Gemm.h"
 #include "codegen/nvptx/KernelGen.h"
@@ -66,7 +67,7 @@ std::string plannedIR(const std::string &name, const std::string &defines,
 
 /// Lowers every elementwise/optimizer op of `ir` for `t`; checks the
 /// launches and assembles the module. Returns the PTX.
-std::string lowerAll(tgtest::Context &c, const std::string &ir, Target t,
+std::string lowerAll(tgtest::SimtContext &c, const std::string &ir, Target t,
                      int &groups, int &launches) {
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);
   INFO(c.diags);
@@ -157,7 +158,7 @@ TEST_CASE("elementwise and optimizer kernels of the examples assemble",
     std::string ir = plannedIR(k.model, k.defines, k.precision);
     REQUIRE(!ir.empty());
     for (Target t : {Target::SM80, Target::SM90a}) {
-      tgtest::Context c;
+      tgtest::SimtContext c;
       int groups = 0, launches = 0;
       std::string ptx = lowerAll(c, ir, t, groups, launches);
       CHECK(groups > 0);
@@ -174,7 +175,7 @@ TEST_CASE("elementwise and optimizer kernels of the examples assemble",
 
 TEST_CASE("an in-place result read at other elements is refused",
           "[nvptx][simt]") {
-  tgtest::Context c;
+  tgtest::SimtContext c;
   // The planner never asks for this: result 0 in place of operand 1, a row
   // vector every row of the result reads.
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(R"mlir(
@@ -231,7 +232,7 @@ TEST_CASE("the examples' elementwise and optimizer groups match the "
                       "fp32"}}) {
     std::string ir = plannedIR(k.model, k.defines, k.precision);
     REQUIRE(!ir.empty());
-    tgtest::Context c;
+    tgtest::SimtContext c;
     OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);
     REQUIRE(m);
     auto step = m->lookupSymbol<func::FuncOp>("train_step");
@@ -278,7 +279,7 @@ TEST_CASE("the examples' elementwise and optimizer groups match the "
 
 TEST_CASE("a tensor of 2^31 elements or more is indexed in 64 bits",
           "[nvptx][simt]") {
-  tgtest::Context c;
+  tgtest::SimtContext c;
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(R"mlir(
 func.func @f(%a: tensor<65536x32768xf32>, %b: tensor<32768xf32>) {
   %0 = tg.add %a, %b : tensor<65536x32768xf32>, tensor<32768xf32> -> tensor<65536x32768xf32>
@@ -309,7 +310,7 @@ func.func @f(%a: tensor<65536x32768xf32>, %b: tensor<32768xf32>) {
 
 TEST_CASE("an empty result gets a kernel that writes nothing",
           "[nvptx][simt][emulator]") {
-  tgtest::Context c;
+  tgtest::SimtContext c;
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(R"mlir(
 func.func @f(%a: tensor<0x8xf32>, %b: tensor<8xf32>) {
   %0:2 = tg.fused <elementwise> ins(%a, %b : tensor<0x8xf32>, tensor<8xf32>) {
@@ -344,7 +345,7 @@ TEST_CASE("a result placed in an operand another result reads is stored "
   // Result 0 (exp of %a) lives in %b's buffer, which result 1 reads: in
   // result order result 0 would be stored first and result 1 would negate
   // exp(a). The plan orders the clusters, and names the kernel apart.
-  tgtest::Context c;
+  tgtest::SimtContext c;
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(R"mlir(
 func.func @f(%a: tensor<64xf32>, %b: tensor<64xf32>) {
   %0:2 = tg.fused <elementwise> ins(%a, %b : tensor<64xf32>, tensor<64xf32>) attributes {tg.alias_args = array<i64: 1, -1>} {

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "EmuHarness.h"
+#include "SimtTestUtil.h"
 
 #include "codegen/nvptx/Gemm.h"
 #include "codegen/nvptx/SimtScalar.h"
@@ -123,9 +124,10 @@ LogicalResult buildOpKernel(ModuleOp module, Operation *op, StringRef name) {
 }
 
 /// The kernel module for every op of @f in `ir` (kernel k_<index>).
-OwningOpRef<ModuleOp> buildOpKernels(tgtest::Context &c, StringRef ir,
+/// `keep` holds the parsed source (destroyed before the context).
+OwningOpRef<ModuleOp> buildOpKernels(tgtest::SimtContext &c,
+                                     OwningOpRef<ModuleOp> &keep, StringRef ir,
                                      std::vector<Operation *> *ops = nullptr) {
-  OwningOpRef<ModuleOp> &keep = c.source;
   keep = parseSourceString<ModuleOp>(ir, &c.ctx);
   INFO(c.diags);
   REQUIRE(keep);
@@ -147,8 +149,9 @@ OwningOpRef<ModuleOp> buildOpKernels(tgtest::Context &c, StringRef ir,
 
 TEST_CASE("every elementwise op has scalar code that assembles",
           "[nvptx][simt]") {
-  tgtest::Context c;
-  OwningOpRef<ModuleOp> kernels = buildOpKernels(c, kOps);
+  tgtest::SimtContext c;
+  OwningOpRef<ModuleOp> source;
+  OwningOpRef<ModuleOp> kernels = buildOpKernels(c, source, kOps);
   std::string text = tgtest::printModule(*kernels);
   for (Target t : {Target::SM80, Target::SM90a}) {
     std::string ptx, err;
@@ -173,7 +176,7 @@ TEST_CASE("every elementwise op has scalar code that assembles",
 }
 
 TEST_CASE("scalar code refuses what it cannot compute", "[nvptx][simt]") {
-  tgtest::Context c;
+  tgtest::SimtContext c;
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(R"mlir(
 func.func @f(%a: tensor<4xf64>, %x: tensor<4x4xf32>, %y: tensor<4x4xf32>) {
   %0 = tg.exp %a : tensor<4xf64>
@@ -227,7 +230,7 @@ std::vector<tgtest::Tensor> kOpsInputs(func::FuncOp f) {
 
 TEST_CASE("scalar code matches the reference evaluator on the emulator",
           "[nvptx][simt][emulator]") {
-  tgtest::Context c;
+  tgtest::SimtContext c;
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(kOps, &c.ctx);
   REQUIRE(m);
   auto f = m->lookupSymbol<func::FuncOp>("f");
@@ -269,7 +272,7 @@ TEST_CASE("the libm-free math is within its stated error",
                 Fn{"sin", -100, 100, 0, 2e-6, false},
                 Fn{"cos", -100, 100, 0, 2e-6, false}}) {
     INFO(fn.op << " on [" << fn.lo << ", " << fn.hi << ")");
-    tgtest::Context c;
+    tgtest::SimtContext c;
     std::string ir = std::string("func.func @f(%x: tensor<4096xf32>) {\n  %0 = tg.") +
                      fn.op + " %x : tensor<4096xf32>\n  return\n}\n";
     OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);
