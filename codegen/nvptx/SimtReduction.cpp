@@ -60,6 +60,9 @@ namespace tg::nvptx::detail {
 
 namespace {
 
+/// Dynamic shared memory a launch may use without opting in.
+constexpr uint32_t kSmemLimit = 48 * 1024;
+
 /// The reductions: sum, mean, max.
 enum class RedKind { Sum, Mean, Max };
 
@@ -841,8 +844,10 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
     if (t > 32)
       smemBytes = maxPerPhase * 32 * 8;
   } else {
+    // Partials stay within the 48 KiB of shared memory a launch gets
+    // without opting in.
     int64_t y = 1;
-    while (y < 16 && y * 16 < rn)
+    while (y < 16 && y * 16 < rn && 2 * y * maxPerPhase * 32 * 8 <= kSmemLimit)
       y *= 2;
     block = {32, static_cast<uint32_t>(y), 1};
     grid = {static_cast<uint32_t>((kn + 31) / 32), 1, 1};
@@ -853,6 +858,10 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
   // that split evenly and give every lane of a warp some.
   if (rowMajor && rn % 4 == 0 && rn >= 128)
     vec = 4;
+  if (smemBytes > kSmemLimit)
+    return p.anchor->emitOpError("has ")
+           << maxPerPhase << " independent reductions, more partials than "
+           << "the GPU reduction kernel keeps in 48 KiB of shared memory";
   if (kn > std::numeric_limits<int32_t>::max())
     return p.anchor->emitOpError("has ")
            << kn << " outputs per reduction, more than one GPU grid holds";

@@ -162,3 +162,25 @@ TEST_CASE("reduction kernels of GPT-2 small's step assemble",
   // 1024x1024 attention rows), one layer to keep the test short.
   checkExample("gpt", {{"layers", "1"}, {"accumulate", "1"}}, "bf16", 20);
 }
+
+TEST_CASE("a group reducing over two domains is a located error",
+          "[nvptx][reduction]") {
+  Harness h;
+  h.parse(R"(
+func.func @f(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<8xf32>) {
+  %0:2 = tg.fused <reduction> ins(%x : tensor<4x8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>):
+    %1 = tg.sum %a axes = [1] : tensor<4x8xf32> -> tensor<4xf32>
+    %2 = tg.sum %a axes = [0] : tensor<4x8xf32> -> tensor<8xf32>
+    tg.yield %1, %2 : tensor<4xf32>, tensor<8xf32>
+  } -> tensor<4xf32>, tensor<8xf32>
+  return %0#0, %0#1 : tensor<4xf32>, tensor<8xf32>
+}
+)");
+  auto kernels = newKernelModule(h);
+  auto r = tg::nvptx::lowerOpToKernels(firstOp(h), tg::nvptx::Target::SM80,
+                                       *kernels);
+  CHECK(mlir::failed(r));
+  CHECK(h.diagnostics.find("reduces over two domains") != std::string::npos);
+  CHECK(kernels->getBody()->getOperations().empty());
+}
