@@ -43,6 +43,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/SimtReduction.h"
 #include "codegen/nvptx/GemmCommon.h"
+#include "codegen/nvptx/SimtKernels.h"
 #include "codegen/nvptx/SimtScalar.h"
 
 #include "dialects/TGOps.h"
@@ -86,13 +87,6 @@ int64_t numElements(ArrayRef<int64_t> s) {
   for (int64_t d : s)
     n *= d;
   return n;
-}
-
-SmallVector<int64_t> stridesOf(ArrayRef<int64_t> s) {
-  SmallVector<int64_t> st(s.size(), 1);
-  for (int64_t d = static_cast<int64_t>(s.size()) - 2; d >= 0; --d)
-    st[d] = st[d + 1] * s[d + 1];
-  return st;
 }
 
 /// The reduction input and sorted, non-negative axes of a reduction op.

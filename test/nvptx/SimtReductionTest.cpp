@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "test/nvptx/SimtReductionTestUtil.h"
+#include "test/nvptx/SimtTestUtil.h"
 
-#include "codegen/nvptx/Toolchain.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -36,24 +36,6 @@ int lowerAll(Harness &h, tg::nvptx::Target t, mlir::ModuleOp kernels) {
   return n;
 }
 
-/// ptxas -v on the PTX of `kernels` for `t`: clean, or a loud skip.
-void checkPtxas(mlir::ModuleOp kernels, tg::nvptx::Target t) {
-  std::string ptx = compileKernels(kernels, t);
-  if (!tg::nvptx::haveCudaTool("ptxas")) {
-    WARN("SKIPPED: no ptxas at " << tg::nvptx::cudaHome()
-                                 << "/bin; PTX not assembled");
-    return;
-  }
-  tg::nvptx::PtxasReport r =
-      tg::nvptx::assemblePtx(ptx, tg::nvptx::toString(t));
-  INFO(r.log);
-  REQUIRE(r.ok);
-  CHECK(r.spillStores == 0);
-  CHECK(r.spillLoads == 0);
-  CHECK(r.stackFrame == 0);
-  CHECK(r.perfWarnings.empty());
-}
-
 void checkExample(const std::string &name,
                   std::vector<std::pair<std::string, std::string>> defines,
                   const std::string &precision, int minOps) {
@@ -63,7 +45,7 @@ void checkExample(const std::string &name,
     buildExample(h, name, defines, precision);
     auto kernels = newKernelModule(h);
     CHECK(lowerAll(h, t, *kernels) >= minOps);
-    checkPtxas(*kernels, t);
+    tgtest::checkAssembles(*kernels, t);
   }
 }
 
@@ -105,7 +87,7 @@ TEST_CASE("a 50257-wide vocabulary row assembles", "[nvptx][reduction]") {
       // A block per row.
       CHECK(launches[0].grid[0] == 4);
       CHECK(launches[0].block[0] == 256);
-      checkPtxas(*kernels, t);
+      tgtest::checkAssembles(*kernels, t);
       if (width % 4 == 0 && std::string(elem) == "f32")
         CHECK(compileKernels(*kernels, t).find("ld.global.v4.b32") !=
               std::string::npos);
@@ -128,7 +110,7 @@ TEST_CASE("tensors of 2^31 elements and more use 64-bit indices",
     llvm::raw_string_ostream os(text);
     kernels->print(os);
     CHECK(text.find(": i64 {") != std::string::npos);
-    checkPtxas(*kernels, t);
+    tgtest::checkAssembles(*kernels, t);
   }
 }
 
