@@ -141,6 +141,7 @@ private:
   Value finishReduction(Operation *red, Value acc);
   LogicalResult storeRowResults(Value isFirst, bool blockSync);
   bool isFull(unsigned result) const;
+  LogicalResult checkPlan() const;
   Value sharedSlot(int64_t byteOffset, Value index);
 
   // Values at symbolic indices.
@@ -546,6 +547,37 @@ bool ReductionLowering::isFull(unsigned result) const {
   return !(def && redKind(def)) && shapeOf(v) == ArrayRef<int64_t>(dom);
 }
 
+/// The kernel runs in place (KernelGen.h's aliasing rule) when a result
+/// shares the buffer of an operand of its own shape and element size that
+/// is read only at the result's elements: both full-shape (each element is
+/// one thread's, loaded before it is stored), or both one per kept
+/// position (stored after the barrier that follows every read). The plan
+/// makes only such pairs; any other is refused.
+LogicalResult ReductionLowering::checkPlan() const {
+  auto bytes = [](Value v) {
+    unsigned bits = elemOf(v).getIntOrFloatBitWidth();
+    return bits < 8 ? 1u : bits / 8;
+  };
+  for (unsigned i = 0; i < p.results.size(); ++i) {
+    auto mine = plannedBuffer(p.anchor->getResult(i));
+    if (!mine)
+      continue;
+    for (auto [jdx, operand] : llvm::enumerate(p.anchor->getOperands())) {
+      if (plannedBuffer(operand) != mine)
+        continue;
+      Value in = p.inputs[jdx], r = p.results[i];
+      bool sameShape = shapeOf(in) == shapeOf(r) && bytes(in) == bytes(r);
+      bool full = isFull(i) && shapeOf(r) == ArrayRef<int64_t>(dom);
+      bool perKept = !isFull(i) && numElements(shapeOf(r)) == kn;
+      if (!sameShape || !(full || perKept))
+        return p.anchor->emitOpError("the memory plan puts result #")
+               << i << " in the buffer of operand #" << jdx
+               << ", which the GPU reduction kernel cannot compute in place";
+    }
+  }
+  return success();
+}
+
 Value ReductionLowering::sharedSlot(int64_t byteOffset, Value index) {
   // 8-byte slots hold any accumulator type (f32, f64, i32, i64).
   Value off = w->add(w->i32c(byteOffset), w->mul(index, w->i32c(8)));
@@ -819,6 +851,8 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
   // reduction over everything (k = 0).
   rowKernel = rowKernel && trailing;
   rowMajor = rowKernel || kn == 1;
+  if (failed(checkPlan()))
+    return failure();
   std::vector<KernelLaunch> none;
   if (kn == 0)
     return none; // nothing to write

@@ -166,3 +166,27 @@ func.func @f(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<8xf32>) {
   CHECK(h.diagnostics.find("reduces over two domains") != std::string::npos);
   CHECK(kernels->getBody()->getOperations().empty());
 }
+
+TEST_CASE("a plan the reduction kernel cannot run in place is a located error",
+          "[nvptx][reduction]") {
+  // The normalised rows in the buffer of a transposed operand: other
+  // threads still read what one thread overwrites.
+  Harness h;
+  h.parse(R"(
+func.func @f(%x: tensor<4x8xf32>, %z: tensor<8x4xf32>) -> tensor<4x8xf32> {
+  %0 = tg.fused <row_reduction> ins(%x, %z : tensor<4x8xf32>, tensor<8x4xf32>) attributes {tg.alias_args = array<i64: 1>} {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>):
+    %1 = tg.max %a axes = [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+    %2 = tg.sub %a, %1 : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+    tg.yield %2 : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+)");
+  auto kernels = newKernelModule(h);
+  auto r = tg::nvptx::lowerOpToKernels(firstOp(h), tg::nvptx::Target::SM80,
+                                       *kernels);
+  CHECK(mlir::failed(r));
+  CHECK(h.diagnostics.find("the memory plan puts result #0 in the buffer of "
+                           "operand #1") != std::string::npos);
+}
