@@ -43,6 +43,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/SimtReduction.h"
 #include "codegen/nvptx/GemmCommon.h"
+#include "codegen/nvptx/SimtKernels.h"
 #include "codegen/nvptx/SimtScalar.h"
 
 #include "dialects/TGOps.h"
@@ -59,6 +60,9 @@ namespace tgd = mlir::tg;
 namespace tg::nvptx::detail {
 
 namespace {
+
+/// Dynamic shared memory a launch may use without opting in.
+constexpr uint32_t kSmemLimit = 48 * 1024;
 
 /// The reductions: sum, mean, max.
 enum class RedKind { Sum, Mean, Max };
@@ -83,13 +87,6 @@ int64_t numElements(ArrayRef<int64_t> s) {
   for (int64_t d : s)
     n *= d;
   return n;
-}
-
-SmallVector<int64_t> stridesOf(ArrayRef<int64_t> s) {
-  SmallVector<int64_t> st(s.size(), 1);
-  for (int64_t d = static_cast<int64_t>(s.size()) - 2; d >= 0; --d)
-    st[d] = st[d + 1] * s[d + 1];
-  return st;
 }
 
 /// The reduction input and sorted, non-negative axes of a reduction op.
@@ -144,6 +141,7 @@ private:
   Value finishReduction(Operation *red, Value acc);
   LogicalResult storeRowResults(Value isFirst, bool blockSync);
   bool isFull(unsigned result) const;
+  LogicalResult checkPlan() const;
   Value sharedSlot(int64_t byteOffset, Value index);
 
   // Values at symbolic indices.
@@ -549,6 +547,37 @@ bool ReductionLowering::isFull(unsigned result) const {
   return !(def && redKind(def)) && shapeOf(v) == ArrayRef<int64_t>(dom);
 }
 
+/// The kernel runs in place (KernelGen.h's aliasing rule) when a result
+/// shares the buffer of an operand of its own shape and element size that
+/// is read only at the result's elements: both full-shape (each element is
+/// one thread's, loaded before it is stored), or both one per kept
+/// position (stored after the barrier that follows every read). The plan
+/// makes only such pairs; any other is refused.
+LogicalResult ReductionLowering::checkPlan() const {
+  auto bytes = [](Value v) {
+    unsigned bits = elemOf(v).getIntOrFloatBitWidth();
+    return bits < 8 ? 1u : bits / 8;
+  };
+  for (unsigned i = 0; i < p.results.size(); ++i) {
+    auto mine = plannedBuffer(p.anchor->getResult(i));
+    if (!mine)
+      continue;
+    for (auto [jdx, operand] : llvm::enumerate(p.anchor->getOperands())) {
+      if (plannedBuffer(operand) != mine)
+        continue;
+      Value in = p.inputs[jdx], r = p.results[i];
+      bool sameShape = shapeOf(in) == shapeOf(r) && bytes(in) == bytes(r);
+      bool full = isFull(i) && shapeOf(r) == ArrayRef<int64_t>(dom);
+      bool perKept = !isFull(i) && numElements(shapeOf(r)) == kn;
+      if (!sameShape || !(full || perKept))
+        return p.anchor->emitOpError("the memory plan puts result #")
+               << i << " in the buffer of operand #" << jdx
+               << ", which the GPU reduction kernel cannot compute in place";
+    }
+  }
+  return success();
+}
+
 Value ReductionLowering::sharedSlot(int64_t byteOffset, Value index) {
   // 8-byte slots hold any accumulator type (f32, f64, i32, i64).
   Value off = w->add(w->i32c(byteOffset), w->mul(index, w->i32c(8)));
@@ -822,6 +851,8 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
   // reduction over everything (k = 0).
   rowKernel = rowKernel && trailing;
   rowMajor = rowKernel || kn == 1;
+  if (failed(checkPlan()))
+    return failure();
   std::vector<KernelLaunch> none;
   if (kn == 0)
     return none; // nothing to write
@@ -841,8 +872,10 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
     if (t > 32)
       smemBytes = maxPerPhase * 32 * 8;
   } else {
+    // Partials stay within the 48 KiB of shared memory a launch gets
+    // without opting in.
     int64_t y = 1;
-    while (y < 16 && y * 16 < rn)
+    while (y < 16 && y * 16 < rn && 2 * y * maxPerPhase * 32 * 8 <= kSmemLimit)
       y *= 2;
     block = {32, static_cast<uint32_t>(y), 1};
     grid = {static_cast<uint32_t>((kn + 31) / 32), 1, 1};
@@ -853,6 +886,10 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
   // that split evenly and give every lane of a warp some.
   if (rowMajor && rn % 4 == 0 && rn >= 128)
     vec = 4;
+  if (smemBytes > kSmemLimit)
+    return p.anchor->emitOpError("has ")
+           << maxPerPhase << " independent reductions, more partials than "
+           << "the GPU reduction kernel keeps in 48 KiB of shared memory";
   if (kn > std::numeric_limits<int32_t>::max())
     return p.anchor->emitOpError("has ")
            << kn << " outputs per reduction, more than one GPU grid holds";

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "test/nvptx/SimtReductionTestUtil.h"
+#include "test/nvptx/SimtTestUtil.h"
 
-#include "codegen/nvptx/Toolchain.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -36,24 +36,6 @@ int lowerAll(Harness &h, tg::nvptx::Target t, mlir::ModuleOp kernels) {
   return n;
 }
 
-/// ptxas -v on the PTX of `kernels` for `t`: clean, or a loud skip.
-void checkPtxas(mlir::ModuleOp kernels, tg::nvptx::Target t) {
-  std::string ptx = compileKernels(kernels, t);
-  if (!tg::nvptx::haveCudaTool("ptxas")) {
-    WARN("SKIPPED: no ptxas at " << tg::nvptx::cudaHome()
-                                 << "/bin; PTX not assembled");
-    return;
-  }
-  tg::nvptx::PtxasReport r =
-      tg::nvptx::assemblePtx(ptx, tg::nvptx::toString(t));
-  INFO(r.log);
-  REQUIRE(r.ok);
-  CHECK(r.spillStores == 0);
-  CHECK(r.spillLoads == 0);
-  CHECK(r.stackFrame == 0);
-  CHECK(r.perfWarnings.empty());
-}
-
 void checkExample(const std::string &name,
                   std::vector<std::pair<std::string, std::string>> defines,
                   const std::string &precision, int minOps) {
@@ -63,7 +45,7 @@ void checkExample(const std::string &name,
     buildExample(h, name, defines, precision);
     auto kernels = newKernelModule(h);
     CHECK(lowerAll(h, t, *kernels) >= minOps);
-    checkPtxas(*kernels, t);
+    tgtest::checkAssembles(*kernels, t);
   }
 }
 
@@ -105,7 +87,7 @@ TEST_CASE("a 50257-wide vocabulary row assembles", "[nvptx][reduction]") {
       // A block per row.
       CHECK(launches[0].grid[0] == 4);
       CHECK(launches[0].block[0] == 256);
-      checkPtxas(*kernels, t);
+      tgtest::checkAssembles(*kernels, t);
       if (width % 4 == 0 && std::string(elem) == "f32")
         CHECK(compileKernels(*kernels, t).find("ld.global.v4.b32") !=
               std::string::npos);
@@ -128,7 +110,7 @@ TEST_CASE("tensors of 2^31 elements and more use 64-bit indices",
     llvm::raw_string_ostream os(text);
     kernels->print(os);
     CHECK(text.find(": i64 {") != std::string::npos);
-    checkPtxas(*kernels, t);
+    tgtest::checkAssembles(*kernels, t);
   }
 }
 
@@ -161,4 +143,50 @@ TEST_CASE("reduction kernels of GPT-2 small's step assemble",
   // Real widths (vocabulary rows of 50257 a block each, 768-wide norms, the
   // 1024x1024 attention rows), one layer to keep the test short.
   checkExample("gpt", {{"layers", "1"}, {"accumulate", "1"}}, "bf16", 20);
+}
+
+TEST_CASE("a group reducing over two domains is a located error",
+          "[nvptx][reduction]") {
+  Harness h;
+  h.parse(R"(
+func.func @f(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<8xf32>) {
+  %0:2 = tg.fused <reduction> ins(%x : tensor<4x8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>):
+    %1 = tg.sum %a axes = [1] : tensor<4x8xf32> -> tensor<4xf32>
+    %2 = tg.sum %a axes = [0] : tensor<4x8xf32> -> tensor<8xf32>
+    tg.yield %1, %2 : tensor<4xf32>, tensor<8xf32>
+  } -> tensor<4xf32>, tensor<8xf32>
+  return %0#0, %0#1 : tensor<4xf32>, tensor<8xf32>
+}
+)");
+  auto kernels = newKernelModule(h);
+  auto r = tg::nvptx::lowerOpToKernels(firstOp(h), tg::nvptx::Target::SM80,
+                                       *kernels);
+  CHECK(mlir::failed(r));
+  CHECK(h.diagnostics.find("reduces over two domains") != std::string::npos);
+  CHECK(kernels->getBody()->getOperations().empty());
+}
+
+TEST_CASE("a plan the reduction kernel cannot run in place is a located error",
+          "[nvptx][reduction]") {
+  // The normalised rows in the buffer of a transposed operand: other
+  // threads still read what one thread overwrites.
+  Harness h;
+  h.parse(R"(
+func.func @f(%x: tensor<4x8xf32>, %z: tensor<8x4xf32>) -> tensor<4x8xf32> {
+  %0 = tg.fused <row_reduction> ins(%x, %z : tensor<4x8xf32>, tensor<8x4xf32>) attributes {tg.alias_args = array<i64: 1>} {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>):
+    %1 = tg.max %a axes = [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+    %2 = tg.sub %a, %1 : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+    tg.yield %2 : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+)");
+  auto kernels = newKernelModule(h);
+  auto r = tg::nvptx::lowerOpToKernels(firstOp(h), tg::nvptx::Target::SM80,
+                                       *kernels);
+  CHECK(mlir::failed(r));
+  CHECK(h.diagnostics.find("the memory plan puts result #0 in the buffer of "
+                           "operand #1") != std::string::npos);
 }
