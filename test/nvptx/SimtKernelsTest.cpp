@@ -2,10 +2,9 @@
 //
 // lowerOpToKernels on the ops engineer E's generators own (SimtGemm.cpp,
 // SimtMovement.cpp, SimtConvPool.cpp; the cases of SimtTestUtil.h): every
-// form of the f32 GEMM (nn/nt/tn, batched with a
-// broadcast side, ragged sizes, a gemm group with an epilogue and two
-// results), every movement op the example models produce, convolutions and
-// pooling. Each set of
+// form of the f32 GEMM (nn/nt/tn, batched with a broadcast side, ragged
+// sizes, a gemm group with an epilogue and two results), every movement op
+// the example models produce, convolutions and pooling. Each set of
 // kernels verifies, lowers to PTX for sm_80 and sm_90a, and ptxas assembles
 // it with no spills, no local memory and no performance warnings (SKIP with
 // a warning without ptxas). The launch lists are checked against the ops'
