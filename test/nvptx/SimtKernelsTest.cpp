@@ -87,7 +87,11 @@ TEST_CASE("movement ops assemble", "[nvptx][simt-movement]") {
     OwningOpRef<ModuleOp> m = parse(c, tgtest::kSimtMovementCases);
     OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
     auto all = lowerAll(c, *m, t, *kernels);
-    REQUIRE(all.size() == 10);
+    REQUIRE(all.size() == 12);
+    // The tiled transpose: 32x32 tiles over (output last dim, input last
+    // dim), the other dimensions in z.
+    CHECK(all[11][0].grid == std::array<uint32_t, 3>{2, 2, 1});
+    CHECK(all[10][0].grid == std::array<uint32_t, 3>{1, 1, 2});
     // Random and constant kernels go into the same module.
     OwningOpRef<ModuleOp> r = parse(c, tgtest::kSimtRandomCases);
     CHECK(lowerAll(c, *r, t, *kernels).size() == 3);

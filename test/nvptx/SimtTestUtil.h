@@ -78,14 +78,16 @@ func.func @f(%a: tensor<67x37xf32>, %b: tensor<37x70xf32>, %bt: tensor<70x37xf32
 
 /// Every movement op of the examples (GPT's head split and merge, the QKV
 /// slices and concat, embeddings with i64 and i32 indices, the embedding
-/// gradient) plus a strided slice, broadcast_to and an i1 transpose.
+/// gradient) plus a strided slice, broadcast_to, and transposes that move
+/// the innermost dimension (the shared-memory tile: i1, f32 with a batch
+/// dimension, bf16 over several ragged tiles).
 inline constexpr const char *kSimtMovementCases = R"mlir(
 func.func @f(%x: tensor<2x6x3x4xbf16>, %q: tensor<2x6x9xf32>, %table: tensor<50x8xf32>,
              %ids: tensor<2x6xi64>, %g: tensor<2x6x8xf32>, %row: tensor<1x8xf32>,
-             %ids32: tensor<5xi32>, %mask: tensor<3x4xi1>)
+             %ids32: tensor<5xi32>, %mask: tensor<3x4xi1>, %big: tensor<37x45xbf16>)
     -> (tensor<2x3x6x4xbf16>, tensor<2x6x12xbf16>, tensor<2x6x3xf32>, tensor<2x3x3xf32>,
         tensor<2x6x15xf32>, tensor<2x6x8xf32>, tensor<50x8xf32>, tensor<4x3x8xf32>,
-        tensor<5x8xf32>, tensor<4x3xi1>) {
+        tensor<5x8xf32>, tensor<4x3xi1>, tensor<9x2x6xf32>, tensor<45x37xbf16>) {
   %0 = tg.transpose %x perm = [0, 2, 1, 3] : tensor<2x6x3x4xbf16> -> tensor<2x3x6x4xbf16>
   %1 = tg.reshape %x : tensor<2x6x3x4xbf16> to tensor<2x6x12xbf16>
   %2 = tg.slice %q start [0, 0, 3] limit [2, 6, 6] step [1, 1, 1] : tensor<2x6x9xf32> -> tensor<2x6x3xf32>
@@ -96,7 +98,9 @@ func.func @f(%x: tensor<2x6x3x4xbf16>, %q: tensor<2x6x9xf32>, %table: tensor<50x
   %7 = tg.broadcast_to %row : tensor<1x8xf32> to tensor<4x3x8xf32>
   %8 = tg.embedding %table, %ids32 : tensor<50x8xf32>, tensor<5xi32> -> tensor<5x8xf32>
   %9 = tg.transpose %mask perm = [1, 0] : tensor<3x4xi1> -> tensor<4x3xi1>
-  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9 : tensor<2x3x6x4xbf16>, tensor<2x6x12xbf16>, tensor<2x6x3xf32>, tensor<2x3x3xf32>, tensor<2x6x15xf32>, tensor<2x6x8xf32>, tensor<50x8xf32>, tensor<4x3x8xf32>, tensor<5x8xf32>, tensor<4x3xi1>
+  %10 = tg.transpose %q perm = [2, 0, 1] : tensor<2x6x9xf32> -> tensor<9x2x6xf32>
+  %11 = tg.transpose %big perm = [1, 0] : tensor<37x45xbf16> -> tensor<45x37xbf16>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11 : tensor<2x3x6x4xbf16>, tensor<2x6x12xbf16>, tensor<2x6x3xf32>, tensor<2x3x3xf32>, tensor<2x6x15xf32>, tensor<2x6x8xf32>, tensor<50x8xf32>, tensor<4x3x8xf32>, tensor<5x8xf32>, tensor<4x3xi1>, tensor<9x2x6xf32>, tensor<45x37xbf16>
 }
 )mlir";
 
