@@ -87,6 +87,16 @@ std::pair<Value, Value> tapSource(KernelBuilder &w, Value i, Value k,
   return {q, ok};
 }
 
+/// The element of input plane (n, c) that tap (kh, kw) of output position
+/// (oy, ox) reads, or 0 in the padding.
+Value inputAt(KernelBuilder &w, const Window &g, Value base, Type elem, Value n,
+              Value c, Value oy, Value ox, Value kh, Value kw) {
+  Value ih = w.add(w.addi(w.muli(oy, g.sh), -g.ph), w.muli(kh, g.dh));
+  Value iw = w.add(w.addi(w.muli(ox, g.sw), -g.pw), w.muli(kw, g.dw));
+  Value ok = w.and_(w.ult(ih, w.i32c(g.h)), w.ult(iw, w.i32c(g.w)));
+  return loadOrZero(w, base, offset4(w, n, c, ih, iw, g.c, g.h, g.w), ok, elem);
+}
+
 /// The f32 sum, over the box [0, bounds) in row-major order, of the terms
 /// `step` adds to the running sum given the loop indices.
 Value sumOverBox(KernelBuilder &w, ArrayRef<int64_t> bounds,
@@ -118,11 +128,7 @@ void buildConv(mlir::tg::Conv2dOp op, const Window &g, SimtKernel &k,
   Value c0 = w.muli(w.udiv(o, w.i32c(og)), cg);
   Value y = sumOverBox(w, {cg, g.kh, g.kw}, [&](ArrayRef<Value> iv, Value acc) {
     Value c = iv[0], kh = iv[1], kw = iv[2];
-    Value ih = w.add(w.addi(w.muli(oy, g.sh), -g.ph), w.muli(kh, g.dh));
-    Value iw = w.add(w.addi(w.muli(ox, g.sw), -g.pw), w.muli(kw, g.dw));
-    Value ok = w.and_(w.ult(ih, w.i32c(g.h)), w.ult(iw, w.i32c(g.w)));
-    Value x = loadOrZero(w, k.params[0],
-                         offset4(w, n, w.add(c0, c), ih, iw, g.c, g.h, g.w), ok, xe);
+    Value x = inputAt(w, g, k.params[0], xe, n, w.add(c0, c), oy, ox, kh, kw);
     Value wt = loadElement(w, k.params[1],
                            offset4(w, o, c, kh, kw, cg, g.kh, g.kw), we);
     return LLVM::FMAOp::create(w.b, w.loc, x, wt, acc).getResult();
@@ -165,11 +171,7 @@ void buildConvGradWeight(mlir::tg::Conv2dGradWeightOp op, const Window &g,
   Value c = w.add(w.muli(w.udiv(o, w.i32c(og)), cg), cl);
   Value dw = sumOverBox(w, {g.n, g.oh, g.ow}, [&](ArrayRef<Value> iv, Value acc) {
     Value n = iv[0], oy = iv[1], ox = iv[2];
-    Value ih = w.add(w.addi(w.muli(oy, g.sh), -g.ph), w.muli(kh, g.dh));
-    Value iw = w.add(w.addi(w.muli(ox, g.sw), -g.pw), w.muli(kw, g.dw));
-    Value ok = w.and_(w.ult(ih, w.i32c(g.h)), w.ult(iw, w.i32c(g.w)));
-    Value x = loadOrZero(w, k.params[0], offset4(w, n, c, ih, iw, g.c, g.h, g.w),
-                         ok, xe);
+    Value x = inputAt(w, g, k.params[0], xe, n, c, oy, ox, kh, kw);
     Value dy = loadElement(w, k.params[1],
                            offset4(w, n, o, oy, ox, g.o, g.oh, g.ow), ge);
     return LLVM::FMAOp::create(w.b, w.loc, x, dy, acc).getResult();

@@ -5,7 +5,9 @@
 //
 //   reshape        no launch when the plan gave the result its operand's
 //                  buffer, else a copy
-//   transpose, slice, broadcast_to
+//   transpose      a 32x33 shared-memory tile when the innermost dimension
+//                  moves (both sides coalesced), else the gather below
+//   slice, broadcast_to
 //                  one thread per result element gathering its source
 //   concat         one launch per input, each thread scattering one element
 //   embedding      one thread per result element: the row of the clamped
@@ -270,11 +272,107 @@ FailureOr<std::vector<KernelLaunch>> lowerReshape(mlir::tg::ReshapeOp op,
                          Value linear) { return linear; });
 }
 
+/// A transpose that moves the input's innermost dimension, through a
+/// 32x33 shared-memory tile: a CTA of 32x8 threads reads 32 rows of 32
+/// consecutive input elements (along the input's last dimension) and writes
+/// 32 rows of 32 consecutive output elements (along the output's), so both
+/// sides are coalesced; the extra column keeps the transposed reads off one
+/// bank. The plane is (output dim q, which is the input's last, and the
+/// output's last dim, input dim b); blockIdx.z walks the other dimensions.
+FailureOr<std::vector<KernelLaunch>>
+tiledTranspose(mlir::tg::TransposeOp op, Target t, ModuleOp kernels,
+               int64_t q, int64_t rest) {
+  ArrayRef<int64_t> in = shapeOf(op.getInput()), out = shapeOf(op.getResult());
+  ArrayRef<int64_t> perm = op.getPermutation();
+  int64_t r = int64_t(in.size()), b = perm[r - 1];
+  int64_t sizeA = in[r - 1], sizeB = in[b];
+  SmallVector<int64_t> inStrides = stridesOf(in), outStrides = stridesOf(out);
+  std::string sym = kernelSymbol(op, "tg_transpose_tiled", t);
+  Location loc = op.getLoc();
+  if (!hasKernel(kernels, sym)) {
+    Type elem = elemOf(op.getResult());
+    Type bits = bitsType(kernels.getContext(), elem);
+    std::string tileName = sym + "_tile";
+    {
+      OpBuilder g = OpBuilder::atBlockEnd(kernels.getBody());
+      LLVM::GlobalOp::create(g, loc, LLVM::LLVMArrayType::get(bits, 32 * 33),
+                             /*isConstant=*/false, LLVM::Linkage::Internal,
+                             tileName, Attribute(), /*alignment=*/16,
+                             /*addrSpace=*/3);
+    }
+    SimtKernel k = beginSimtKernel(kernels, sym, 2, kThreads, loc);
+    KernelBuilder &w = *k.w;
+    OpBuilder &bld = w.b;
+    Value tile = LLVM::AddressOfOp::create(bld, loc, w.ptr3, tileName);
+    Value tid = NVVM::ThreadIdXOp::create(bld, loc, w.i32);
+    Value tx = w.andi(tid, 31), ty = w.shri(tid, 5);
+    Value b0 = w.muli(NVVM::BlockIdXOp::create(bld, loc, w.i32), 32);
+    Value a0 = w.muli(NVVM::BlockIdYOp::create(bld, loc, w.i32), 32);
+    // The other output dimensions, from blockIdx.z.
+    SmallVector<int64_t> restShape, restIn, restOut;
+    for (int64_t i = 0; i < r; ++i)
+      if (i != q && i != r - 1) {
+        restShape.push_back(out[i]);
+        restIn.push_back(inStrides[perm[i]]);
+        restOut.push_back(outStrides[i]);
+      }
+    SmallVector<Value> ri =
+        unravel(w, NVVM::BlockIdZOp::create(bld, loc, w.i32), restShape);
+    Value inBase = dot(w, ri, restIn), outBase = dot(w, ri, restOut);
+    for (int j = 0; j < 4; ++j) {
+      Value ib = w.add(b0, w.addi(ty, 8 * j)), ia = w.add(a0, tx);
+      w.openIf(w.and_(w.ult(ib, w.i32c(sizeB)), w.ult(ia, w.i32c(sizeA))));
+      Value v = LLVM::LoadOp::create(
+          bld, loc, bits,
+          w.gep(k.params[0], w.add(inBase, w.add(w.muli(ib, inStrides[b]), ia)),
+                bits));
+      LLVM::StoreOp::create(
+          bld, loc, v, w.gep(tile, w.add(w.muli(w.addi(ty, 8 * j), 33), tx), bits));
+      w.after(v.getDefiningOp()->getParentOp());
+    }
+    NVVM::Barrier0Op::create(bld, loc);
+    for (int j = 0; j < 4; ++j) {
+      Value oa = w.add(a0, w.addi(ty, 8 * j)), ob = w.add(b0, tx);
+      w.openIf(w.and_(w.ult(oa, w.i32c(sizeA)), w.ult(ob, w.i32c(sizeB))));
+      Value v = LLVM::LoadOp::create(
+          bld, loc, bits,
+          w.gep(tile, w.add(w.muli(tx, 33), w.addi(ty, 8 * j)), bits));
+      LLVM::StoreOp::create(
+          bld, loc, v,
+          w.gep(k.params[1], w.add(outBase, w.add(w.muli(oa, outStrides[q]), ob)),
+                bits));
+      w.after(v.getDefiningOp()->getParentOp());
+    }
+    endSimtKernel(k);
+  }
+  KernelLaunch l;
+  l.symbol = sym;
+  l.grid = {uint32_t((sizeB + 31) / 32), uint32_t((sizeA + 31) / 32),
+            uint32_t(rest)};
+  l.block = {kThreads, 1, 1};
+  l.params = {operand(0), result(0)};
+  return std::vector<KernelLaunch>{l};
+}
+
 FailureOr<std::vector<KernelLaunch>>
 lowerTranspose(mlir::tg::TransposeOp op, Target t, ModuleOp kernels) {
-  SmallVector<int64_t> inStrides = stridesOf(shapeOf(op.getInput()));
+  ArrayRef<int64_t> in = shapeOf(op.getInput()), out = shapeOf(op.getResult());
+  ArrayRef<int64_t> perm = op.getPermutation();
+  int64_t r = int64_t(in.size());
+  int64_t q = r == 0 ? 0 : llvm::find(perm, r - 1) - perm.begin();
+  int64_t rest = 1;
+  for (int64_t i = 0; i < r; ++i)
+    if (i != q && i != r - 1)
+      rest *= out[i];
+  // A transpose that keeps the innermost dimension reads contiguous runs
+  // already; one that moves it is tiled (when the grid's z can hold the
+  // other dimensions).
+  if (q != r - 1 && rest <= 65535 && numel(op.getResult()) > 0 &&
+      !resultSharesOperandBuffer(op, op.getResult()))
+    return tiledTranspose(op, t, kernels, q, rest);
+  SmallVector<int64_t> inStrides = stridesOf(in);
   SmallVector<int64_t> strides;
-  for (int64_t p : op.getPermutation())
+  for (int64_t p : perm)
     strides.push_back(inStrides[p]);
   return gatherLaunch(op, t, kernels, "tg_transpose",
                       [strides](KernelBuilder &w, ArrayRef<Value>,

@@ -1,9 +1,10 @@
 //===- SimtKernelsTest.cpp - fp32 GEMM and single-op kernels ----*- C++ -*-===//
 //
 // lowerOpToKernels on the ops engineer E's generators own (SimtGemm.cpp,
-// SimtMovement.cpp): every form of the f32 GEMM (nn/nt/tn, batched with a
-// broadcast side, ragged sizes, a gemm group with an epilogue and two
-// results) and every movement op the example models produce. Each set of
+// SimtMovement.cpp, SimtConvPool.cpp; the cases of SimtTestUtil.h): every
+// form of the f32 GEMM (nn/nt/tn, batched with a broadcast side, ragged
+// sizes, a gemm group with an epilogue and two results), every movement op
+// the example models produce, convolutions and pooling. Each set of
 // kernels verifies, lowers to PTX for sm_80 and sm_90a, and ptxas assembles
 // it with no spills, no local memory and no performance warnings (SKIP with
 // a warning without ptxas). The launch lists are checked against the ops'
@@ -25,73 +26,6 @@ using namespace mlir;
 using namespace ::tg::nvptx;
 
 namespace {
-
-/// The GEMM forms, shapes that are no tile multiple, a batched product
-/// with a 2-D (broadcast) side, and a gemm group with bias, relu and two
-/// yielded results (one of them bf16).
-constexpr const char *kGemms = R"mlir(
-func.func @f(%a: tensor<100x36xf32>, %b: tensor<36x70xf32>, %bt: tensor<70x36xf32>,
-             %at: tensor<36x100xf32>, %x: tensor<3x2x100x36xf32>,
-             %w: tensor<2x36x70xf32>, %bias: tensor<70xf32>, %r: tensor<100x70xf32>) {
-  %0 = tg.matmul %a, %b : tensor<100x36xf32>, tensor<36x70xf32> -> tensor<100x70xf32>
-  %1 = tg.matmul %a, %bt {transpose_rhs} : tensor<100x36xf32>, tensor<70x36xf32> -> tensor<100x70xf32>
-  %2 = tg.matmul %at, %b {transpose_lhs} : tensor<36x100xf32>, tensor<36x70xf32> -> tensor<100x70xf32>
-  %3 = tg.matmul %x, %w : tensor<3x2x100x36xf32>, tensor<2x36x70xf32> -> tensor<3x2x100x70xf32>
-  %4 = tg.matmul %x, %bt {transpose_rhs} : tensor<3x2x100x36xf32>, tensor<70x36xf32> -> tensor<3x2x100x70xf32>
-  %5:2 = tg.fused <gemm> ins(%a, %b, %bias, %r : tensor<100x36xf32>, tensor<36x70xf32>, tensor<70xf32>, tensor<100x70xf32>) {
-  ^bb0(%p: tensor<100x36xf32>, %q: tensor<36x70xf32>, %c: tensor<70xf32>, %s: tensor<100x70xf32>):
-    %m = tg.matmul %p, %q : tensor<100x36xf32>, tensor<36x70xf32> -> tensor<100x70xf32>
-    %half = tg.constant dense<5.000000e-01> : tensor<f32>
-    %y = tg.add %m, %c : tensor<100x70xf32>, tensor<70xf32> -> tensor<100x70xf32>
-    %z = tg.mul %y, %half : tensor<100x70xf32>, tensor<f32> -> tensor<100x70xf32>
-    %g = tg.relu %z : tensor<100x70xf32>
-    %t = tg.add %g, %s : tensor<100x70xf32>, tensor<100x70xf32> -> tensor<100x70xf32>
-    %h = tg.cast %t : tensor<100x70xf32> to tensor<100x70xbf16>
-    tg.yield %y, %h : tensor<100x70xf32>, tensor<100x70xbf16>
-  } -> tensor<100x70xf32>, tensor<100x70xbf16>
-  return
-}
-)mlir";
-
-/// Every movement op of the examples (GPT's head split and merge, the QKV
-/// slices and concat, embeddings, initialisers) plus broadcast_to, in the
-/// element types they come in.
-constexpr const char *kMovement = R"mlir(
-func.func @f(%x: tensor<2x6x3x4xbf16>, %q: tensor<2x6x9xf32>, %table: tensor<50x8xf32>,
-             %ids: tensor<2x6xi64>, %g: tensor<2x6x8xbf16>, %seed: tensor<i64>,
-             %row: tensor<1x8xf32>, %ids32: tensor<5xi32>, %mask: tensor<3x4xi1>) {
-  %0 = tg.transpose %x perm = [0, 2, 1, 3] : tensor<2x6x3x4xbf16> -> tensor<2x3x6x4xbf16>
-  %1 = tg.reshape %x : tensor<2x6x3x4xbf16> to tensor<2x6x12xbf16>
-  %2 = tg.slice %q start [0, 0, 3] limit [2, 6, 6] step [1, 1, 1] : tensor<2x6x9xf32> -> tensor<2x6x3xf32>
-  %3 = tg.slice %q start [0, 1, 0] limit [2, 6, 9] step [1, 2, 3] : tensor<2x6x9xf32> -> tensor<2x3x3xf32>
-  %4 = tg.concat %2, %2, %q axis = 2 : tensor<2x6x3xf32>, tensor<2x6x3xf32>, tensor<2x6x9xf32> -> tensor<2x6x15xf32>
-  %5 = tg.embedding %table, %ids : tensor<50x8xf32>, tensor<2x6xi64> -> tensor<2x6x8xf32>
-  %6 = tg.embedding_grad %g, %ids : tensor<2x6x8xbf16>, tensor<2x6xi64> -> tensor<50x8xbf16>
-  %7 = tg.random normal %seed {a = 0.000000e+00 : f64, b = 2.000000e-02 : f64, stream = 7 : i64} : tensor<i64> -> tensor<50x8xf32>
-  %8 = tg.random uniform %seed {a = -1.000000e-01 : f64, b = 1.000000e-01 : f64, stream = 8 : i64} : tensor<i64> -> tensor<9x7xbf16>
-  %9 = tg.broadcast_to %row : tensor<1x8xf32> to tensor<4x3x8xf32>
-  %10 = tg.embedding %table, %ids32 : tensor<50x8xf32>, tensor<5xi32> -> tensor<5x8xf32>
-  %11 = tg.transpose %mask perm = [1, 0] : tensor<3x4xi1> -> tensor<4x3xi1>
-  return
-}
-)mlir";
-
-/// LeNet's convolution and pooling ops (strided, padded, dilated, grouped)
-/// and init's splat constants.
-constexpr const char *kConvPool = R"mlir(
-func.func @f(%x: tensor<2x3x9x9xf32>, %w: tensor<4x3x3x3xf32>, %dy: tensor<2x4x5x5xf32>,
-             %xg: tensor<2x4x7x7xbf16>, %wg: tensor<4x2x3x3xbf16>, %pg: tensor<2x3x4x4xf32>) {
-  %0 = tg.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : tensor<2x3x9x9xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x5x5xf32>
-  %1 = tg.conv2d_grad_input %dy, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x9x9xf32>
-  %2 = tg.conv2d_grad_weight %x, %dy {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : tensor<2x3x9x9xf32>, tensor<2x4x5x5xf32> -> tensor<4x3x3x3xf32>
-  %3 = tg.conv2d %xg, %wg {dilation = array<i64: 2, 2>, groups = 2 : i64} : tensor<2x4x7x7xbf16>, tensor<4x2x3x3xbf16> -> tensor<2x4x3x3xbf16>
-  %4 = tg.max_pool2d %x kernel = [3, 3] stride = [2, 2] : tensor<2x3x9x9xf32> -> tensor<2x3x4x4xf32>
-  %5 = tg.max_pool2d_grad %pg, %x kernel = [3, 3] stride = [2, 2] : tensor<2x3x4x4xf32>, tensor<2x3x9x9xf32>
-  %6 = tg.constant dense<1.5> : tensor<3x5xbf16>
-  %7 = tg.constant dense<true> : tensor<3xi1>
-  return
-}
-)mlir";
 
 OwningOpRef<ModuleOp> parse(tgtest::SimtContext &c, StringRef ir) {
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);
@@ -129,13 +63,13 @@ std::vector<std::vector<KernelLaunch>> lowerAll(tgtest::SimtContext &c, ModuleOp
 TEST_CASE("f32 GEMMs of every form assemble", "[nvptx][simt-gemm]") {
   for (Target t : {Target::SM80, Target::SM90a}) {
     tgtest::SimtContext c;
-    OwningOpRef<ModuleOp> m = parse(c, kGemms);
+    OwningOpRef<ModuleOp> m = parse(c, tgtest::kSimtGemmCases);
     OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
     auto all = lowerAll(c, *m, t, *kernels);
     REQUIRE(all.size() == 6);
     for (auto &launches : all)
       REQUIRE(launches.size() == 1);
-    // 100x70: 2 row tiles, 2 column tiles; the batched product has 6 batches.
+    // 67x70: 2 row tiles, 2 column tiles; the batched product has 6 batches.
     CHECK(all[0][0].grid == std::array<uint32_t, 3>{2, 2, 1});
     CHECK(all[3][0].grid == std::array<uint32_t, 3>{2, 2, 6});
     CHECK(all[0][0].block == std::array<uint32_t, 3>{256, 1, 1});
@@ -150,10 +84,19 @@ TEST_CASE("f32 GEMMs of every form assemble", "[nvptx][simt-gemm]") {
 TEST_CASE("movement ops assemble", "[nvptx][simt-movement]") {
   for (Target t : {Target::SM80, Target::SM90a}) {
     tgtest::SimtContext c;
-    OwningOpRef<ModuleOp> m = parse(c, kMovement);
+    OwningOpRef<ModuleOp> m = parse(c, tgtest::kSimtMovementCases);
     OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
     auto all = lowerAll(c, *m, t, *kernels);
     REQUIRE(all.size() == 12);
+    // The tiled transpose: 32x32 tiles over (output last dim, input last
+    // dim), the other dimensions in z.
+    CHECK(all[11][0].grid == std::array<uint32_t, 3>{2, 2, 1});
+    CHECK(all[10][0].grid == std::array<uint32_t, 3>{1, 1, 2});
+    // Random and constant kernels go into the same module.
+    OwningOpRef<ModuleOp> r = parse(c, tgtest::kSimtRandomCases);
+    CHECK(lowerAll(c, *r, t, *kernels).size() == 3);
+    OwningOpRef<ModuleOp> k = parse(c, tgtest::kSimtConstantCases);
+    CHECK(lowerAll(c, *k, t, *kernels).size() == 4);
     // An unplanned reshape is a copy; concat one launch per input;
     // embedding_grad zeroes the table, then sums one thread per column.
     CHECK(all[1].size() == 1);
@@ -166,14 +109,14 @@ TEST_CASE("movement ops assemble", "[nvptx][simt-movement]") {
   }
 }
 
-TEST_CASE("convolution, pooling and constant kernels assemble",
+TEST_CASE("convolution and pooling kernels assemble",
           "[nvptx][simt-convpool]") {
   for (Target t : {Target::SM80, Target::SM90a}) {
     tgtest::SimtContext c;
-    OwningOpRef<ModuleOp> m = parse(c, kConvPool);
+    OwningOpRef<ModuleOp> m = parse(c, tgtest::kSimtConvPoolCases);
     OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
     auto all = lowerAll(c, *m, t, *kernels);
-    REQUIRE(all.size() == 8);
+    REQUIRE(all.size() == 6);
     // One thread per result element.
     CHECK(all[1][0].grid[0] == (2 * 3 * 9 * 9 + 255) / 256);
     CHECK(all[5][0].params.size() == 3);
