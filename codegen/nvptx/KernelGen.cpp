@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/nvptx/KernelGen.h"
+#include "codegen/nvptx/GemmLowering.h"
 
 #include "dialects/TGDialect.h"
 #include "dialects/TGOps.h"
@@ -55,8 +56,9 @@ std::string kernelSymbol(Operation *op, llvm::StringRef prefix, Target t) {
 
 FailureOr<std::vector<KernelLaunch>> lowerOpToKernels(Operation *op, Target t,
                                                       ModuleOp kernels) {
-  (void)t;
-  (void)kernels;
+  // bf16/f16 products (gemm groups and lone matmuls): tensor cores.
+  if (isTensorCoreGemm(op))
+    return lowerGemmToKernels(op, t, kernels);
   if (auto fused = dyn_cast<mlir::tg::FusedOp>(op)) {
     // Generators add their kinds here.
     return fused.emitOpError()

@@ -36,11 +36,24 @@
 namespace tg::nvptx {
 
 /// A pointer parameter of a generated kernel: the operand or result of the
-/// lowered op (top-level in its entry function) whose buffer it receives.
+/// lowered op (top-level in its entry function) whose buffer it receives,
+/// or (Kind::TensorMap) a TMA descriptor over an operand's buffer.
 struct KernelParam {
-  enum class Kind { Operand, Result };
+  enum class Kind { Operand, Result, TensorMap };
   Kind kind = Kind::Operand;
   unsigned index = 0;
+  /// Kind::TensorMap (sm_90a GEMMs): the kernel receives a device pointer
+  /// to a 128-byte CUtensorMap over operand `index` that the runtime
+  /// encodes once per buffer with Device::encodeTensorMap2D(map, base,
+  /// bf16, rows, cols, boxRows, boxCols): 16-bit elements, the buffer read
+  /// as a dense row-major rows x cols matrix (a batched operand's matrices
+  /// stacked along the rows), boxRows x boxCols boxes, 128-byte swizzle,
+  /// zero fill out of bounds.
+  struct TensorMap {
+    bool bf16 = true;
+    uint64_t rows = 0, cols = 0;
+    uint32_t boxRows = 0, boxCols = 0;
+  } map;
 };
 
 /// One launch of a generated kernel. Launches of one op run in order, each
