@@ -1,0 +1,376 @@
+//===- GemmLoweringTest.cpp - gemm groups as tensor-core kernels -*- C++ -*-===//
+//
+// The pipeline's GEMMs through lowerOpToKernels: a gemm group with a bias,
+// an activation and three results, batched products (both operands batched,
+// one broadcast, every form) and a lone matmul, for sm_80 and sm_90a. Each
+// kernel is configured by tg-configure-gemms, lowered, compiled to PTX and
+// assembled by ptxas (no spills, no performance warnings), and run by the
+// IR emulator (GemmEmulator.h) against a double-precision reference that
+// rounds where the group's types round. Refusals name the op and reason.
+//
+//===----------------------------------------------------------------------===//
+#include "GemmEmulator.h"
+
+#include "codegen/nvptx/Gemm.h"
+#include "codegen/nvptx/KernelGen.h"
+#include "codegen/nvptx/Passes.h"
+#include "codegen/nvptx/Toolchain.h"
+#include "dialects/TGOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+
+using namespace tg::nvptx;
+
+namespace {
+
+/// A tg module with one entry function whose first op is the GEMM, lowered
+/// for one target.
+struct Lowered {
+  std::string kernels; ///< the kernel module, printed
+  std::vector<KernelLaunch> launches;
+  std::string error;   ///< diagnostics when lowering failed
+};
+
+Lowered lower(const std::string &src, Target t, bool configure = true) {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::tg::TGDialect, mlir::func::FuncDialect>();
+  mlir::MLIRContext ctx(registry);
+  Lowered out;
+  mlir::ScopedDiagnosticHandler h(&ctx, [&](mlir::Diagnostic &d) {
+    out.error += d.str() + "\n";
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> m =
+      mlir::parseSourceString<mlir::ModuleOp>(src, &ctx);
+  REQUIRE(m);
+  if (configure) {
+    mlir::PassManager pm(&ctx);
+    pm.addPass(createConfigureGemmsPass());
+    REQUIRE(mlir::succeeded(pm.run(*m)));
+  }
+  auto fn = *m->getOps<mlir::func::FuncOp>().begin();
+  mlir::Operation *op = &fn.getBody().front().front();
+  mlir::OwningOpRef<mlir::ModuleOp> kernels =
+      mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
+  auto launches = lowerOpToKernels(op, t, *kernels);
+  if (mlir::failed(launches))
+    return out;
+  out.launches = *launches;
+  llvm::raw_string_ostream os(out.kernels);
+  kernels->print(os);
+  return out;
+}
+
+/// Compiles the kernels to PTX and assembles them (skipped loudly without
+/// ptxas): the contract's "ptxas -v clean".
+void checkAssembles(const Lowered &l, Target t) {
+  std::string ptx, err;
+  bool ok = compileMLIRToPTX(l.kernels, t, ptx, err);
+  INFO(err);
+  REQUIRE(ok);
+  CHECK(ptx.find(t == Target::SM80 ? "mma.sync.aligned.m16n8k16"
+                                   : "wgmma.mma_async") != std::string::npos);
+  if (!haveCudaTool("ptxas")) {
+    WARN("SKIPPED: no ptxas at " << cudaHome() << "/bin; PTX not assembled");
+    return;
+  }
+  PtxasReport r = assemblePtx(ptx, toString(t));
+  INFO(r.log);
+  REQUIRE(r.ok);
+  CHECK(r.spillStores == 0);
+  CHECK(r.spillLoads == 0);
+  CHECK(r.stackFrame == 0);
+  CHECK(r.perfWarnings.empty());
+}
+
+/// A host tensor: raw bytes of `type` plus the values as doubles.
+struct Tensor {
+  ElemType type = ElemType::F32;
+  std::vector<uint8_t> bytes;
+  size_t size() const { return bytes.size() / elemBytes(type); }
+  double at(size_t i) const {
+    if (type == ElemType::F32) {
+      float f;
+      std::memcpy(&f, bytes.data() + 4 * i, 4);
+      return f;
+    }
+    uint16_t h;
+    std::memcpy(&h, bytes.data() + 2 * i, 2);
+    return fromHalfBits(h, type);
+  }
+  void set(size_t i, double v) {
+    if (type == ElemType::F32) {
+      float f = static_cast<float>(v);
+      std::memcpy(bytes.data() + 4 * i, &f, 4);
+      return;
+    }
+    uint16_t h = toHalfBits(static_cast<float>(v), type);
+    std::memcpy(bytes.data() + 2 * i, &h, 2);
+  }
+};
+
+Tensor tensor(ElemType t, size_t n, unsigned seed) {
+  Tensor x{t, std::vector<uint8_t>(n * elemBytes(t))};
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (size_t i = 0; i < n; ++i)
+    x.set(i, d(rng));
+  return x;
+}
+
+/// Rounds like a tensor of type t stores.
+double roundTo(double v, ElemType t) {
+  if (t == ElemType::F32)
+    return static_cast<float>(v);
+  return fromHalfBits(toHalfBits(static_cast<float>(v), t), t);
+}
+
+/// Runs the lowered kernel on `operands`, filling `results` (sized by the
+/// caller, poisoned with NaN so an unwritten element shows).
+void emulate(const Lowered &l, std::vector<Tensor> &operands,
+             std::vector<Tensor> &results, Target t) {
+  REQUIRE(l.launches.size() == 1);
+  const KernelLaunch &k = l.launches[0];
+  for (Tensor &r : results)
+    for (size_t i = 0; i < r.size(); ++i)
+      r.set(i, std::nan(""));
+  std::vector<emu::KernelArg> args;
+  for (const KernelParam &p : k.params) {
+    emu::KernelArg a;
+    bool result = p.kind == KernelParam::Kind::Result;
+    a.buffer = &(result ? results : operands).at(p.index).bytes;
+    if (p.kind == KernelParam::Kind::TensorMap) {
+      a.tensorMap = true;
+      a.rows = p.map.rows;
+      a.cols = p.map.cols;
+      a.boxRows = p.map.boxRows;
+      a.boxCols = p.map.boxCols;
+      // The descriptor covers the operand exactly.
+      CHECK(a.rows * a.cols == operands.at(p.index).size());
+    }
+    args.push_back(a);
+  }
+  CHECK(k.grid[2] == 1);
+  std::string err =
+      emu::runKernel(l.kernels, k.symbol, {k.grid[0], k.grid[1]},
+                     static_cast<int>(k.block[0]), k.dynamicSharedBytes, args);
+  INFO(err);
+  REQUIRE(err.empty());
+  (void)t;
+}
+
+/// Checks `got` against `want` within `tol` relative to the largest |want|.
+void checkClose(const Tensor &got, const std::vector<double> &want, double tol) {
+  REQUIRE(got.size() == want.size());
+  double scale = 1e-30;
+  for (double w : want)
+    scale = std::max(scale, std::fabs(w));
+  size_t bad = 0;
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    double e = std::fabs(got.at(i) - want[i]) / scale;
+    if (!(e <= tol)) // NaN (unwritten) counts as bad
+      ++bad;
+    worst = std::max(worst, std::isnan(e) ? 1e30 : e);
+  }
+  INFO("elements off: " << bad << " of " << want.size() << ", worst "
+                        << worst);
+  CHECK(bad == 0);
+}
+
+/// C[b][i][j] = Σ_k A·B in double for form `f`, batch count `batch`, with
+/// each operand batched or broadcast.
+std::vector<double> product(const Tensor &a, const Tensor &b, int64_t batch,
+                            bool batchA, bool batchB, int64_t m, int64_t n,
+                            int64_t k, Form f) {
+  std::vector<double> c(batch * m * n);
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    size_t ao = batchA ? bi * m * k : 0, bo = batchB ? bi * n * k : 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          double x = a.at(ao + (f == Form::TN ? kk * m + i : i * k + kk));
+          double y = b.at(bo + (f == Form::NT ? j * k + kk : kk * n + j));
+          s += x * y;
+        }
+        c[(bi * m + i) * n + j] = s;
+      }
+  }
+  return c;
+}
+
+const Target kTargets[] = {Target::SM80, Target::SM90a};
+
+} // namespace
+
+TEST_CASE("lowered gemm group: bias, relu and three results",
+          "[nvptx][lowering][emulate]") {
+  // 96 x 40 over K = 72: ragged in M for every tile, bf16 throughout, the
+  // pre-activation kept for the backward, a cast to f32 as a third result.
+  const char *src = R"mlir(
+func.func @f(%x: tensor<96x72xbf16>, %w: tensor<72x40xbf16>, %b: tensor<40xbf16>)
+    -> (tensor<96x40xbf16>, tensor<96x40xbf16>, tensor<96x40xf32>) {
+  %r:3 = tg.fused <gemm> ins(%x, %w, %b : tensor<96x72xbf16>, tensor<72x40xbf16>, tensor<40xbf16>) {
+  ^bb0(%a: tensor<96x72xbf16>, %c: tensor<72x40xbf16>, %d: tensor<40xbf16>):
+    %m = tg.matmul %a, %c {tg.acc = f32} : tensor<96x72xbf16>, tensor<72x40xbf16> -> tensor<96x40xbf16>
+    %s = tg.add %m, %d : tensor<96x40xbf16>, tensor<40xbf16> -> tensor<96x40xbf16>
+    %y = tg.relu %s : tensor<96x40xbf16>
+    %z = tg.cast %s : tensor<96x40xbf16> to tensor<96x40xf32>
+    tg.yield %s, %y, %z : tensor<96x40xbf16>, tensor<96x40xbf16>, tensor<96x40xf32>
+  } -> tensor<96x40xbf16>, tensor<96x40xbf16>, tensor<96x40xf32>
+  return %r#0, %r#1, %r#2 : tensor<96x40xbf16>, tensor<96x40xbf16>, tensor<96x40xf32>
+})mlir";
+  const int64_t M = 96, N = 40, K = 72;
+  for (Target t : kTargets) {
+    INFO(toString(t));
+    Lowered l = lower(src, t);
+    INFO(l.error);
+    REQUIRE(l.launches.size() == 1);
+    checkAssembles(l, t);
+    std::vector<Tensor> ops = {tensor(ElemType::BF16, M * K, 1),
+                               tensor(ElemType::BF16, K * N, 2),
+                               tensor(ElemType::BF16, N, 3)};
+    std::vector<Tensor> res = {{ElemType::BF16, std::vector<uint8_t>(M * N * 2)},
+                               {ElemType::BF16, std::vector<uint8_t>(M * N * 2)},
+                               {ElemType::F32, std::vector<uint8_t>(M * N * 4)}};
+    emulate(l, ops, res, t);
+    std::vector<double> c = product(ops[0], ops[1], 1, true, true, M, N, K, Form::NN);
+    std::vector<double> s(c.size()), y(c.size());
+    for (size_t i = 0; i < c.size(); ++i) {
+      s[i] = roundTo(roundTo(c[i], ElemType::BF16) + ops[2].at(i % N), ElemType::BF16);
+      y[i] = std::max(s[i], 0.0);
+    }
+    // One bf16 ulp: the kernel's f32 sum may round the product the other way.
+    checkClose(res[0], s, 1.0 / 128);
+    checkClose(res[1], y, 1.0 / 128);
+    checkClose(res[2], s, 1.0 / 128);
+  }
+}
+
+TEST_CASE("lowered batched GEMMs: every form, batched and broadcast operands",
+          "[nvptx][lowering][emulate]") {
+  // Attention's products: [B, H, T, d] x [B, H, T, d]^T (NT, both batched),
+  // P x V (NN), and a weight shared by every batch (rhs broadcast, TN).
+  // K = 64 so the MN-major batched operands are allowed on sm_90a.
+  struct Case {
+    const char *name;
+    Form form;
+    bool batchA, batchB;
+    std::string lhsTy, rhsTy, attrs;
+  };
+  const int64_t M = 48, N = 40, K = 64;
+  const Case cases[] = {
+      {"nt", Form::NT, true, true, "2x3x48x64", "2x3x40x64", "{transpose_rhs, tg.acc = f32}"},
+      {"nn", Form::NN, true, true, "2x3x48x64", "2x3x64x40", "{tg.acc = f32}"},
+      {"tn, rhs broadcast", Form::TN, true, false, "2x3x64x48", "64x40", "{transpose_lhs, tg.acc = f32}"},
+      {"nn, lhs broadcast", Form::NN, false, true, "48x64", "2x3x64x40", "{tg.acc = f32}"},
+  };
+  for (const Case &cs : cases)
+    for (Target t : kTargets) {
+      INFO(cs.name << " on " << toString(t));
+      // A scale by a constant and a residual of the output's shape.
+      std::string src =
+          "func.func @f(%a: tensor<" + cs.lhsTy + "xf16>, %b: tensor<" + cs.rhsTy +
+          "xf16>, %r: tensor<2x3x48x40xf32>) -> tensor<2x3x48x40xf32> {\n"
+          "  %y = tg.fused <gemm> ins(%a, %b, %r : tensor<" + cs.lhsTy + "xf16>, tensor<" +
+          cs.rhsTy + "xf16>, tensor<2x3x48x40xf32>) {\n"
+          "  ^bb0(%x: tensor<" + cs.lhsTy + "xf16>, %w: tensor<" + cs.rhsTy +
+          "xf16>, %q: tensor<2x3x48x40xf32>):\n"
+          "    %m = tg.matmul %x, %w " + cs.attrs + " : tensor<" + cs.lhsTy +
+          "xf16>, tensor<" + cs.rhsTy + "xf16> -> tensor<2x3x48x40xf32>\n"
+          "    %h = tg.constant dense<0.125> : tensor<f32>\n"
+          "    %s = tg.mul %m, %h : tensor<2x3x48x40xf32>, tensor<f32> -> tensor<2x3x48x40xf32>\n"
+          "    %o = tg.add %s, %q : tensor<2x3x48x40xf32>, tensor<2x3x48x40xf32> -> tensor<2x3x48x40xf32>\n"
+          "    tg.yield %o : tensor<2x3x48x40xf32>\n"
+          "  } -> tensor<2x3x48x40xf32>\n"
+          "  return %y : tensor<2x3x48x40xf32>\n}\n";
+      Lowered l = lower(src, t);
+      INFO(l.error);
+      REQUIRE(l.launches.size() == 1);
+      checkAssembles(l, t);
+      const int64_t B = 6;
+      std::vector<Tensor> ops = {
+          tensor(ElemType::F16, (cs.batchA ? B : 1) * M * K, 4),
+          tensor(ElemType::F16, (cs.batchB ? B : 1) * K * N, 5),
+          tensor(ElemType::F32, B * M * N, 6)};
+      std::vector<Tensor> res = {{ElemType::F32, std::vector<uint8_t>(B * M * N * 4)}};
+      emulate(l, ops, res, t);
+      std::vector<double> c =
+          product(ops[0], ops[1], B, cs.batchA, cs.batchB, M, N, K, cs.form);
+      for (size_t i = 0; i < c.size(); ++i)
+        c[i] = c[i] * 0.125 + ops[2].at(i);
+      checkClose(res[0], c, 1e-5);
+    }
+}
+
+TEST_CASE("lowered lone matmul and kernel deduplication", "[nvptx][lowering]") {
+  const char *src = R"mlir(
+func.func @f(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>) -> tensor<64x16xf32> {
+  %c = tg.matmul %a, %b : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xf32>
+  return %c : tensor<64x16xf32>
+})mlir";
+  for (Target t : kTargets) {
+    Lowered l = lower(src, t);
+    INFO(l.error);
+    REQUIRE(l.launches.size() == 1);
+    const KernelLaunch &k = l.launches[0];
+    // A, B, then the result; sm_90a reads the matrices through TMA.
+    REQUIRE(k.params.size() == 3);
+    auto mapKind = t == Target::SM90a ? KernelParam::Kind::TensorMap
+                                      : KernelParam::Kind::Operand;
+    CHECK(k.params[0].kind == mapKind);
+    CHECK(k.params[1].kind == mapKind);
+    CHECK(k.params[1].index == 1);
+    CHECK(k.params[2].kind == KernelParam::Kind::Result);
+    CHECK(k.symbol.rfind("tg_gemm_" + toString(t) + "_", 0) == 0);
+    std::vector<Tensor> ops = {tensor(ElemType::BF16, 64 * 32, 7),
+                               tensor(ElemType::BF16, 32 * 16, 8)};
+    std::vector<Tensor> res = {{ElemType::F32, std::vector<uint8_t>(64 * 16 * 4)}};
+    emulate(l, ops, res, t);
+    checkClose(res[0], product(ops[0], ops[1], 1, true, true, 64, 16, 32, Form::NN),
+               1e-6);
+  }
+}
+
+TEST_CASE("GEMMs the tensor-core path refuses, by name", "[nvptx][lowering]") {
+  auto refusal = [](const std::string &body, bool configure = true) {
+    std::string src = "func.func @f(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, "
+                      "%c: tensor<16x64xbf16>, %d: tensor<32x10xbf16>) {\n" +
+                      body + "  return\n}\n";
+    Lowered l = lower(src, Target::SM80, configure);
+    CHECK(l.launches.empty());
+    return l.error;
+  };
+  // No tile config: the pass has not run.
+  CHECK_THAT(refusal("  %0 = tg.matmul %a, %b : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xf32>\n",
+                     false),
+             Catch::Contains("'tg.matmul' op has no #tg.tile_config for sm_80 (run "
+                             "tg-configure-gemms{targets=sm_80} first)"));
+  // A^T B^T has no kernel form.
+  CHECK_THAT(refusal("  %0 = tg.matmul %c, %a {transpose_lhs, transpose_rhs} : tensor<16x64xbf16>, tensor<64x32xbf16> -> tensor<64x64xf32>\n"),
+             Catch::Contains("cannot become a tensor-core GEMM: both operands are transposed"));
+  // N = 10: rows of B and C are not 16-byte aligned for the async copies.
+  CHECK_THAT(refusal("  %0 = tg.matmul %a, %d : tensor<64x32xbf16>, tensor<32x10xbf16> -> tensor<64x10xf32>\n"),
+             Catch::Contains("(M = 64, N = 10, K = 32): N must be a multiple of 8"));
+  std::string exact =
+      "  %0 = tg.fused <gemm> ins(%a, %b : tensor<64x32xbf16>, tensor<32x16xbf16>) {\n"
+      "  ^bb0(%x: tensor<64x32xbf16>, %y: tensor<32x16xbf16>):\n"
+      "    %m = tg.matmul %x, %y {tg.acc = f32} : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>\n"
+      "    %g = tg.gelu %m : tensor<64x16xbf16>\n"
+      "    tg.yield %g : tensor<64x16xbf16>\n"
+      "  } -> tensor<64x16xbf16>\n";
+  CHECK_THAT(refusal(exact),
+             Catch::Contains("epilogue op 'tg.gelu'") &&
+                 Catch::Contains("is the exact (erf) GELU"));
+}
