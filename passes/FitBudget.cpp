@@ -77,9 +77,15 @@ struct FitBudgetPass final : tg::impl::FitBudgetPassBase<FitBudgetPass> {
         chosen = best;
     }
 
-    // The kept candidate's body becomes the module's.
+    // The kept candidate's body becomes the module's, and so do the
+    // attributes its pipeline set on its module (tg-data-parallel's
+    // tg.ranks: without it the artifact of a --ranks 2 job with a memory
+    // budget said it was for 1 process and tg-run refused the job).
     for (Operation *op : model)
       op->erase();
+    for (NamedAttribute a : best->module->getAttrs())
+      if (a.getName() != SymbolTable::getSymbolAttrName())
+        module->setAttr(a.getName(), a.getValue());
     Block *body = module.getBody();
     body->getOperations().splice(body->end(),
                                  best->module.getBody()->getOperations());

@@ -2,6 +2,7 @@
 // RUN: not tg-opt %s --tg-fit-budget=budget=1000 2>&1 | FileCheck %s --check-prefix=NOFIT
 // RUN: tg-opt %s --tg-fit-budget="budget=1000 must-fit=0" | FileCheck %s --check-prefix=LEAST
 // RUN: not tg-opt %s --tg-fit-budget 2>&1 | FileCheck %s --check-prefix=NOBUDGET
+// RUN: tg-opt %s --tg-fit-budget="budget=1000000 ranks=2" | FileCheck %s --check-prefix=RANKS
 
 // A budget the plain step fits: nothing is recomputed, and the module
 // records the choice, the peak and the step's FLOPs.
@@ -15,6 +16,11 @@
 // Without must-fit the least peak is kept and recorded as not fitting.
 // LEAST: tg.budget_fit = #tg.budget_fit<choice = {{.+}}, budget = 1000, {{.+}}, fits = false>
 // LEAST: func.func @train_step
+
+// The kept candidate's module attributes come along: tg-data-parallel's
+// tg.ranks, which the artifact's manifest reads.
+// RANKS: module attributes {{{.*}}tg.ranks = 2 : i64
+// RANKS: tg.all_reduce
 
 // NOBUDGET: error: tg-fit-budget: no budget: give budget=BYTES or memory_budget in the train block
 module attributes {tg.train = {optimizer = {kind = "sgd", lr = 0.01 : f64}}} {

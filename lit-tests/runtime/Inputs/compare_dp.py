@@ -2,9 +2,10 @@
 """Compares a data-parallel run with a single-process one.
 
     compare_dp.py ONE.txt MANY.txt ONE.safetensors MANY.safetensors [--rel R]
+                  [--losses-rel L]
 
 The `step I loss L` lines must match in number and each loss within the
-relative tolerance R (default 1e-6); every tensor of the two parameter
+relative tolerance L (default: R); every tensor of the two parameter
 files must have the same name, dtype and shape, and differ from the
 single-process one by at most R times that tensor's largest magnitude (an
 elementwise relative bound would fail on entries that cancel to ~0).
@@ -49,14 +50,16 @@ def main():
     ap.add_argument("one_params")
     ap.add_argument("many_params")
     ap.add_argument("--rel", type=float, default=1e-6)
+    ap.add_argument("--losses-rel", type=float, default=None)
     a = ap.parse_args()
+    loss_rel = a.rel if a.losses_rel is None else a.losses_rel
     la, lb = losses(a.one), losses(a.many)
     if len(la) != len(lb):
         sys.exit(f"FAIL: {len(la)} steps against {len(lb)}")
     for i, (x, y) in enumerate(zip(la, lb)):
-        if abs(x - y) > a.rel * max(abs(x), abs(y)):
+        if abs(x - y) > loss_rel * max(abs(x), abs(y)):
             sys.exit(f"FAIL: step {i}: loss {x!r} against {y!r}")
-    print(f"losses: {len(la)} steps equal within {a.rel}")
+    print(f"losses: {len(la)} steps equal within {loss_rel}", flush=True)
     ta, tb = tensors(a.one_params), tensors(a.many_params)
     if sorted(ta) != sorted(tb):
         sys.exit(f"FAIL: tensors {sorted(ta)} against {sorted(tb)}")
