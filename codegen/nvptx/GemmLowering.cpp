@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/GemmLowering.h"
 #include "codegen/nvptx/GemmCommon.h"
+#include "codegen/nvptx/SimtScalar.h"
 
 #include "dialects/TGDialect.h"
 
@@ -123,6 +124,8 @@ FailureOr<GemmOpInfo> analyzeGemm(Operation *op, std::string &why) {
       return true;
     }
     out = true;
+    if (lead.size() > batchDims.size())
+      return false;
     SmallVector<int64_t> padded(batchDims.size() - lead.size(), 1);
     padded.append(lead.begin(), lead.end());
     return ArrayRef<int64_t>(padded) == batchDims;
@@ -158,12 +161,14 @@ TileConfig tileConfigFromAttr(TileConfigAttr a) {
 
 namespace {
 
-/// The group's body as per-element code (see ElementEpilogue). Built once
-/// per kernel; emit() runs once per output element the thread owns.
+/// The group's body as per-element code (see ElementEpilogue), each op by
+/// SimtScalar's emitScalarOp, which computes in f32 and rounds where the
+/// op's result type does. Built once per kernel; emit() runs once per
+/// output element a thread owns.
 class GroupEpilogue final : public detail::ElementEpilogue {
 public:
-  /// Checks that every op after the product is one this epilogue computes
-  /// and that every operand it reads broadcasts to the product's shape.
+  /// Checks that every op after the product has a scalar form and that
+  /// every operand it reads broadcasts to the product's shape.
   LogicalResult init(Operation *op, MatmulOp matmul);
 
   /// The group operands the epilogue reads besides the two matrices.
@@ -177,16 +182,15 @@ public:
 
   void emit(detail::KernelBuilder &w, Value batch, Value row, Value col,
             Value acc) const override;
+  /// False when emitScalarOp refused an op (the error is at that op).
+  bool ok() const { return !failed; }
 
 private:
-  Value round(detail::KernelBuilder &w, Value x, Type t) const;
-  Value load(detail::KernelBuilder &w, unsigned operand, Value batch, Value row,
-             Value col) const;
-  void store(detail::KernelBuilder &w, Value ptr, Type t, Value batch,
-             Value row, Value col, Value x) const;
-  Value compute(detail::KernelBuilder &w, Operation &o, ArrayRef<Value> xs) const;
-  Value tanh(detail::KernelBuilder &w, Value x) const;
-  Value sigmoid(detail::KernelBuilder &w, Value x) const;
+  Value load(detail::KernelBuilder &w, unsigned operand, Value batch,
+             Value row, Value col) const;
+  /// The element offset of (batch, row, col) in the product's shape (i64).
+  Value linear(detail::KernelBuilder &w, Value batch, Value row,
+               Value col) const;
 
   Operation *group = nullptr; // null for a lone matmul
   Operation *matmul = nullptr;
@@ -195,18 +199,18 @@ private:
   SmallVector<unsigned> extra;
   DenseMap<unsigned, Value> operandPtr;
   SmallVector<Value> results;
+  mutable bool failed = false;
 };
 
 LogicalResult GroupEpilogue::init(Operation *op, MatmulOp m) {
   matmul = m;
   product = m.getResult();
-  outShape.assign(shapeOf(m.getResult()).begin(), shapeOf(m.getResult()).end());
+  outShape.assign(shapeOf(product).begin(), shapeOf(product).end());
   auto fused = dyn_cast<FusedOp>(op);
   if (!fused)
     return success();
   group = op;
-  Block &body = fused.getBodyBlock();
-  for (Operation &o : body.without_terminator()) {
+  for (Operation &o : fused.getBodyBlock().without_terminator()) {
     if (&o == matmul)
       continue;
     auto refuse = [&](StringRef why) {
@@ -214,38 +218,22 @@ LogicalResult GroupEpilogue::init(Operation *op, MatmulOp m) {
                                << "epilogue op '" << o.getName() << "' at "
                                << o.getLoc() << " " << why;
     };
-    if (o.getNumResults() != 1 || !elemTypeOf(o.getResult(0).getType()))
-      return refuse("does not yield one f32, bf16 or f16 tensor");
-    if (auto g = dyn_cast<mlir::tg::GeluOp>(o);
-        g && g.getApproximate() != mlir::tg::GeluApproximation::tanh)
-      return refuse("is the exact (erf) GELU, which the GEMM epilogue does "
-                    "not compute yet");
-    if (auto c = dyn_cast<mlir::tg::ConstantOp>(o)) {
-      auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
-      if (!dense || !dense.isSplat() || !elemTypeOf(dense.getElementType()))
-        return refuse("is not a float splat");
-      continue;
-    }
-    if (!isa<mlir::tg::AddOp, mlir::tg::SubOp, mlir::tg::MulOp, mlir::tg::DivOp,
-             mlir::tg::ReluOp, mlir::tg::GeluOp, mlir::tg::SiluOp,
-             mlir::tg::SigmoidOp, mlir::tg::TanhOp, mlir::tg::CastOp>(o))
-      return refuse("is not one the GEMM epilogue computes (add, sub, mul, "
-                    "div, relu, gelu, silu, sigmoid, tanh, cast)");
+    // one_hot reads its operand per row, not per element: no epilogue op.
+    if (!detail::isScalarOp(&o) || isa<mlir::tg::OneHotOp>(o))
+      return refuse("has no per-element GPU form");
     for (Value v : o.getOperands()) {
-      if (!elemTypeOf(v.getType()))
-        return refuse("reads an operand that is not f32, bf16 or f16");
       auto arg = dyn_cast<BlockArgument>(v);
       if (!arg)
         continue;
       // The operand must broadcast to the product's shape (right-aligned,
       // each dimension equal or 1).
       ArrayRef<int64_t> s = shapeOf(v);
-      bool ok = s.size() <= outShape.size();
-      for (size_t i = 0; ok && i < s.size(); ++i) {
+      bool fits = s.size() <= outShape.size();
+      for (size_t i = 0; fits && i < s.size(); ++i) {
         int64_t d = s[s.size() - 1 - i];
-        ok = d == 1 || d == outShape[outShape.size() - 1 - i];
+        fits = d == 1 || d == outShape[outShape.size() - 1 - i];
       }
-      if (!ok)
+      if (!fits)
         return refuse("reads an operand that does not broadcast to the "
                       "product's shape");
       if (!llvm::is_contained(extra, arg.getArgNumber()))
@@ -259,19 +247,19 @@ LogicalResult GroupEpilogue::init(Operation *op, MatmulOp m) {
   return success();
 }
 
-Value GroupEpilogue::round(detail::KernelBuilder &w, Value x, Type t) const {
-  Type e = getElementTypeOrSelf(t);
-  if (e.isF32())
-    return x;
-  Value h = LLVM::FPTruncOp::create(w.b, w.loc, e, x);
-  return LLVM::FPExtOp::create(w.b, w.loc, w.f32, h);
+Value GroupEpilogue::linear(detail::KernelBuilder &w, Value batch, Value row,
+                            Value col) const {
+  int64_t m = outShape[outShape.size() - 2], n = outShape.back();
+  Value off = w.add(w.mul(w.zext64(row), w.i64c(n)), w.zext64(col));
+  if (batch)
+    off = w.add(off, w.mul(w.zext64(batch), w.i64c(m * n)));
+  return off;
 }
 
 Value GroupEpilogue::load(detail::KernelBuilder &w, unsigned operand,
                           Value batch, Value row, Value col) const {
   Value arg = cast<FusedOp>(group).getBodyBlock().getArgument(operand);
   ArrayRef<int64_t> s = shapeOf(arg);
-  Type e = getElementTypeOrSelf(arg.getType());
   // Element offset: the operand's own strides, 0 along broadcast dims. The
   // batch index is split into the result's batch dimensions.
   size_t rank = s.size(), outRank = outShape.size();
@@ -287,111 +275,52 @@ Value GroupEpilogue::load(detail::KernelBuilder &w, unsigned operand,
       else if (od == outRank - 2)
         idx = w.zext64(row);
       else
-        idx = LLVM::URemOp::create(
-            w.b, w.loc,
-            LLVM::UDivOp::create(w.b, w.loc, w.zext64(batch), w.i64c(batchAfter)),
-            w.i64c(d));
+        idx = w.urem(w.udiv(w.zext64(batch), w.i64c(batchAfter)), w.i64c(d));
       off = w.add(off, w.mul(idx, w.i64c(stride)));
     }
     if (od < outRank - 2)
       batchAfter *= outShape[od];
     stride *= d;
   }
-  Value v = LLVM::LoadOp::create(w.b, w.loc, e, w.gep(operandPtr.lookup(operand), off, e),
-                                 e.getIntOrFloatBitWidth() / 8);
-  return e.isF32() ? v : LLVM::FPExtOp::create(w.b, w.loc, w.f32, v).getResult();
-}
-
-void GroupEpilogue::store(detail::KernelBuilder &w, Value ptr, Type t,
-                          Value batch, Value row, Value col, Value x) const {
-  Type e = getElementTypeOrSelf(t);
-  int64_t m = outShape[outShape.size() - 2], n = outShape.back();
-  Value off = w.add(w.mul(w.zext64(row), w.i64c(n)), w.zext64(col));
-  if (batch)
-    off = w.add(off, w.mul(w.zext64(batch), w.i64c(m * n)));
-  if (!e.isF32())
-    x = LLVM::FPTruncOp::create(w.b, w.loc, e, x);
-  LLVM::StoreOp::create(w.b, w.loc, x, w.gep(ptr, off, e),
-                        e.getIntOrFloatBitWidth() / 8);
-}
-
-Value GroupEpilogue::tanh(detail::KernelBuilder &w, Value x) const {
-  // The hardware tanh.approx.f32 (sm_75+), as the fixed GELU epilogue.
-  return LLVM::InlineAsmOp::create(
-             w.b, w.loc, w.f32, ValueRange{x}, "tanh.approx.f32 $0, $1;",
-             "=f,f", /*has_side_effects=*/false, /*is_align_stack=*/false,
-             LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-             ArrayAttr())
-      .getResult(0);
-}
-
-Value GroupEpilogue::sigmoid(detail::KernelBuilder &w, Value x) const {
-  // 1 / (1 + 2^(-x log2 e)): NVPTX has ex2 and no exp.
-  Value e = LLVM::Exp2Op::create(w.b, w.loc, w.fmul(x, w.f32c(-1.4426950408889634)));
-  return LLVM::FDivOp::create(w.b, w.loc, w.f32c(1.0), w.fadd(e, w.f32c(1.0)));
-}
-
-Value GroupEpilogue::compute(detail::KernelBuilder &w, Operation &o,
-                             ArrayRef<Value> xs) const {
-  OpBuilder &b = w.b;
-  Location loc = w.loc;
-  if (auto c = dyn_cast<mlir::tg::ConstantOp>(o))
-    return w.f32c(cast<DenseElementsAttr>(c.getValue())
-                      .getSplatValue<APFloat>()
-                      .convertToDouble());
-  if (isa<mlir::tg::AddOp>(o))
-    return w.fadd(xs[0], xs[1]);
-  if (isa<mlir::tg::SubOp>(o))
-    return LLVM::FSubOp::create(b, loc, xs[0], xs[1]);
-  if (isa<mlir::tg::MulOp>(o))
-    return w.fmul(xs[0], xs[1]);
-  if (isa<mlir::tg::DivOp>(o))
-    return LLVM::FDivOp::create(b, loc, xs[0], xs[1]);
-  if (isa<mlir::tg::ReluOp>(o))
-    return LLVM::MaxNumOp::create(b, loc, xs[0], w.f32c(0.0));
-  if (isa<mlir::tg::TanhOp>(o))
-    return tanh(w, xs[0]);
-  if (isa<mlir::tg::SigmoidOp>(o))
-    return sigmoid(w, xs[0]);
-  if (isa<mlir::tg::SiluOp>(o))
-    return w.fmul(xs[0], sigmoid(w, xs[0]));
-  if (isa<mlir::tg::GeluOp>(o)) {
-    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), GPT-2's form.
-    Value x = xs[0];
-    Value x3 = w.fmul(w.fmul(x, x), x);
-    Value in = w.fmul(w.fadd(x, w.fmul(x3, w.f32c(0.044715))),
-                      w.f32c(0.7978845608028654));
-    return w.fmul(w.fmul(x, w.f32c(0.5)), w.fadd(tanh(w, in), w.f32c(1.0)));
-  }
-  return xs[0]; // tg.cast between float types: the rounding below
+  return detail::loadElement(w, operandPtr.lookup(operand), off,
+                             getElementTypeOrSelf(arg.getType()));
 }
 
 void GroupEpilogue::emit(detail::KernelBuilder &w, Value batch, Value row,
                          Value col, Value acc) const {
+  // The product rounds to its own type first, as the matmul's result does.
+  Type productElem = getElementTypeOrSelf(product.getType());
   DenseMap<Value, Value> v;
-  v[product] = round(w, acc, product.getType());
+  v[product] = detail::toCompute(
+      w, detail::toStorage(w, acc, productElem), productElem);
   if (!group) {
-    store(w, results[0], product.getType(), batch, row, col, v[product]);
+    detail::storeElement(w, results[0], linear(w, batch, row, col),
+                         productElem, v[product]);
     return;
   }
   auto fused = cast<FusedOp>(group);
-  auto valueOf = [&](Value x) {
-    auto it = v.find(x);
-    if (it != v.end())
-      return it->second;
-    return v[x] = load(w, cast<BlockArgument>(x).getArgNumber(), batch, row, col);
-  };
+  detail::ElementPosition pos{linear(w, batch, row, col)};
   for (Operation &o : fused.getBodyBlock().without_terminator()) {
     if (&o == matmul)
       continue;
     SmallVector<Value> xs;
-    for (Value x : o.getOperands())
-      xs.push_back(valueOf(x));
-    Value r = o.getResult(0);
-    v[r] = round(w, compute(w, o, xs), r.getType());
+    for (Value x : o.getOperands()) {
+      auto it = v.find(x);
+      xs.push_back(it != v.end()
+                       ? it->second
+                       : v[x] = load(w, cast<BlockArgument>(x).getArgNumber(),
+                                     batch, row, col));
+    }
+    FailureOr<Value> r = detail::emitScalarOp(w, &o, xs, &pos);
+    if (mlir::failed(r)) {
+      failed = true;
+      return;
+    }
+    v[o.getResult(0)] = *r;
   }
   for (auto [i, y] : llvm::enumerate(fused.getYield().getOperands()))
-    store(w, results[i], y.getType(), batch, row, col, v.lookup(y));
+    detail::storeElement(w, results[i], pos.linear,
+                         getElementTypeOrSelf(y.getType()), v.lookup(y));
 }
 
 } // namespace
@@ -508,6 +437,10 @@ lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
     detail::emitSm90Gemm(w, p, c, a);
   else
     detail::emitSm80Gemm(w, p, c, a);
+  if (!epi.ok()) {
+    fn.erase();
+    return failure();
+  }
   return std::vector<KernelLaunch>{launch};
 }
 

@@ -663,6 +663,25 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
       default: fail("emulator: unsupported icmp predicate");
       }
     });
+  } else if (auto fc = dyn_cast<LLVM::FCmpOp>(op)) {
+    auto pred = fc.getPredicate();
+    Val r = make(res().getType());
+    for (int t = 0; t < T; ++t) {
+      double a = f(op.getOperand(0), 0, t), b = f(op.getOperand(1), 0, t);
+      bool v;
+      switch (pred) {
+      case LLVM::FCmpPredicate::olt: v = a < b; break;
+      case LLVM::FCmpPredicate::ole: v = a <= b; break;
+      case LLVM::FCmpPredicate::ogt: v = a > b; break;
+      case LLVM::FCmpPredicate::oge: v = a >= b; break;
+      case LLVM::FCmpPredicate::oeq: v = a == b; break;
+      case LLVM::FCmpPredicate::one: v = a < b || a > b; break;
+      case LLVM::FCmpPredicate::une: v = !(a == b); break;
+      default: fail("emulator: unsupported fcmp predicate");
+      }
+      r.s[t] = v;
+    }
+    env[res()] = r;
   } else if (name == "llvm.select") {
     Val r = make(res().getType());
     for (int e = 0; e < r.ti.n; ++e)

@@ -11,6 +11,10 @@
 //===----------------------------------------------------------------------===//
 #include "GemmEmulator.h"
 
+#ifdef TG_HAVE_PTX_EMULATOR
+#include "runtime/emulator/Emulator.h"
+#endif
+
 #include "codegen/nvptx/Gemm.h"
 #include "codegen/nvptx/KernelGen.h"
 #include "codegen/nvptx/Passes.h"
@@ -72,8 +76,8 @@ Lowered lower(const std::string &src, Target t, bool configure = true) {
 }
 
 /// Compiles the kernels to PTX and assembles them (skipped loudly without
-/// ptxas): the contract's "ptxas -v clean".
-void checkAssembles(const Lowered &l, Target t) {
+/// ptxas): the contract's "ptxas -v clean". Returns the PTX.
+std::string checkAssembles(const Lowered &l, Target t) {
   std::string ptx, err;
   bool ok = compileMLIRToPTX(l.kernels, t, ptx, err);
   INFO(err);
@@ -82,7 +86,7 @@ void checkAssembles(const Lowered &l, Target t) {
                                    : "wgmma.mma_async") != std::string::npos);
   if (!haveCudaTool("ptxas")) {
     WARN("SKIPPED: no ptxas at " << cudaHome() << "/bin; PTX not assembled");
-    return;
+    return ptx;
   }
   PtxasReport r = assemblePtx(ptx, toString(t));
   INFO(r.log);
@@ -91,6 +95,7 @@ void checkAssembles(const Lowered &l, Target t) {
   CHECK(r.spillLoads == 0);
   CHECK(r.stackFrame == 0);
   CHECK(r.perfWarnings.empty());
+  return ptx;
 }
 
 /// A host tensor: raw bytes of `type` plus the values as doubles.
@@ -135,15 +140,23 @@ double roundTo(double v, ElemType t) {
   return fromHalfBits(toHalfBits(static_cast<float>(v), t), t);
 }
 
-/// Runs the lowered kernel on `operands`, filling `results` (sized by the
-/// caller, poisoned with NaN so an unwritten element shows).
-void emulate(const Lowered &l, std::vector<Tensor> &operands,
-             std::vector<Tensor> &results, Target t) {
-  REQUIRE(l.launches.size() == 1);
-  const KernelLaunch &k = l.launches[0];
+void poison(std::vector<Tensor> &results) {
   for (Tensor &r : results)
     for (size_t i = 0; i < r.size(); ++i)
       r.set(i, std::nan(""));
+}
+
+/// Runs the lowered kernel's IR on `operands` with the MLIR-level emulator,
+/// filling `results` (sized by the caller, poisoned with NaN so an
+/// unwritten element shows), and calls `check`. On sm_80 it runs the
+/// kernel's PTX again on the PTX emulator (runtime/emulator), the one
+/// tg-run --device emulator uses, and checks again.
+void emulate(const Lowered &l, const std::string &ptx,
+             std::vector<Tensor> &operands, std::vector<Tensor> &results,
+             Target t, const std::function<void()> &check) {
+  REQUIRE(l.launches.size() == 1);
+  const KernelLaunch &k = l.launches[0];
+  poison(results);
   std::vector<emu::KernelArg> args;
   for (const KernelParam &p : k.params) {
     emu::KernelArg a;
@@ -166,7 +179,30 @@ void emulate(const Lowered &l, std::vector<Tensor> &operands,
                      static_cast<int>(k.block[0]), k.dynamicSharedBytes, args);
   INFO(err);
   REQUIRE(err.empty());
-  (void)t;
+  check();
+#ifdef TG_HAVE_PTX_EMULATOR
+  if (t != Target::SM80)
+    return; // the PTX emulator has no wgmma/TMA
+  INFO("on the PTX emulator");
+  poison(results);
+  auto mod = tgrt::emu::PtxModule::parse(ptx, err);
+  INFO(err);
+  REQUIRE(mod);
+  tgrt::emu::Memory mem;
+  std::vector<uint64_t> params;
+  for (const KernelParam &p : k.params) {
+    auto &buf = (p.kind == KernelParam::Kind::Result ? results : operands)
+                    .at(p.index)
+                    .bytes;
+    mem.add(buf.data(), buf.size());
+    params.push_back(reinterpret_cast<uintptr_t>(buf.data()));
+  }
+  REQUIRE(mod->launch(k.symbol, k.grid, k.block, k.dynamicSharedBytes, params,
+                      mem, err));
+  check();
+#else
+  (void)ptx;
+#endif
 }
 
 /// Checks `got` against `want` within `tol` relative to the largest |want|.
@@ -237,14 +273,13 @@ func.func @f(%x: tensor<96x72xbf16>, %w: tensor<72x40xbf16>, %b: tensor<40xbf16>
     Lowered l = lower(src, t);
     INFO(l.error);
     REQUIRE(l.launches.size() == 1);
-    checkAssembles(l, t);
+    std::string ptx = checkAssembles(l, t);
     std::vector<Tensor> ops = {tensor(ElemType::BF16, M * K, 1),
                                tensor(ElemType::BF16, K * N, 2),
                                tensor(ElemType::BF16, N, 3)};
     std::vector<Tensor> res = {{ElemType::BF16, std::vector<uint8_t>(M * N * 2)},
                                {ElemType::BF16, std::vector<uint8_t>(M * N * 2)},
                                {ElemType::F32, std::vector<uint8_t>(M * N * 4)}};
-    emulate(l, ops, res, t);
     std::vector<double> c = product(ops[0], ops[1], 1, true, true, M, N, K, Form::NN);
     std::vector<double> s(c.size()), y(c.size());
     for (size_t i = 0; i < c.size(); ++i) {
@@ -252,9 +287,11 @@ func.func @f(%x: tensor<96x72xbf16>, %w: tensor<72x40xbf16>, %b: tensor<40xbf16>
       y[i] = std::max(s[i], 0.0);
     }
     // One bf16 ulp: the kernel's f32 sum may round the product the other way.
-    checkClose(res[0], s, 1.0 / 128);
-    checkClose(res[1], y, 1.0 / 128);
-    checkClose(res[2], s, 1.0 / 128);
+    emulate(l, ptx, ops, res, t, [&] {
+      checkClose(res[0], s, 1.0 / 128);
+      checkClose(res[1], y, 1.0 / 128);
+      checkClose(res[2], s, 1.0 / 128);
+    });
   }
 }
 
@@ -287,8 +324,9 @@ TEST_CASE("lowered batched GEMMs: every form, batched and broadcast operands",
           cs.rhsTy + "xf16>, tensor<2x3x48x40xf32>) {\n"
           "  ^bb0(%x: tensor<" + cs.lhsTy + "xf16>, %w: tensor<" + cs.rhsTy +
           "xf16>, %q: tensor<2x3x48x40xf32>):\n"
-          "    %m = tg.matmul %x, %w " + cs.attrs + " : tensor<" + cs.lhsTy +
-          "xf16>, tensor<" + cs.rhsTy + "xf16> -> tensor<2x3x48x40xf32>\n"
+          "    %p = tg.matmul %x, %w " + cs.attrs + " : tensor<" + cs.lhsTy +
+          "xf16>, tensor<" + cs.rhsTy + "xf16> -> tensor<2x3x48x40xf16>\n"
+          "    %m = tg.cast %p : tensor<2x3x48x40xf16> to tensor<2x3x48x40xf32>\n"
           "    %h = tg.constant dense<0.125> : tensor<f32>\n"
           "    %s = tg.mul %m, %h : tensor<2x3x48x40xf32>, tensor<f32> -> tensor<2x3x48x40xf32>\n"
           "    %o = tg.add %s, %q : tensor<2x3x48x40xf32>, tensor<2x3x48x40xf32> -> tensor<2x3x48x40xf32>\n"
@@ -298,27 +336,27 @@ TEST_CASE("lowered batched GEMMs: every form, batched and broadcast operands",
       Lowered l = lower(src, t);
       INFO(l.error);
       REQUIRE(l.launches.size() == 1);
-      checkAssembles(l, t);
+      std::string ptx = checkAssembles(l, t);
       const int64_t B = 6;
       std::vector<Tensor> ops = {
           tensor(ElemType::F16, (cs.batchA ? B : 1) * M * K, 4),
           tensor(ElemType::F16, (cs.batchB ? B : 1) * K * N, 5),
           tensor(ElemType::F32, B * M * N, 6)};
       std::vector<Tensor> res = {{ElemType::F32, std::vector<uint8_t>(B * M * N * 4)}};
-      emulate(l, ops, res, t);
       std::vector<double> c =
           product(ops[0], ops[1], B, cs.batchA, cs.batchB, M, N, K, cs.form);
       for (size_t i = 0; i < c.size(); ++i)
-        c[i] = c[i] * 0.125 + ops[2].at(i);
-      checkClose(res[0], c, 1e-5);
+        c[i] = roundTo(c[i], ElemType::F16) * 0.125 + ops[2].at(i);
+      // The product rounds to f16 (one ulp either way by summation order).
+      emulate(l, ptx, ops, res, t, [&] { checkClose(res[0], c, 1.0 / 1024); });
     }
 }
 
 TEST_CASE("lowered lone matmul and kernel deduplication", "[nvptx][lowering]") {
   const char *src = R"mlir(
-func.func @f(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>) -> tensor<64x16xf32> {
-  %c = tg.matmul %a, %b : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xf32>
-  return %c : tensor<64x16xf32>
+func.func @f(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>) -> tensor<64x16xbf16> {
+  %c = tg.matmul %a, %b : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return %c : tensor<64x16xbf16>
 })mlir";
   for (Target t : kTargets) {
     Lowered l = lower(src, t);
@@ -336,10 +374,11 @@ func.func @f(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>) -> tensor<64x16xf32
     CHECK(k.symbol.rfind("tg_gemm_" + toString(t) + "_", 0) == 0);
     std::vector<Tensor> ops = {tensor(ElemType::BF16, 64 * 32, 7),
                                tensor(ElemType::BF16, 32 * 16, 8)};
-    std::vector<Tensor> res = {{ElemType::F32, std::vector<uint8_t>(64 * 16 * 4)}};
-    emulate(l, ops, res, t);
-    checkClose(res[0], product(ops[0], ops[1], 1, true, true, 64, 16, 32, Form::NN),
-               1e-6);
+    std::vector<Tensor> res = {{ElemType::BF16, std::vector<uint8_t>(64 * 16 * 2)}};
+    std::vector<double> c =
+        product(ops[0], ops[1], 1, true, true, 64, 16, 32, Form::NN);
+    emulate(l, checkAssembles(l, t), ops, res, t,
+            [&] { checkClose(res[0], c, 1.0 / 128); });
   }
 }
 
@@ -353,24 +392,27 @@ TEST_CASE("GEMMs the tensor-core path refuses, by name", "[nvptx][lowering]") {
     return l.error;
   };
   // No tile config: the pass has not run.
-  CHECK_THAT(refusal("  %0 = tg.matmul %a, %b : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xf32>\n",
+  CHECK_THAT(refusal("  %0 = tg.matmul %a, %b : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>\n",
                      false),
              Catch::Contains("'tg.matmul' op has no #tg.tile_config for sm_80 (run "
                              "tg-configure-gemms{targets=sm_80} first)"));
   // A^T B^T has no kernel form.
-  CHECK_THAT(refusal("  %0 = tg.matmul %c, %a {transpose_lhs, transpose_rhs} : tensor<16x64xbf16>, tensor<64x32xbf16> -> tensor<64x64xf32>\n"),
+  CHECK_THAT(refusal("  %0 = tg.matmul %c, %b {transpose_lhs, transpose_rhs} : tensor<16x64xbf16>, tensor<32x16xbf16> -> tensor<64x32xbf16>\n"),
              Catch::Contains("cannot become a tensor-core GEMM: both operands are transposed"));
   // N = 10: rows of B and C are not 16-byte aligned for the async copies.
-  CHECK_THAT(refusal("  %0 = tg.matmul %a, %d : tensor<64x32xbf16>, tensor<32x10xbf16> -> tensor<64x10xf32>\n"),
+  CHECK_THAT(refusal("  %0 = tg.matmul %a, %d : tensor<64x32xbf16>, tensor<32x10xbf16> -> tensor<64x10xbf16>\n"),
              Catch::Contains("(M = 64, N = 10, K = 32): N must be a multiple of 8"));
-  std::string exact =
+  // A reduction is no per-element epilogue (tg-fuse never puts one in a
+  // gemm group; a hand-written group is refused by name).
+  std::string sum =
       "  %0 = tg.fused <gemm> ins(%a, %b : tensor<64x32xbf16>, tensor<32x16xbf16>) {\n"
       "  ^bb0(%x: tensor<64x32xbf16>, %y: tensor<32x16xbf16>):\n"
       "    %m = tg.matmul %x, %y {tg.acc = f32} : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>\n"
-      "    %g = tg.gelu %m : tensor<64x16xbf16>\n"
-      "    tg.yield %g : tensor<64x16xbf16>\n"
-      "  } -> tensor<64x16xbf16>\n";
-  CHECK_THAT(refusal(exact),
-             Catch::Contains("epilogue op 'tg.gelu'") &&
-                 Catch::Contains("is the exact (erf) GELU"));
+      "    %g = tg.sum %m axes = [1] keepdims : tensor<64x16xbf16> -> tensor<64x1xbf16>\n"
+      "    tg.yield %g : tensor<64x1xbf16>\n"
+      "  } -> tensor<64x1xbf16>\n";
+  CHECK_THAT(refusal(sum),
+             Catch::Contains("cannot become a tensor-core GEMM: its epilogue "
+                             "op 'tg.sum'") &&
+                 Catch::Contains("has no per-element GPU form"));
 }

@@ -35,9 +35,9 @@ func.func @group(%x: tensor<256x512xbf16>, %w: tensor<512x1024xbf16>, %b: tensor
 // CHECK-LABEL: func.func @lone
 // CHECK: tg.matmul
 // CHECK-SAME: tg.tile_configs = [#tg.tile_config<bm = 128, bn = 256, bk = 32, stages = 3, group_m = 8, warps_m = 2, warps_n = 4, consumer_warpgroups = 0, persistent = false, target = "sm_80">, #tg.tile_config<bm = 128, bn = 256, bk = 64, stages = 4, group_m = 8, warps_m = 1, warps_n = 1, consumer_warpgroups = 2, persistent = true, target = "sm_90a">]
-func.func @lone(%a: tensor<8192x1024xf16>, %b: tensor<8192x1024xf16>) -> tensor<8192x8192xf32> {
-  %c = tg.matmul %a, %b {transpose_rhs} : tensor<8192x1024xf16>, tensor<8192x1024xf16> -> tensor<8192x8192xf32>
-  return %c : tensor<8192x8192xf32>
+func.func @lone(%a: tensor<8192x1024xf16>, %b: tensor<8192x1024xf16>) -> tensor<8192x8192xf16> {
+  %c = tg.matmul %a, %b {transpose_rhs, tg.acc = f32} : tensor<8192x1024xf16>, tensor<8192x1024xf16> -> tensor<8192x8192xf16>
+  return %c : tensor<8192x8192xf16>
 }
 
 // -----
