@@ -1,3 +1,5 @@
+// The pass is registered when codegen/nvptx is built, as tg-bench-gemm is.
+// REQUIRES: tg-bench-gemm
 // RUN: tg-opt %s --split-input-file --tg-configure-gemms | FileCheck %s
 // RUN: tg-opt %s --split-input-file --tg-configure-gemms=targets=sm_80 | FileCheck %s --check-prefix=SM80
 // RUN: not tg-opt %s --split-input-file --tg-configure-gemms=targets=sm_70 2>&1 | FileCheck %s --check-prefix=BADTARGET
