@@ -134,6 +134,15 @@ FailureOr<GemmOpInfo> analyzeGemm(Operation *op, std::string &why) {
     why = "an operand broadcasts over some batch dimensions but not all";
     return failure();
   }
+  // A batched lhs whose rows are contiguous (K-major) times one shared rhs
+  // is one GEMM of batch x M rows: A's and C's matrices are stacked rows.
+  // Every linear layer of a transformer ([B, T, C] x [C, N]) is this, and
+  // one tall GEMM has fewer ragged tiles than B short ones.
+  if (p.batch > 1 && p.batchA && !p.batchB && p.form != Form::TN) {
+    info.rowsPerBatch = p.m;
+    p.m *= p.batch;
+    p.batch = 1;
+  }
   if (p.batch == 1)
     p.batchA = p.batchB = true;
   return info;
@@ -169,7 +178,7 @@ class GroupEpilogue final : public detail::ElementEpilogue {
 public:
   /// Checks that every op after the product has a scalar form and that
   /// every operand it reads broadcasts to the product's shape.
-  LogicalResult init(Operation *op, MatmulOp matmul);
+  LogicalResult init(Operation *op, MatmulOp matmul, int64_t rowsPerBatch);
 
   /// The group operands the epilogue reads besides the two matrices.
   const SmallVector<unsigned> &extraOperands() const { return extra; }
@@ -199,11 +208,14 @@ private:
   SmallVector<unsigned> extra;
   DenseMap<unsigned, Value> operandPtr;
   SmallVector<Value> results;
+  int64_t rowsPerBatch = 0; // see GemmOpInfo
   mutable bool failed = false;
 };
 
-LogicalResult GroupEpilogue::init(Operation *op, MatmulOp m) {
+LogicalResult GroupEpilogue::init(Operation *op, MatmulOp m,
+                                  int64_t foldedRows) {
   matmul = m;
+  rowsPerBatch = foldedRows;
   product = m.getResult();
   outShape.assign(shapeOf(product).begin(), shapeOf(product).end());
   auto fused = dyn_cast<FusedOp>(op);
@@ -288,6 +300,10 @@ Value GroupEpilogue::load(detail::KernelBuilder &w, unsigned operand,
 
 void GroupEpilogue::emit(detail::KernelBuilder &w, Value batch, Value row,
                          Value col, Value acc) const {
+  if (rowsPerBatch) { // a folded batch: row b x M + r of one tall GEMM
+    batch = w.udiv(row, w.i32c(rowsPerBatch));
+    row = w.urem(row, w.i32c(rowsPerBatch));
+  }
   // The product rounds to its own type first, as the matmul's result does.
   Type productElem = getElementTypeOrSelf(product.getType());
   DenseMap<Value, Value> v;
@@ -349,7 +365,7 @@ lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
   TileConfig c = tileConfigFromAttr(cfgAttr);
 
   GroupEpilogue epi;
-  if (failed(epi.init(op, info->matmul)))
+  if (failed(epi.init(op, info->matmul, info->rowsPerBatch)))
     return failure();
 
   // Parameters: the two matrices, the epilogue's other operands, results.

@@ -25,6 +25,9 @@ struct GemmOpInfo {
   /// M, N, K, the input type, the form and the batch; the target and the
   /// fixed epilogue are left at their defaults.
   GemmProblem problem;
+  /// Non-zero when a batched lhs times a shared rhs was folded into one
+  /// GEMM of batch x M rows (problem.m): the rows of one batch.
+  int64_t rowsPerBatch = 0;
 };
 
 /// Reads the GEMM that `op` (a `gemm` group or a tg.matmul) computes. Fails,

@@ -305,7 +305,8 @@ func.func @f(%x: tensor<96x72xbf16>, %w: tensor<72x40xbf16>, %b: tensor<40xbf16>
 TEST_CASE("lowered batched GEMMs: every form, batched and broadcast operands",
           "[nvptx][lowering][emulate]") {
   // Attention's products: [B, H, T, d] x [B, H, T, d]^T (NT, both batched),
-  // P x V (NN), and a weight shared by every batch (rhs broadcast, TN).
+  // P x V (NN), a weight shared by every batch (rhs broadcast: TN batched,
+  // NN/NT folded into one tall GEMM) and a shared lhs.
   // K = 64 so the MN-major batched operands are allowed on sm_90a.
   struct Case {
     const char *name;
@@ -319,6 +320,9 @@ TEST_CASE("lowered batched GEMMs: every form, batched and broadcast operands",
       {"nn", Form::NN, true, true, "2x3x48x64", "2x3x64x40", "{tg.acc = f32}"},
       {"tn, rhs broadcast", Form::TN, true, false, "2x3x64x48", "64x40", "{transpose_lhs, tg.acc = f32}"},
       {"nn, lhs broadcast", Form::NN, false, true, "48x64", "2x3x64x40", "{tg.acc = f32}"},
+      // A linear layer: folded into one GEMM of 6 x 48 rows.
+      {"nt, rhs broadcast (folded)", Form::NT, true, false, "2x3x48x64", "40x64", "{transpose_rhs, tg.acc = f32}"},
+      {"nn, rhs broadcast (folded)", Form::NN, true, false, "2x3x48x64", "64x40", "{tg.acc = f32}"},
   };
   for (const Case &cs : cases)
     for (Target t : kTargets) {
