@@ -109,13 +109,6 @@ std::optional<std::string> checkProblem(const GemmProblem &p) {
     return e;
   if (p.batch < 1 || p.m * p.n * p.batch > (1ll << 31) - 1)
     return std::string("the batch must be positive and batch x M x N fit in 31 bits");
-  // sm_90a stacks a batched operand's matrices in one 2-D TMA descriptor: a
-  // box along an MN-major operand's K rows must not reach into the next
-  // batch (a K-major box only over-reads rows the epilogue masks off).
-  if (p.target == Target::SM90a && p.batch > 1 && p.k % 64 &&
-      ((p.batchA && !aKMajor) || (p.batchB && !bKMajor)))
-    return std::string("a batched sm_90a GEMM with an MN-major operand needs "
-                       "K to be a multiple of 64");
   return std::nullopt;
 }
 
@@ -138,13 +131,13 @@ LaunchGeometry launchGeometry(const GemmProblem &p, const TileConfig &c,
   return g;
 }
 
-std::pair<uint64_t, uint64_t> tmaMatrix(const GemmProblem &p, bool a) {
+TmaTensor tmaTensor(const GemmProblem &p, bool a) {
   bool kMajor = a ? p.form != Form::TN : p.form == Form::NT;
-  int64_t mn = a ? p.m : p.n;
-  uint64_t rows = kMajor ? mn : p.k, cols = kMajor ? p.k : mn;
+  uint64_t mn = static_cast<uint64_t>(a ? p.m : p.n), k = static_cast<uint64_t>(p.k);
+  TmaTensor t{kMajor ? mn : k, kMajor ? k : mn, 1};
   if (p.batch > 1 && (a ? p.batchA : p.batchB))
-    rows *= p.batch;
-  return {rows, cols};
+    t.batches = static_cast<uint64_t>(p.batch);
+  return t;
 }
 
 TmaBox tmaBox(const GemmProblem &p, const TileConfig &c, bool a) {

@@ -118,10 +118,14 @@ struct TmaBox {
 };
 /// The box each TMA load of operand A (`a` = true) or B uses.
 TmaBox tmaBox(const GemmProblem &p, const TileConfig &c, bool a);
-/// The 2-D matrix, {rows, cols} in elements, that the TMA descriptor of
-/// operand A (`a` = true) or B describes: the operand as stored, with a
-/// batched operand's batches stacked along its rows.
-std::pair<uint64_t, uint64_t> tmaMatrix(const GemmProblem &p, bool a);
+/// The tensor the TMA descriptor of operand A (`a` = true) or B describes,
+/// in elements: one row-major rows x cols matrix as stored, or for a
+/// batched operand `batches` of them one after the other (a 3-D descriptor,
+/// so that no box crosses from one matrix into the next).
+struct TmaTensor {
+  uint64_t rows = 0, cols = 0, batches = 1;
+};
+TmaTensor tmaTensor(const GemmProblem &p, bool a);
 
 std::string toString(Target t);
 std::string toString(ElemType t);

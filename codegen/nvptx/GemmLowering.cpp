@@ -391,9 +391,10 @@ lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
     k.index = *index;
     if (sm90) {
       k.kind = KernelParam::Kind::TensorMap;
-      auto [rows, cols] = tmaMatrix(p, isA);
+      TmaTensor tensor = tmaTensor(p, isA);
       TmaBox box = tmaBox(p, c, isA);
-      k.map = {p.in == ElemType::BF16, rows, cols, box.outer, box.inner};
+      k.map = {p.in == ElemType::BF16, tensor.rows, tensor.cols,
+               tensor.batches, box.outer, box.inner};
     }
     params.push_back(k);
   }

@@ -53,13 +53,6 @@ private:
   /// Opens the loop over this CTA's tiles; returns it with the tile origin
   /// and, for a batched problem, the tile's batch (null otherwise).
   scf::ForOp emitTileLoopHeader(Value &m0, Value &n0, Value &batch);
-  /// The row coordinate of a TMA box of a batched operand: the operand's
-  /// matrices are stacked along the descriptor's rows (tmaMatrix).
-  Value stacked(Value row, Value batch, bool batched, Value rowsPerBatch) {
-    if (!batch || !batched)
-      return row;
-    return w.add(row, w.mul(batch, rowsPerBatch));
-  }
   void emitProducer();
   void emitConsumer();
   /// 64-bit wgmma shared-memory descriptor for byte offset `off`.
@@ -126,32 +119,35 @@ void Sm90Gen::emitProducer() {
                                          w.i32c(aStage + bStage),
                                          NVVM::MemScopeKind::CTA, false, Value{});
   Value k0 = w.muli(kt, c.bk);
-  auto tma = [&](Value desc, int dstOff, Value dyn, Value x, Value y) {
+  // A batched operand's descriptor is 3-D (tmaTensor): the batch is the
+  // outermost coordinate, so a box never reaches into the next matrix.
+  auto tma = [&](Value desc, int dstOff, Value dyn, Value x, Value y,
+                 bool batched) {
     Value dst = w.gep(smem, w.addi(dyn, dstOff), b.getI8Type());
     // The destination operand is a shared::cluster address; this CTA's
     // shared window is part of it.
     dst = LLVM::AddrSpaceCastOp::create(b, loc, w.ptr7, dst);
+    SmallVector<Value, 3> coords = {x, y};
+    if (batch && batched)
+      coords.push_back(batch);
     NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        b, loc, dst, desc, ValueRange{x, y}, fullBar, ValueRange{}, Value{},
+        b, loc, dst, desc, coords, fullBar, ValueRange{}, Value{},
         Value{}, NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr{},
         Value{});
   };
   Value aSlot = w.muli(stage, aStage);
   Value bSlot = w.addi(w.muli(stage, bStage), c.stages * aStage);
   // Coordinates are innermost-first: (k, row) for K-major boxes.
-  // A batched operand's box starts batch x (its rows per matrix) lower.
   if (aKMajor)
-    tma(a.a, 0, aSlot, k0, stacked(m0, batch, p.batchA, a.m));
+    tma(a.a, 0, aSlot, k0, m0, p.batchA);
   else
     for (int i = 0; i < c.bm / 64; ++i)
-      tma(a.a, i * c.bk * 128, aSlot, w.addi(m0, 64 * i),
-          stacked(k0, batch, p.batchA, a.k));
+      tma(a.a, i * c.bk * 128, aSlot, w.addi(m0, 64 * i), k0, p.batchA);
   if (bKMajor)
-    tma(a.b, 0, bSlot, k0, stacked(n0, batch, p.batchB, a.n));
+    tma(a.b, 0, bSlot, k0, n0, p.batchB);
   else
     for (int i = 0; i < c.bn / 64; ++i)
-      tma(a.b, i * c.bk * 128, bSlot, w.addi(n0, 64 * i),
-          stacked(k0, batch, p.batchB, a.k));
+      tma(a.b, i * c.bk * 128, bSlot, w.addi(n0, 64 * i), k0, p.batchB);
   w.closeFor(kLoop);
   w.closeFor(tiles);
 }

@@ -44,14 +44,14 @@ struct KernelParam {
   unsigned index = 0;
   /// Kind::TensorMap (sm_90a GEMMs): the kernel receives a device pointer
   /// to a 128-byte CUtensorMap over operand `index` that the runtime
-  /// encodes once per buffer with Device::encodeTensorMap2D(map, base,
-  /// bf16, rows, cols, boxRows, boxCols): 16-bit elements, the buffer read
-  /// as a dense row-major rows x cols matrix (a batched operand's matrices
-  /// stacked along the rows), boxRows x boxCols boxes, 128-byte swizzle,
-  /// zero fill out of bounds.
+  /// encodes once per buffer with Device::encodeTensorMap(map, base, bf16,
+  /// rows, cols, boxRows, boxCols, batches): 16-bit elements, the buffer
+  /// read as `batches` dense row-major rows x cols matrices one after the
+  /// other (a 3-D map when batches > 1, batch outermost), boxRows x boxCols
+  /// (x 1) boxes, 128-byte swizzle, zero fill out of bounds.
   struct TensorMap {
     bool bf16 = true;
-    uint64_t rows = 0, cols = 0;
+    uint64_t rows = 0, cols = 0, batches = 1;
     uint32_t boxRows = 0, boxCols = 0;
   } map;
 };

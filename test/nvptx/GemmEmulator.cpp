@@ -95,6 +95,7 @@ struct TensorMap {
   uint64_t base;
   uint64_t rows, cols; // row-major, 2-byte elements
   uint32_t boxRows, boxCols;
+  uint64_t batches = 1; // 3-D: matrices one after the other, batch outermost
 };
 
 /// A role of a warp-specialised kernel (producer or consumers), run on its
@@ -547,14 +548,19 @@ void Interp::tma(Operation &op, const std::vector<char> &mask) {
     auto coords = t.getCoordinates();
     int64_t c0 = static_cast<int32_t>(u(coords[0], 0, th));
     int64_t c1 = static_cast<int32_t>(u(coords[1], 0, th));
+    if (coords.size() != (m.batches > 1 ? 3u : 2u))
+      fail("emulator: TMA with " + std::to_string(coords.size()) +
+           " coordinates through a " + (m.batches > 1 ? "3" : "2") + "-D tensor map");
+    int64_t c2 = coords.size() > 2 ? static_cast<int32_t>(u(coords[2], 0, th)) : 0;
     if (dst % 1024)
       fail("emulator: 128B-swizzled TMA destination not 1024-byte aligned");
     for (uint32_t r = 0; r < m.boxRows; ++r)
       for (uint32_t c = 0; c < m.boxCols; ++c) {
         int64_t gr = c1 + r, gc = c0 + c;
         uint16_t v = 0;
-        if (gr >= 0 && gc >= 0 && uint64_t(gr) < m.rows && uint64_t(gc) < m.cols)
-          std::memcpy(&v, mem(m.base + (gr * m.cols + gc) * 2, 2), 2);
+        if (gr >= 0 && gc >= 0 && c2 >= 0 && uint64_t(gr) < m.rows &&
+            uint64_t(gc) < m.cols && uint64_t(c2) < m.batches)
+          std::memcpy(&v, mem(m.base + ((c2 * m.rows + gr) * m.cols + gc) * 2, 2), 2);
         uint64_t off = uint64_t(r) * m.boxCols * 2 + c * 2;
         off ^= ((off >> 7) & 7) << 4;
         std::memcpy(mem(dst + off, 2), &v, 2);
@@ -1001,7 +1007,8 @@ std::string runKernel(const std::string &mlir, const std::string &symbol,
         continue;
       }
       uint64_t desc = bufferBase(args.size() + i);
-      in.tmaps[desc] = {bufferBase(i), a.rows, a.cols, a.boxRows, a.boxCols};
+      in.tmaps[desc] = {bufferBase(i), a.rows, a.cols, a.boxRows, a.boxCols,
+                        a.batches};
       vals.push_back(in.scalarInt(desc));
     }
     return vals;

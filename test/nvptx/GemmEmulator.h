@@ -58,6 +58,7 @@ struct KernelArg {
   bool tensorMap = false;
   uint64_t rows = 0, cols = 0; ///< the descriptor's matrix (2-byte elements)
   uint32_t boxRows = 0, boxCols = 0;
+  uint64_t batches = 1; ///< > 1: a 3-D map of that many matrices
 };
 
 /// Runs kernel `symbol` of the kernel module `mlir` (printed MLIR) over
