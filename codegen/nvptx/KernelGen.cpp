@@ -9,6 +9,9 @@
 
 #include "codegen/nvptx/KernelGen.h"
 #include "codegen/nvptx/GemmLowering.h"
+#include "codegen/nvptx/SimtElementwise.h"
+#include "codegen/nvptx/SimtReduction.h"
+#include "codegen/nvptx/SimtKernels.h"
 
 #include "dialects/TGDialect.h"
 #include "dialects/TGOps.h"
@@ -59,12 +62,25 @@ FailureOr<std::vector<KernelLaunch>> lowerOpToKernels(Operation *op, Target t,
   // bf16/f16 products (gemm groups and lone matmuls): tensor cores.
   if (isTensorCoreGemm(op))
     return lowerGemmToKernels(op, t, kernels);
+  if (isElementwiseKernelOp(op))
+    return lowerElementwiseOp(op, t, kernels);
+  // Reductions: row_reduction and reduction groups, single sum/mean/max.
+  if (detail::isReductionKernelOp(op))
+    return detail::lowerReductionKernels(op, t, kernels);
   if (auto fused = dyn_cast<mlir::tg::FusedOp>(op)) {
     // Generators add their kinds here.
+    if (fused.getKind() == mlir::tg::KernelKind::gemm && detail::isF32Gemm(op))
+      return detail::lowerSimtGemm(op, t, kernels);
     return fused.emitOpError()
            << "the GPU backend cannot compile a '"
            << mlir::tg::stringifyKernelKind(fused.getKind()) << "' kernel yet";
   }
+  if (isa<mlir::tg::MatmulOp>(op) && detail::isF32Gemm(op))
+    return detail::lowerSimtGemm(op, t, kernels);
+  if (auto movement = detail::lowerMovementOp(op, t, kernels))
+    return *movement;
+  if (auto convPool = detail::lowerConvPoolOp(op, t, kernels))
+    return *convPool;
   return op->emitOpError() << "the GPU backend cannot compile this op yet";
 }
 

@@ -1,4 +1,4 @@
-//===- Emulator.h - a CPU emulator of the PTX that TGC generates -*- C++ -*-===//
+//===- Emulator.h - a CPU emulator of the PTX that TGC generates *- C++ -*-===//
 //
 // Runs the PTX kernels TGC emits (LLVM's NVPTX printer output) on the CPU,
 // so `tg-run --device emulator` and the generator tests check GPU code on
@@ -58,8 +58,10 @@ public:
   /// Forgets every buffer.
   void clear() { buffers_.clear(); }
   /// The host pointer for [addr, addr + bytes) when it lies inside one
-  /// registered buffer, else nullptr.
-  uint8_t *find(uint64_t addr, size_t bytes) const;
+  /// registered buffer, else nullptr; `lo`/`hi`, when given, receive that
+  /// buffer's bounds.
+  uint8_t *find(uint64_t addr, size_t bytes, uint64_t *lo = nullptr,
+                uint64_t *hi = nullptr) const;
 
 private:
   std::map<uint64_t, uint64_t> buffers_; // start -> size
@@ -91,6 +93,10 @@ public:
 
   /// The names of the module's kernels (.entry), in order.
   std::vector<std::string> kernelNames() const;
+
+  /// The number of parameters of kernel `name` (-1: no such kernel), so a
+  /// caller can check a launch schedule against the PTX before running it.
+  int numParams(const std::string &name) const;
 
   /// Caps the instructions one launch may execute (all threads together);
   /// past it the launch fails as a runaway loop. Default 2^33.

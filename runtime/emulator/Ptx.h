@@ -65,7 +65,7 @@ struct Operand {
 /// Modifier bits.
 enum : uint16_t {
   kFtz = 1, kSat = 2, kApprox = 4, kTrans = 8, kWide = 16, kHi = 32,
-  kLo = 64, kNanMode = 128
+  kLo = 64, kNanMode = 128, kRelu = 256
 };
 
 struct Inst {

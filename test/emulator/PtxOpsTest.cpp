@@ -428,3 +428,39 @@ TEST_CASE("emulator ops: vector immediates, shfl clamp, warp sync") {
     CHECK(out[t][2] == ((uint64_t(7) << 32) | uint32_t(out[t][0])));
   }
 }
+
+TEST_CASE("emulator ops: bf16 and f16 arithmetic, scalar and x2") {
+  auto bf = [](float x) { return uint64_t(tgc::floatToBf16(x)); };
+  auto hf = [](float x) { return uint64_t(tgc::floatToHalf(x)); };
+  float a = 1.5f, b = -2.25f, c = 0.3f;
+  auto y = run1("  fma.rn.bf16 %h1, %a16, %b16, %h0;\n"
+                "  mul.rn.bf16 %h2, %a16, %b16;\n"
+                "  mov.b32 %r1, {%h1, %h2};\n"
+                "  neg.bf16 %h3, %a16;\n"
+                "  abs.bf16 %h4, %b16;\n"
+                "  mov.b32 %r2, {%h3, %h4};\n"
+                "  mov.b64 %y0, {%r1, %r2};\n"
+                "  add.rn.f16x2 %r3, %c32, %c32;\n"
+                "  max.NaN.bf16 %h5, %a16, 0x7FC0;\n"
+                "  setp.lt.bf16 %p1, %b16, %a16;\n"
+                "  selp.b16 %h6, 1, 0, %p1;\n"
+                "  mov.b32 %r4, {%h5, %h6};\n"
+                "  mov.b64 %y1, {%r3, %r4};\n"
+                "  cvt.rn.relu.bf16x2.f32 %r5, %r6, %r7;\n"
+                "  mov.b64 %y2, {%r5, %r5};\n",
+                {bf(a), bf(b), hf(c) | (hf(-1.0f) << 16)});
+  // %h0 was never written: 0, so the fma is a*b rounded once.
+  CHECK(uint16_t(y[0]) == tgc::floatToBf16(a * b));
+  CHECK(uint16_t(y[0] >> 16) == tgc::floatToBf16(a * b));
+  CHECK(uint16_t(y[0] >> 32) == tgc::floatToBf16(-a));
+  CHECK(uint16_t(y[0] >> 48) == tgc::floatToBf16(-b));
+  CHECK(uint16_t(y[1]) == tgc::floatToHalf(tgc::halfToFloat(uint16_t(hf(c))) * 2));
+  CHECK(uint16_t(y[1] >> 16) == tgc::floatToHalf(-2.0f));
+  CHECK(std::isnan(tgc::bf16ToFloat(uint16_t(y[1] >> 32))));
+  CHECK(uint16_t(y[1] >> 48) == 1);
+  CHECK(y[2] == 0); // relu of the zero registers
+  auto r = run1("  cvt.rn.relu.bf16x2.f32 %r5, %a32, %b32;\n"
+                "  cvt.u64.u32 %y0, %r5;\n",
+                {f32(-3.0f), f32(2.0f), 0});
+  CHECK(r[0] == (0x0000ull << 16 | tgc::floatToBf16(2.0f)));
+}

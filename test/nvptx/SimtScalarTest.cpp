@@ -7,6 +7,8 @@
 // warning.
 //
 //===----------------------------------------------------------------------===//
+#include "EmuHarness.h"
+
 #include "codegen/nvptx/Gemm.h"
 #include "codegen/nvptx/SimtScalar.h"
 #include "codegen/nvptx/Toolchain.h"
@@ -78,6 +80,9 @@ func.func @f(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>, %m: tensor<8x8xi1>,
 struct Context {
   MLIRContext ctx;
   std::string diags;
+  /// The parsed source of buildOpKernels, kept with (and destroyed before)
+  /// the context: a static here outlived the context and crashed at exit.
+  OwningOpRef<ModuleOp> source;
   Context() {
     DialectRegistry registry;
     mlir::tg::registerAllDialects(registry);
@@ -137,7 +142,7 @@ LogicalResult buildOpKernel(ModuleOp module, Operation *op, StringRef name) {
 /// The kernel module for every op of @f in `ir` (kernel k_<index>).
 OwningOpRef<ModuleOp> buildOpKernels(Context &c, StringRef ir,
                                      std::vector<Operation *> *ops = nullptr) {
-  static OwningOpRef<ModuleOp> keep;
+  OwningOpRef<ModuleOp> &keep = c.source;
   keep = parseSourceString<ModuleOp>(ir, &c.ctx);
   INFO(c.diags);
   REQUIRE(keep);
@@ -213,4 +218,112 @@ func.func @f(%a: tensor<4xf64>, %x: tensor<4x4xf32>, %y: tensor<4x4xf32>) {
   auto it = f.getBody().front().begin();
   CHECK(isScalarOp(&*it));          // exp: an op it knows, in a type it refuses
   CHECK(!isScalarOp(&*std::next(it))); // matmul: no scalar form
+}
+
+namespace {
+
+/// Random operands for @f of kOps: floats in [-3, 3), bf16/f16 logs'
+/// inputs positive, integer divisors nonzero, one_hot indices in range.
+std::vector<tgtest::Tensor> kOpsInputs(func::FuncOp f) {
+  using tgtest::DType;
+  using tgtest::Tensor;
+  std::vector<Tensor> args;
+  uint64_t stream = 0;
+  for (BlockArgument a : f.getArguments()) {
+    auto type = cast<RankedTensorType>(a.getType());
+    DType d = *mlir::tg::ref::dtypeOf(type.getElementType());
+    double lo = -3, hi = 3;
+    if (d == DType::F16)
+      lo = 0.05; // tg.log
+    if (d == DType::I32)
+      lo = 1, hi = 100; // tg.div
+    if (d == DType::I64)
+      lo = type.getRank() == 1 ? 0 : -100, hi = type.getRank() == 1 ? 8 : 100;
+    if (type.getRank() == 0 && d == DType::I64)
+      lo = 0, hi = 1 << 30; // the dropout seed
+    args.push_back(Tensor::random(type.getShape(), d, 42, stream++, lo, hi));
+  }
+  return args;
+}
+
+} // namespace
+
+TEST_CASE("scalar code matches the reference evaluator on the emulator",
+          "[nvptx][simt][emulator]") {
+  Context c;
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(kOps, &c.ctx);
+  REQUIRE(m);
+  auto f = m->lookupSymbol<func::FuncOp>("f");
+  std::vector<tgtest::Tensor> args = kOpsInputs(f);
+  for (Operation &op : f.getBody().front().without_terminator()) {
+    INFO("op " << op.getName().getStringRef().str());
+    std::vector<tgtest::Tensor> in;
+    for (Value v : op.getOperands())
+      in.push_back(args[cast<BlockArgument>(v).getArgNumber()]);
+    OwningOpRef<ModuleOp> alone = tgtest::standaloneFunction(&op);
+    auto want = mlir::tg::ref::evaluate(alone->lookupSymbol<func::FuncOp>("f"), in);
+    INFO(c.diags);
+    REQUIRE(succeeded(want));
+    std::vector<tgtest::Tensor> got;
+    std::string err;
+    bool ran = tgtest::runOnEmulator(&op, in, got, err);
+    if (!ran && err.find("unsupported instruction") != std::string::npos) {
+      // LLVM narrows f32 math on bf16 values to sm_80's native bf16
+      // instructions; the emulator does not run them all yet.
+      WARN("SKIPPED numerics of " << op.getName().getStringRef().str()
+                                  << ": the emulator says " << err);
+      continue;
+    }
+    INFO(err);
+    REQUIRE(ran);
+    auto [rtol, atol] = tgtest::tolerance(want->front().dtype);
+    CHECK(tgtest::worstError(got.front(), want->front(), rtol, atol) <= 1);
+  }
+}
+
+TEST_CASE("the libm-free math is within its stated error",
+          "[nvptx][simt][emulator]") {
+  // The emulator computes ex2/lg2/sin/cos.approx with libm, so this
+  // measures the formulas of SimtScalar.h in f32, not the hardware's
+  // approximate instructions (2 ulp more for ex2, documented there).
+  struct Fn {
+    const char *op;
+    double lo, hi, rtol, atol;
+    bool logScale;
+  };
+  for (Fn fn : {Fn{"erf", -6, 6, 0, 3e-7, false},
+                Fn{"tanh", -12, 12, 5e-7, 1e-30, false},
+                Fn{"exp", -87, 88, 5e-7, 1e-37, false},
+                Fn{"log", -99, 99, 5e-7, 1e-30, true},
+                Fn{"log", 0.9, 1.1, 5e-7, 1e-30, false},
+                Fn{"sin", -100, 100, 0, 2e-6, false},
+                Fn{"cos", -100, 100, 0, 2e-6, false}}) {
+    INFO(fn.op << " on [" << fn.lo << ", " << fn.hi << ")");
+    Context c;
+    std::string ir = std::string("func.func @f(%x: tensor<4096xf32>) {\n  %0 = tg.") +
+                     fn.op + " %x : tensor<4096xf32>\n  return\n}\n";
+    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);
+    REQUIRE(m);
+    Operation *op = &m->lookupSymbol<func::FuncOp>("f").getBody().front().front();
+    std::vector<double> xs;
+    for (int i = 0; i < 4096; ++i) {
+      double t = fn.lo + (fn.hi - fn.lo) * (i + 0.37) / 4096;
+      xs.push_back(fn.logScale ? std::exp(t) : t);
+    }
+    tgtest::Tensor x = tgtest::Tensor::fromValues({4096}, tgtest::DType::F32, xs);
+    OwningOpRef<ModuleOp> alone = tgtest::standaloneFunction(op);
+    mlir::tg::ref::EvalOptions exact;
+    exact.roundToDtype = false; // against float64, not f32-rounded
+    auto want = mlir::tg::ref::evaluate(alone->lookupSymbol<func::FuncOp>("f"),
+                                        {x}, exact);
+    REQUIRE(succeeded(want));
+    std::vector<tgtest::Tensor> got;
+    std::string err;
+    bool ran = tgtest::runOnEmulator(op, {x}, got, err);
+    INFO(err);
+    REQUIRE(ran);
+    // The float64 result rounded to f32 is itself off by half an ulp.
+    CHECK(tgtest::worstError(got.front(), want->front(), fn.rtol + 6e-8,
+                             fn.atol) <= 1);
+  }
 }

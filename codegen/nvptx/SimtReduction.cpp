@@ -1,0 +1,917 @@
+//===- SimtReduction.cpp - reduction and row-reduction kernels --*- C++ -*-===//
+//
+// Every reducing kernel of a planned step. A reduction's domain D (its input
+// shape) splits into kept ("outer") and reduced ("inner") dimensions; an
+// outer index k picks one output of the reduction, an inner index j one of
+// the elements reduced into it.
+//
+// Row reductions (the reduced axes are the trailing ones): one warp per row
+// for rows of up to 1024 elements (4 rows per 128-thread block), one block
+// per row beyond (512 threads; a 50257-wide vocabulary row is 99 elements a
+// thread). The reductions of the group run in phases in body order: a
+// reduction whose input needs an earlier reduction's row value runs one
+// phase later, independent reductions share a phase, i.e. one pass over the
+// row. Each pass recomputes its input from the group's operands and the row
+// scalars already reduced (elementwise producers are replayed, never stored),
+// reduces it with warp shuffles (plus shared memory across the block's
+// warps) so every thread holds the row value, and a last pass writes the
+// full-shape results. Row-shaped results are written once per row, by the
+// row's first thread.
+//
+// Other reductions (column sums of bias gradients, reductions over
+// everything such as the clipping norm's sum of squares): blocks of 32 x Y
+// threads, x over 32 consecutive outputs (coalesced when the last axis is
+// kept), y striding over the reduced elements; the Y partials meet in shared
+// memory and are added in a fixed order. A reduction over everything is one
+// block of up to 512 threads striding over the input (the kernel has no
+// scratch buffer for per-block partials). The group's elementwise results
+// are written in the same pass: each element is visited once.
+//
+// Every sum is a fixed tree (no atomics), so results are bit-reproducible.
+// Aliasing (KernelGen.h): every thread reads the elements of a full-shape
+// operand that it later writes itself and no other; a row result is
+// written after a barrier that follows every read of the row.
+//
+// Elementwise ops are evaluated lazily at symbolic indices (each dimension
+// is 0, an outer dimension or an inner dimension), so a value that does
+// not depend on the inner index (a row scalar, a label) is computed once
+// per row outside the loops, and broadcasting is index arithmetic. The
+// scalar code is SimtScalar's.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/nvptx/SimtReduction.h"
+#include "codegen/nvptx/GemmCommon.h"
+#include "codegen/nvptx/SimtScalar.h"
+
+#include "dialects/TGOps.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <limits>
+#include <map>
+
+using namespace mlir;
+namespace tgd = mlir::tg;
+
+namespace tg::nvptx::detail {
+
+namespace {
+
+/// The reductions: sum, mean, max.
+enum class RedKind { Sum, Mean, Max };
+
+std::optional<RedKind> redKind(Operation *op) {
+  if (isa<tgd::SumOp>(op))
+    return RedKind::Sum;
+  if (isa<tgd::MeanOp>(op))
+    return RedKind::Mean;
+  if (isa<tgd::MaxOp>(op))
+    return RedKind::Max;
+  return std::nullopt;
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+Type elemOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
+
+int64_t numElements(ArrayRef<int64_t> s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> s) {
+  SmallVector<int64_t> st(s.size(), 1);
+  for (int64_t d = static_cast<int64_t>(s.size()) - 2; d >= 0; --d)
+    st[d] = st[d + 1] * s[d + 1];
+  return st;
+}
+
+/// The reduction input and sorted, non-negative axes of a reduction op.
+std::pair<Value, SmallVector<int64_t>> domainOf(Operation *op) {
+  Value in = op->getOperand(0);
+  int64_t rank = shapeOf(in).size();
+  SmallVector<int64_t> axes;
+  for (int64_t a : cast<DenseI64ArrayAttr>(op->getAttr("axes")).asArrayRef())
+    axes.push_back(a < 0 ? a + rank : a);
+  llvm::sort(axes);
+  return {in, axes};
+}
+
+/// What one kernel computes: the values its parameters hold (operands,
+/// then results) and the ops between, in order.
+struct Program {
+  Operation *anchor = nullptr;
+  SmallVector<Value> inputs;
+  SmallVector<Operation *> ops;
+  SmallVector<Value> results;
+};
+
+/// One dimension of a symbolic index: 0, outer dimension `d` or inner
+/// dimension `d` of the domain.
+struct Ix {
+  enum Kind : uint8_t { Zero, Outer, Inner } kind = Zero;
+  uint8_t d = 0;
+  bool operator==(const Ix &o) const { return kind == o.kind && d == o.d; }
+};
+using Index = SmallVector<Ix, 6>;
+
+/// Lowers one Program to one kernel (see the file comment).
+class ReductionLowering {
+public:
+  ReductionLowering(const Program &p, Target t, ModuleOp kernels)
+      : p(p), target(t), kernels(kernels) {}
+
+  FailureOr<std::vector<KernelLaunch>> run(bool rowKernel);
+
+private:
+  // Analysis.
+  LogicalResult analyze();
+  // Kernel structure.
+  LogicalResult buildRowKernel();
+  LogicalResult buildReductionKernel();
+  FailureOr<SmallVector<Value>> pass(ArrayRef<Operation *> reds, bool stores,
+                                     Value start, Value ub, Value step);
+  Value warpReduce(RedKind k, Value v);
+  SmallVector<Value> blockCombine(ArrayRef<Operation *> reds,
+                                  ArrayRef<Value> partials, int64_t slot,
+                                  int64_t warps, Value warp, Value lane);
+  Value finishReduction(Operation *red, Value acc);
+  LogicalResult storeRowResults(Value isFirst, bool blockSync);
+  bool isFull(unsigned result) const;
+  Value sharedSlot(int64_t byteOffset, Value index);
+
+  // Values at symbolic indices.
+  FailureOr<Value> eval(Value v, const Index &idx);
+  FailureOr<Value> evalOp(Operation *op, Value v, const Index &idx);
+  Value materialize(Ix x);
+  Value offsetOf(const Index &idx, ArrayRef<int64_t> shape);
+  Index canonical(ArrayRef<int64_t> shape, bool full) const;
+  Index broadcastTo(const Index &idx, ArrayRef<int64_t> from,
+                    ArrayRef<int64_t> to) const;
+  bool hasInner(const Index &idx) const;
+  std::string key(Value v, const Index &idx) const;
+  Value ic(int64_t v) { return it == w->i32 ? w->i32c(v) : w->i64c(v); }
+
+  // Reduction arithmetic.
+  Value initOf(RedKind k, Type t);
+  Value combine(RedKind k, Value a, Value b);
+  Value shflXor(Value v, int lane);
+
+  /// Runs `fn` with the builder before the loop being filled (outer scope).
+  template <typename Fn> auto atOuter(Fn fn) {
+    OpBuilder::InsertionGuard g(w->b);
+    if (loop)
+      w->b.setInsertionPoint(loop);
+    return fn();
+  }
+
+  const Program &p;
+  Target target;
+  ModuleOp kernels;
+  KernelBuilder *w = nullptr;
+
+  // The domain.
+  SmallVector<int64_t> dom, outerDims, innerDims, outerStride, innerStride;
+  SmallVector<int8_t> dimRole; // per dim of dom: Ix::Kind
+  SmallVector<uint8_t> dimPos; // per dim: position among outer/inner dims
+  int64_t kn = 1, rn = 1;
+  bool trailing = false;
+  Type it;
+  int64_t maxPerPhase = 1;
+
+  // Phases.
+  DenseMap<Operation *, int> phase;
+  SmallVector<SmallVector<Operation *>> phases; // phases[i]: phase i + 1
+  DenseMap<Value, Value> params, resultParams; ///< kernel arguments
+
+  // Per-launch geometry.
+  std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  uint32_t smemBytes = 0;
+
+  // Code generation state.
+  Value k, j, rowBase, smem;
+  Operation *loop = nullptr;
+  DenseMap<Operation *, Value> reduced;
+  std::map<std::string, Value> outerMemo, innerMemo;
+};
+
+bool ReductionLowering::hasInner(const Index &idx) const {
+  return llvm::any_of(idx, [](Ix x) { return x.kind == Ix::Inner; });
+}
+
+std::string ReductionLowering::key(Value v, const Index &idx) const {
+  std::string s = std::to_string(reinterpret_cast<uintptr_t>(v.getAsOpaquePointer()));
+  for (Ix x : idx)
+    s += "," + std::to_string(x.kind) + ":" + std::to_string(x.d);
+  return s;
+}
+
+LogicalResult ReductionLowering::analyze() {
+  Operation *first = nullptr;
+  for (Operation *op : p.ops)
+    if (redKind(op)) {
+      first = op;
+      break;
+    }
+  if (!first)
+    return p.anchor->emitOpError("has no reduction for the GPU reduction kernel");
+  auto [in, axes] = domainOf(first);
+  dom.assign(shapeOf(in).begin(), shapeOf(in).end());
+  dimRole.assign(dom.size(), Ix::Outer);
+  dimPos.assign(dom.size(), 0);
+  for (int64_t a : axes)
+    dimRole[a] = Ix::Inner;
+  for (auto [d, s] : llvm::enumerate(dom)) {
+    if (dimRole[d] == Ix::Inner) {
+      dimPos[d] = innerDims.size();
+      innerDims.push_back(s);
+    } else {
+      dimPos[d] = outerDims.size();
+      outerDims.push_back(s);
+    }
+  }
+  if (dom.size() > 255)
+    return p.anchor->emitOpError("has a reduction of rank ") << dom.size()
+           << ", beyond the GPU reduction kernel's 255";
+  outerStride = stridesOf(outerDims);
+  innerStride = stridesOf(innerDims);
+  kn = numElements(outerDims);
+  rn = numElements(innerDims);
+  trailing = !axes.empty() && axes.size() < dom.size() &&
+             axes.front() == static_cast<int64_t>(dom.size() - axes.size());
+  for (size_t i = 1; trailing && i < axes.size(); ++i)
+    trailing = axes[i] == axes[i - 1] + 1;
+
+  // Index arithmetic in i32 unless some tensor is too large for it.
+  int64_t largest = numElements(dom);
+  auto track = [&](Value v) {
+    if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+      largest = std::max(largest, t.getNumElements());
+  };
+  for (Value v : p.inputs)
+    track(v);
+  for (Operation *op : p.ops)
+    for (Value r : op->getResults())
+      track(r);
+  it = largest < (int64_t(1) << 31) - 1024 ? IntegerType::get(p.anchor->getContext(), 32)
+                                           : IntegerType::get(p.anchor->getContext(), 64);
+
+  // Phases: a reduction runs after the reductions its input depends on.
+  DenseMap<Value, int> dep;
+  for (Operation *op : p.ops) {
+    int d = 0;
+    for (Value v : op->getOperands())
+      d = std::max(d, dep.lookup(v));
+    if (redKind(op)) {
+      auto [rin, raxes] = domainOf(op);
+      if (shapeOf(rin) != ArrayRef<int64_t>(dom) || raxes != axes)
+        return p.anchor->emitOpError("reduces over two domains; the GPU "
+                                     "reduction kernel takes one")
+                   .attachNote(op->getLoc())
+               << "this reduction differs from the first";
+      ++d;
+      phase[op] = d;
+      if (static_cast<int>(phases.size()) < d)
+        phases.resize(d);
+      phases[d - 1].push_back(op);
+    }
+    for (Value r : op->getResults())
+      dep[r] = d;
+  }
+  // Every result is an element of the domain or one per kept position.
+  SmallVector<int64_t> keep(dom);
+  for (int64_t a : axes)
+    keep[a] = 1;
+  for (Value r : p.results) {
+    ArrayRef<int64_t> s = shapeOf(r);
+    if (s != ArrayRef<int64_t>(dom) && s != ArrayRef<int64_t>(keep) &&
+        s != ArrayRef<int64_t>(outerDims))
+      return p.anchor->emitOpError("yields a ")
+             << r.getType() << ", neither the reduction's domain nor its "
+             << "reduced shape, which the GPU reduction kernel cannot write";
+  }
+  for (auto &ph : phases)
+    maxPerPhase = std::max<int64_t>(maxPerPhase, ph.size());
+  return success();
+}
+
+Index ReductionLowering::canonical(ArrayRef<int64_t> shape, bool full) const {
+  // full: an element of the domain; otherwise the reduction result shape
+  // (kept dims only, or all dims with the reduced ones 1).
+  Index idx;
+  if (full || shape.size() == dom.size()) {
+    for (size_t d = 0; d < dom.size(); ++d) {
+      Ix x{static_cast<Ix::Kind>(dimRole[d]), dimPos[d]};
+      if (shape[d] == 1 || (!full && dimRole[d] == Ix::Inner))
+        x = Ix{};
+      idx.push_back(x);
+    }
+    return idx;
+  }
+  for (size_t i = 0; i < outerDims.size(); ++i)
+    idx.push_back(outerDims[i] == 1 ? Ix{} : Ix{Ix::Outer, static_cast<uint8_t>(i)});
+  return idx;
+}
+
+Index ReductionLowering::broadcastTo(const Index &idx, ArrayRef<int64_t> from,
+                                     ArrayRef<int64_t> to) const {
+  // `idx` indexes shape `to`; the operand of shape `from` broadcasts into it
+  // (right-aligned, NumPy rules).
+  Index out;
+  size_t off = to.size() - from.size();
+  for (size_t d = 0; d < from.size(); ++d)
+    out.push_back(from[d] == 1 ? Ix{} : idx[d + off]);
+  return out;
+}
+
+Value ReductionLowering::materialize(Ix x) {
+  if (x.kind == Ix::Zero)
+    return ic(0);
+  bool outer = x.kind == Ix::Outer;
+  std::string kk = std::string(outer ? "o" : "i") + std::to_string(x.d);
+  auto &memo = outer ? outerMemo : innerMemo;
+  if (auto f = memo.find(kk); f != memo.end())
+    return f->second;
+  auto make = [&] {
+    ArrayRef<int64_t> dims = outer ? outerDims : innerDims;
+    ArrayRef<int64_t> st = outer ? outerStride : innerStride;
+    Value lin = outer ? k : j;
+    Value v = lin;
+    if (st[x.d] != 1)
+      v = w->udiv(v, ic(st[x.d]));
+    if (x.d != 0)
+      v = w->urem(v, ic(dims[x.d]));
+    return v;
+  };
+  Value v = outer ? atOuter(make) : make();
+  return memo[kk] = v;
+}
+
+Value ReductionLowering::offsetOf(const Index &idx, ArrayRef<int64_t> shape) {
+  // The common cases: an element of the row (row-major domain with trailing
+  // reduced axes) and the k-th output of the reduction.
+  if (trailing && hasInner(idx) && shape == ArrayRef<int64_t>(dom) &&
+      idx == canonical(dom, true))
+    return w->add(rowBase, j);
+  if (!hasInner(idx) && numElements(shape) == kn) {
+    SmallVector<int64_t> st = stridesOf(shape);
+    bool isK = true;
+    SmallVector<bool> seen(outerDims.size(), false);
+    for (auto [d, x] : llvm::enumerate(idx)) {
+      if (x.kind == Ix::Zero)
+        continue;
+      isK &= st[d] == outerStride[x.d] && !seen[x.d];
+      seen[x.d] = true;
+    }
+    for (size_t i = 0; i < outerDims.size(); ++i)
+      isK &= seen[i] || outerDims[i] == 1;
+    if (isK)
+      return k;
+  }
+  SmallVector<int64_t> st = stridesOf(shape);
+  Value off;
+  for (auto [d, x] : llvm::enumerate(idx)) {
+    if (x.kind == Ix::Zero)
+      continue;
+    Value term = w->mul(materialize(x), ic(st[d]));
+    if (st[d] == 1)
+      term = materialize(x);
+    off = off ? w->add(off, term) : term;
+  }
+  return off ? off : ic(0);
+}
+
+FailureOr<Value> ReductionLowering::eval(Value v, const Index &idxIn) {
+  ArrayRef<int64_t> shape = shapeOf(v);
+  Index idx = idxIn;
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (shape[d] == 1)
+      idx[d] = Ix{};
+  bool inner = hasInner(idx);
+  auto &memo = inner ? innerMemo : outerMemo;
+  std::string kk = key(v, idx);
+  if (auto f = memo.find(kk); f != memo.end())
+    return f->second;
+  OpBuilder::InsertionGuard g(w->b);
+  if (!inner && loop)
+    w->b.setInsertionPoint(loop);
+  FailureOr<Value> r;
+  if (Value param = params.lookup(v)) {
+    Value off = offsetOf(idx, shape);
+    r = loadElement(*w, param, off, elemOf(v));
+  } else {
+    r = evalOp(v.getDefiningOp(), v, idx);
+  }
+  if (failed(r))
+    return failure();
+  return memo[kk] = *r;
+}
+
+FailureOr<Value> ReductionLowering::evalOp(Operation *op, Value v,
+                                           const Index &idx) {
+  if (!op)
+    return p.anchor->emitOpError("reads a value the GPU kernel has no "
+                                 "parameter for");
+  if (redKind(op)) {
+    auto it = reduced.find(op);
+    if (it == reduced.end())
+      return p.anchor->emitOpError("uses a reduction before it is computed "
+                                   "(GPU reduction kernel)");
+    if (idx != canonical(shapeOf(v), false))
+      return p.anchor->emitOpError("broadcasts a reduced value across the "
+                                   "reduction's kept positions, which one "
+                                   "GPU reduction kernel cannot compute")
+                 .attachNote(op->getLoc())
+             << "this reduction";
+    return it->second;
+  }
+  if (isa<tgd::ConstantOp>(op))
+    return emitSplatConstant(*w, op);
+  if (!isScalarOp(op)) {
+    bool composite = isa<tgd::SoftmaxOp, tgd::LogSoftmaxOp, tgd::LayerNormOp,
+                         tgd::RmsNormOp>(op);
+    InFlightDiagnostic d = p.anchor->emitOpError("cannot compile '")
+                           << op->getName() << "' inside a GPU reduction kernel"
+                           << (composite ? " (run tg-decompose first)" : "");
+    d.attachNote(op->getLoc()) << "this op";
+    return d;
+  }
+  ArrayRef<int64_t> rshape = shapeOf(op->getResult(0));
+  SmallVector<Value> ins;
+  if (isa<tgd::OneHotOp>(op)) {
+    // Row `idx[:-1]` of the indices; the class is the last index.
+    FailureOr<Value> x =
+        eval(op->getOperand(0), Index(idx.begin(), idx.end() - 1));
+    if (failed(x))
+      return failure();
+    ins.push_back(*x);
+  } else {
+    for (Value u : op->getOperands()) {
+      FailureOr<Value> x = eval(u, broadcastTo(idx, shapeOf(u), rshape));
+      if (failed(x))
+        return failure();
+      ins.push_back(*x);
+    }
+  }
+  ElementPosition pos;
+  bool positional = isa<tgd::OneHotOp, tgd::CausalMaskOp, tgd::DropoutOp>(op);
+  if (positional)
+    pos.linear = offsetOf(idx, rshape);
+  return emitScalarOp(*w, op, ins, positional ? &pos : nullptr);
+}
+
+Value ReductionLowering::initOf(RedKind kind, Type t) {
+  OpBuilder &b = w->b;
+  if (kind != RedKind::Max) {
+    if (auto ft = dyn_cast<FloatType>(t))
+      return ft == w->f32 ? w->f32c(0)
+                          : LLVM::ConstantOp::create(b, w->loc, t,
+                                                     b.getFloatAttr(t, 0.0))
+                                .getResult();
+    return LLVM::ConstantOp::create(b, w->loc, t, b.getIntegerAttr(t, 0));
+  }
+  if (auto ft = dyn_cast<FloatType>(t))
+    return LLVM::ConstantOp::create(
+        b, w->loc, t,
+        b.getFloatAttr(t, -std::numeric_limits<double>::infinity()));
+  unsigned bits = t.getIntOrFloatBitWidth();
+  return LLVM::ConstantOp::create(
+      b, w->loc, t, b.getIntegerAttr(t, APInt::getSignedMinValue(bits)));
+}
+
+Value ReductionLowering::combine(RedKind kind, Value a, Value x) {
+  bool isFloat = isa<FloatType>(a.getType());
+  if (kind == RedKind::Max)
+    return isFloat ? LLVM::MaximumOp::create(w->b, w->loc, a, x).getResult()
+                   : LLVM::SMaxOp::create(w->b, w->loc, a, x).getResult();
+  return isFloat ? w->fadd(a, x) : w->add(a, x);
+}
+
+Value ReductionLowering::shflXor(Value v, int lane) {
+  OpBuilder &b = w->b;
+  Location loc = w->loc;
+  auto shfl32 = [&](Value x) {
+    return NVVM::ShflOp::create(b, loc, x.getType(), w->i32c(-1), x,
+                                w->i32c(lane), w->i32c(0x1f),
+                                NVVM::ShflKind::bfly, UnitAttr())
+        .getResult();
+  };
+  Type t = v.getType();
+  if (t == w->f32 || t == w->i32)
+    return shfl32(v);
+  // 64-bit values travel as two 32-bit halves.
+  Value bits = t == w->i64 ? v : LLVM::BitcastOp::create(b, loc, w->i64, v).getResult();
+  Value lo = LLVM::TruncOp::create(b, loc, w->i32, bits);
+  Value hi = LLVM::TruncOp::create(b, loc, w->i32, w->lshr(bits, w->i64c(32)));
+  lo = w->zext64(shfl32(lo));
+  hi = w->zext64(shfl32(hi));
+  Value r = w->or_(lo, LLVM::ShlOp::create(b, loc, hi, w->i64c(32)));
+  return t == w->i64 ? r : LLVM::BitcastOp::create(b, loc, t, r).getResult();
+}
+
+Value ReductionLowering::warpReduce(RedKind kind, Value v) {
+  // Butterfly: after each step the lanes of a group hold bit-identical
+  // values (a + b == b + a), so every lane ends with the same result.
+  for (int lane = 16; lane >= 1; lane /= 2)
+    v = combine(kind, v, shflXor(v, lane));
+  return v;
+}
+
+Value ReductionLowering::finishReduction(Operation *red, Value acc) {
+  RedKind kind = *redKind(red);
+  if (kind == RedKind::Mean) {
+    Value n = isa<FloatType>(acc.getType()) && acc.getType() == w->f32
+                  ? w->f32c(static_cast<double>(rn))
+                  : LLVM::ConstantOp::create(
+                        w->b, w->loc, acc.getType(),
+                        w->b.getFloatAttr(acc.getType(), static_cast<double>(rn)))
+                        .getResult();
+    acc = LLVM::FDivOp::create(w->b, w->loc, acc, n);
+  }
+  // The result is rounded to its element type, as the tg program stores it.
+  Type elem = elemOf(red->getResult(0));
+  return toCompute(*w, toStorage(*w, acc, elem), elem);
+}
+
+bool ReductionLowering::isFull(unsigned result) const {
+  Value v = p.results[result];
+  Operation *def = v.getDefiningOp();
+  return !(def && redKind(def)) && shapeOf(v) == ArrayRef<int64_t>(dom);
+}
+
+Value ReductionLowering::sharedSlot(int64_t byteOffset, Value index) {
+  // 8-byte slots hold any accumulator type (f32, f64, i32, i64).
+  Value off = w->add(w->i32c(byteOffset), w->mul(index, w->i32c(8)));
+  return w->gep(smem, off, w->b.getI8Type());
+}
+
+/// One pass over the inner range [start, ub) by `step`: accumulates the
+/// reductions `reds` (the per-thread partials are returned) and, when
+/// `stores`, computes every full-shape result at the element and stores it
+/// (all computed before any is stored: a result may alias an operand).
+FailureOr<SmallVector<Value>>
+ReductionLowering::pass(ArrayRef<Operation *> reds, bool stores, Value start,
+                        Value ub, Value step) {
+  OpBuilder &b = w->b;
+  SmallVector<Value> inits;
+  for (Operation *r : reds)
+    inits.push_back(initOf(*redKind(r), computeType(elemOf(r->getOperand(0)))));
+  auto forOp = scf::ForOp::create(b, w->loc, start, ub, step, inits);
+  Block *body = forOp.getBody();
+  if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+    b.setInsertionPoint(&body->back());
+  else
+    b.setInsertionPointToEnd(body);
+  loop = forOp;
+  j = forOp.getInductionVar();
+  innerMemo.clear();
+  Index full = canonical(dom, true);
+  SmallVector<Value> accs;
+  for (auto [i, r] : llvm::enumerate(reds)) {
+    FailureOr<Value> x = eval(r->getOperand(0), full);
+    if (failed(x))
+      return failure();
+    accs.push_back(combine(*redKind(r), forOp.getRegionIterArgs()[i], *x));
+  }
+  if (stores) {
+    SmallVector<std::pair<unsigned, Value>> vals;
+    for (unsigned i = 0; i < p.results.size(); ++i) {
+      if (!isFull(i))
+        continue;
+      FailureOr<Value> x = eval(p.results[i], full);
+      if (failed(x))
+        return failure();
+      vals.push_back({i, *x});
+    }
+    for (auto [i, x] : vals)
+      storeElement(*w, resultParams.lookup(p.results[i]), offsetOf(full, dom),
+                   elemOf(p.results[i]), x);
+  }
+  if (!inits.empty())
+    scf::YieldOp::create(b, w->loc, accs);
+  b.setInsertionPointAfter(forOp);
+  loop = nullptr;
+  innerMemo.clear();
+  return SmallVector<Value>(forOp.getResults());
+}
+
+/// Combines the warp-reduced `partials` of every warp of the block: lane 0
+/// of each warp writes its value to shared slot row `slot`, and after one
+/// barrier every thread folds the `warps` values in warp order (the same
+/// order in every thread, so all get the same bits).
+SmallVector<Value> ReductionLowering::blockCombine(ArrayRef<Operation *> reds,
+                                                   ArrayRef<Value> partials,
+                                                   int64_t slot, int64_t warps,
+                                                   Value warp, Value lane) {
+  int64_t base = slot * maxPerPhase * 32 * 8;
+  w->openIf(w->icmp(LLVM::ICmpPredicate::eq, lane, w->i32c(0)));
+  for (auto [i, v] : llvm::enumerate(partials))
+    LLVM::StoreOp::create(w->b, w->loc, v,
+                          sharedSlot(base + int64_t(i) * 32 * 8, warp), 8);
+  w->b.setInsertionPointAfter(w->b.getInsertionBlock()->getParentOp());
+  NVVM::Barrier0Op::create(w->b, w->loc);
+  SmallVector<Value> totals;
+  for (auto [i, v] : llvm::enumerate(partials)) {
+    Value acc;
+    for (int64_t q = 0; q < warps; ++q) {
+      Value x = LLVM::LoadOp::create(
+          w->b, w->loc, v.getType(),
+          sharedSlot(base + int64_t(i) * 32 * 8, w->i32c(q)), 8);
+      acc = acc ? combine(*redKind(reds[i]), acc, x) : x;
+    }
+    totals.push_back(acc);
+  }
+  return totals;
+}
+
+/// Stores the results that are not full-shape (row values, reduction
+/// results) from the first thread of the row, after every thread of the
+/// row has read what it reads (a result may alias an operand).
+LogicalResult ReductionLowering::storeRowResults(Value isFirst, bool blockSync) {
+  SmallVector<std::pair<unsigned, Value>> vals;
+  for (unsigned i = 0; i < p.results.size(); ++i) {
+    if (isFull(i))
+      continue;
+    Index idx = canonical(shapeOf(p.results[i]), false);
+    FailureOr<Value> x = eval(p.results[i], idx);
+    if (failed(x))
+      return failure();
+    vals.push_back({i, *x});
+  }
+  if (vals.empty())
+    return success();
+  if (blockSync)
+    NVVM::Barrier0Op::create(w->b, w->loc);
+  else
+    NVVM::SyncWarpOp::create(w->b, w->loc, w->i32c(-1));
+  w->openIf(isFirst);
+  for (auto [i, x] : vals) {
+    Value r = p.results[i];
+    storeElement(*w, resultParams.lookup(r),
+                 offsetOf(canonical(shapeOf(r), false), shapeOf(r)), elemOf(r),
+                 x);
+  }
+  w->b.setInsertionPointAfter(w->b.getInsertionBlock()->getParentOp());
+  return success();
+}
+
+LogicalResult ReductionLowering::buildRowKernel() {
+  OpBuilder &b = w->b;
+  Location loc = w->loc;
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, w->i32);
+  Value bid = NVVM::BlockIdXOp::create(b, loc, w->i32);
+  Value lane = w->andi(tid, 31), warp = w->shri(tid, 5);
+  auto toIt = [&](Value v) { return it == w->i32 ? v : w->zext64(v); };
+  bool warpPerRow = rn <= 1024;
+  Value start, step;
+  if (warpPerRow) {
+    // Four rows per 128-thread block; a warp past the last row has nothing
+    // to do (it holds no barrier: warp mode uses none).
+    Value row = w->add(w->muli(bid, 4), warp);
+    k = toIt(row);
+    w->openIf(w->ult(k, ic(kn)));
+    start = toIt(lane);
+    step = ic(32);
+  } else {
+    k = toIt(bid);
+    start = toIt(tid);
+    step = ic(block[0]);
+  }
+  rowBase = w->mul(k, ic(rn));
+  int64_t warps = block[0] / 32;
+  for (auto [pi, reds] : llvm::enumerate(phases)) {
+    FailureOr<SmallVector<Value>> partials =
+        pass(reds, /*stores=*/false, start, ic(rn), step);
+    if (failed(partials))
+      return failure();
+    SmallVector<Value> vals;
+    for (auto [i, v] : llvm::enumerate(*partials))
+      vals.push_back(warpReduce(*redKind(reds[i]), v));
+    if (!warpPerRow)
+      vals = blockCombine(reds, vals, pi % 2, warps, warp, lane);
+    for (auto [i, v] : llvm::enumerate(vals))
+      reduced[reds[i]] = finishReduction(reds[i], v);
+  }
+  if (llvm::any_of(llvm::seq<unsigned>(0, p.results.size()),
+                   [&](unsigned i) { return isFull(i); }))
+    if (failed(pass({}, /*stores=*/true, start, ic(rn), step)))
+      return failure();
+  Value isFirst = w->icmp(LLVM::ICmpPredicate::eq, start, ic(0));
+  return storeRowResults(isFirst, /*blockSync=*/!warpPerRow);
+}
+
+LogicalResult ReductionLowering::buildReductionKernel() {
+  OpBuilder &b = w->b;
+  Location loc = w->loc;
+  auto toIt = [&](Value v) { return it == w->i32 ? v : w->zext64(v); };
+  Value tx = NVVM::ThreadIdXOp::create(b, loc, w->i32);
+  if (phases.size() > 1)
+    return p.anchor->emitOpError("uses a reduction inside the reduction it "
+                                 "feeds; one GPU reduction kernel cannot");
+  ArrayRef<Operation *> reds = phases.front();
+  if (kn == 1) {
+    // Everything into one value: one block strides over the whole domain.
+    k = ic(0);
+    FailureOr<SmallVector<Value>> partials =
+        pass(reds, /*stores=*/true, toIt(tx), ic(rn), ic(block[0]));
+    if (failed(partials))
+      return failure();
+    SmallVector<Value> vals;
+    for (auto [i, v] : llvm::enumerate(*partials))
+      vals.push_back(warpReduce(*redKind(reds[i]), v));
+    if (block[0] > 32)
+      vals = blockCombine(reds, vals, 0, block[0] / 32, w->shri(tx, 5),
+                          w->andi(tx, 31));
+    for (auto [i, v] : llvm::enumerate(vals))
+      reduced[reds[i]] = finishReduction(reds[i], v);
+    return storeRowResults(w->icmp(LLVM::ICmpPredicate::eq, tx, w->i32c(0)),
+                           /*blockSync=*/true);
+  }
+  // 32 consecutive outputs per block along x, Y threads along the reduced
+  // range per output.
+  Value ty = NVVM::ThreadIdYOp::create(b, loc, w->i32);
+  Value bid = NVVM::BlockIdXOp::create(b, loc, w->i32);
+  Value raw = toIt(w->add(w->muli(bid, 32), tx));
+  Value valid = w->ult(raw, ic(kn));
+  // Past the last output a thread reads output kn - 1 (in bounds) and
+  // stores nothing.
+  k = LLVM::UMinOp::create(b, loc, raw, ic(kn - 1));
+  int64_t y = block[1];
+  Value ub = w->select(valid, ic(rn), ic(0));
+  FailureOr<SmallVector<Value>> partials =
+      pass(reds, /*stores=*/true, toIt(ty), ub, ic(y));
+  if (failed(partials))
+    return failure();
+  SmallVector<Value> vals(*partials);
+  if (y > 1) {
+    for (auto [i, v] : llvm::enumerate(vals))
+      LLVM::StoreOp::create(
+          b, loc, v,
+          sharedSlot(int64_t(i) * y * 32 * 8, w->add(w->muli(ty, 32), tx)), 8);
+    NVVM::Barrier0Op::create(b, loc);
+    for (auto [i, v] : llvm::enumerate(vals)) {
+      Value acc;
+      for (int64_t q = 0; q < y; ++q) {
+        Value x = LLVM::LoadOp::create(
+            b, loc, v.getType(),
+            sharedSlot(int64_t(i) * y * 32 * 8, w->addi(tx, q * 32)), 8);
+        acc = acc ? combine(*redKind(reds[i]), acc, x) : x;
+      }
+      vals[i] = acc;
+    }
+  }
+  for (auto [i, v] : llvm::enumerate(vals))
+    reduced[reds[i]] = finishReduction(reds[i], v);
+  Value first = w->and_(valid, w->icmp(LLVM::ICmpPredicate::eq, ty, w->i32c(0)));
+  // The barrier above (or the single y thread) already orders every read of
+  // the outputs' inputs before the stores.
+  SmallVector<std::pair<unsigned, Value>> vals2;
+  for (unsigned i = 0; i < p.results.size(); ++i) {
+    if (isFull(i))
+      continue;
+    FailureOr<Value> x = eval(p.results[i], canonical(shapeOf(p.results[i]), false));
+    if (failed(x))
+      return failure();
+    vals2.push_back({i, *x});
+  }
+  w->openIf(first);
+  for (auto [i, x] : vals2) {
+    Value r = p.results[i];
+    storeElement(*w, resultParams.lookup(r),
+                 offsetOf(canonical(shapeOf(r), false), shapeOf(r)), elemOf(r), x);
+  }
+  b.setInsertionPointAfter(b.getInsertionBlock()->getParentOp());
+  return success();
+}
+
+FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
+  if (failed(analyze()))
+    return failure();
+  // The row kernel needs trailing reduced axes; `trailing` also enables the
+  // row-major fast path of offsetOf, which only the row kernel sets up.
+  rowKernel = rowKernel && trailing;
+  trailing = rowKernel;
+  std::vector<KernelLaunch> none;
+  if (kn == 0)
+    return none; // nothing to write
+  // Launch geometry.
+  if (rowKernel) {
+    if (rn <= 1024) {
+      block = {128, 1, 1};
+      grid = {static_cast<uint32_t>((kn + 3) / 4), 1, 1};
+    } else {
+      block = {512, 1, 1};
+      grid = {static_cast<uint32_t>(kn), 1, 1};
+      smemBytes = 2 * maxPerPhase * 32 * 8;
+    }
+  } else if (kn == 1) {
+    int64_t t = std::min<int64_t>(512, std::max<int64_t>(32, (rn + 31) / 32 * 32));
+    block = {static_cast<uint32_t>(t), 1, 1};
+    if (t > 32)
+      smemBytes = maxPerPhase * 32 * 8;
+  } else {
+    int64_t y = 1;
+    while (y < 16 && y * 16 < rn)
+      y *= 2;
+    block = {32, static_cast<uint32_t>(y), 1};
+    grid = {static_cast<uint32_t>((kn + 31) / 32), 1, 1};
+    if (y > 1)
+      smemBytes = maxPerPhase * y * 32 * 8;
+  }
+  if (kn > std::numeric_limits<int32_t>::max())
+    return p.anchor->emitOpError("has ")
+           << kn << " outputs per reduction, more than one GPU grid holds";
+
+  std::string sym =
+      kernelSymbol(p.anchor, rowKernel ? "tg_rowred" : "tg_red", target);
+  KernelLaunch launch;
+  launch.symbol = sym;
+  launch.grid = grid;
+  launch.block = block;
+  launch.dynamicSharedBytes = smemBytes;
+  for (unsigned i = 0; i < p.inputs.size(); ++i)
+    launch.params.push_back({KernelParam::Kind::Operand, i});
+  for (unsigned i = 0; i < p.results.size(); ++i)
+    launch.params.push_back({KernelParam::Kind::Result, i});
+  if (hasKernel(kernels, sym))
+    return std::vector<KernelLaunch>{launch};
+
+  MLIRContext *ctx = kernels.getContext();
+  Location loc = p.anchor->getLoc();
+  OpBuilder mb = OpBuilder::atBlockEnd(kernels.getBody());
+  if (smemBytes && !kernels.lookupSymbol("tg_smem"))
+    // The dynamic shared array every generated kernel shares (as the GEMMs).
+    LLVM::GlobalOp::create(mb, loc, LLVM::LLVMArrayType::get(mb.getI8Type(), 0),
+                           /*isConstant=*/false, LLVM::Linkage::External,
+                           "tg_smem", Attribute(), /*alignment=*/1024,
+                           /*addrSpace=*/3);
+  Type ptr1 = LLVM::LLVMPointerType::get(ctx, 1);
+  auto fnTy = LLVM::LLVMFunctionType::get(
+      LLVM::LLVMVoidType::get(ctx),
+      SmallVector<Type>(p.inputs.size() + p.results.size(), ptr1));
+  auto fn = LLVM::LLVMFuncOp::create(mb, loc, sym, fnTy);
+  fn->setAttr("nvvm.kernel", mb.getUnitAttr());
+  fn->setAttr("nvvm.maxntid", mb.getDenseI32ArrayAttr(
+                                  {static_cast<int32_t>(block[0]),
+                                   static_cast<int32_t>(block[1]), 1}));
+  Block *entry = fn.addEntryBlock(mb);
+  KernelBuilder kb(entry, loc);
+  w = &kb;
+  for (unsigned i = 0; i < p.inputs.size(); ++i)
+    params[p.inputs[i]] = entry->getArgument(i);
+  for (unsigned i = 0; i < p.results.size(); ++i)
+    resultParams[p.results[i]] = entry->getArgument(p.inputs.size() + i);
+  if (smemBytes)
+    smem = LLVM::AddressOfOp::create(kb.b, loc, kb.ptr3, "tg_smem");
+  LogicalResult built = rowKernel ? buildRowKernel() : buildReductionKernel();
+  if (failed(built)) {
+    fn.erase();
+    return failure();
+  }
+  kb.b.setInsertionPointToEnd(entry);
+  LLVM::ReturnOp::create(kb.b, loc, ValueRange{});
+  return std::vector<KernelLaunch>{launch};
+}
+
+} // namespace
+
+bool isReductionKernelOp(Operation *op) {
+  if (auto f = dyn_cast<tgd::FusedOp>(op))
+    return f.getKind() == tgd::KernelKind::row_reduction ||
+           f.getKind() == tgd::KernelKind::reduction;
+  return redKind(op).has_value();
+}
+
+FailureOr<std::vector<KernelLaunch>>
+lowerReductionKernels(Operation *op, Target t, ModuleOp kernels) {
+  Program p;
+  p.anchor = op;
+  bool row;
+  if (auto f = dyn_cast<tgd::FusedOp>(op)) {
+    Block &body = f.getBodyBlock();
+    p.inputs.assign(body.args_begin(), body.args_end());
+    for (Operation &inner : body.without_terminator())
+      p.ops.push_back(&inner);
+    p.results.assign(body.getTerminator()->operand_begin(),
+                     body.getTerminator()->operand_end());
+    row = f.getKind() == tgd::KernelKind::row_reduction;
+  } else {
+    p.inputs.assign(op->operand_begin(), op->operand_end());
+    p.ops.push_back(op);
+    p.results.assign(op->result_begin(), op->result_end());
+    row = true; // when its axes are the trailing ones
+  }
+  // A group result must be computed in the group (tg.fused's verifier), so
+  // every result has its own parameter.
+  for (Value r : p.results)
+    if (llvm::is_contained(p.inputs, r))
+      return op->emitOpError("yields an operand unchanged; the GPU reduction "
+                             "kernel needs computed results");
+  return ReductionLowering(p, t, kernels).run(row);
+}
+
+} // namespace tg::nvptx::detail

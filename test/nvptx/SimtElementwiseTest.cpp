@@ -1,0 +1,269 @@
+//===- SimtElementwiseTest.cpp - elementwise and optimizer kernels -*- C++ -*-===//
+//
+// The elementwise and optimizer groups (and single elementwise ops) of the
+// MLP and a small GPT, planned by the training pipeline in fp32 and bf16,
+// become kernels through lowerOpToKernels: launches that cover every
+// result, kernels shared by ops that print alike, PTX for sm_80 and sm_90a
+// that ptxas assembles without spills or local memory (SKIPped with a
+// warning without ptxas), 16-byte vector accesses where the shapes allow.
+//
+//===----------------------------------------------------------------------===//
+#include "EmuHarness.h"
+
+#include "codegen/nvptx/Gemm.h"
+#include "codegen/nvptx/KernelGen.h"
+#include "codegen/nvptx/SimtElementwise.h"
+#include "codegen/nvptx/Toolchain.h"
+#include "codegen/registry/InitAll.h"
+#include "dialects/TGOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+
+using namespace mlir;
+using namespace ::tg::nvptx;
+
+namespace {
+
+/// Runs a command and returns its standard output ("" on failure).
+std::string run(const std::string &cmd) {
+  std::string out;
+  FILE *p = popen(cmd.c_str(), "r");
+  if (!p)
+    return out;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    out.append(buf, n);
+  return pclose(p) == 0 ? out : std::string();
+}
+
+/// The planned IR of examples/<name> (tgc, then the training pipeline with
+/// fusion, decomposition and memory planning).
+std::string plannedIR(const std::string &name, const std::string &defines,
+                      const std::string &precision) {
+  const char *src = std::getenv("TGC_SOURCE_DIR");
+  const char *bin = std::getenv("TGC_BINARY_DIR");
+  std::string s = src ? src : "..", b = bin ? bin : ".";
+  return run(b + "/bin/tgc " + s + "/examples/" + name + " " + defines +
+             " | " + b +
+             "/bin/tg-opt --tg-training-pipeline=\"fuse=true decompose=true "
+             "plan-memory=true precision=" +
+             precision + "\"");
+}
+
+struct Context {
+  MLIRContext ctx;
+  std::string diags;
+  Context() {
+    DialectRegistry registry;
+    mlir::tg::registerAllDialects(registry);
+    registry.insert<LLVM::LLVMDialect, NVVM::NVVMDialect, scf::SCFDialect>();
+    ctx.appendDialectRegistry(registry);
+    ctx.loadAllAvailableDialects();
+    ctx.getDiagEngine().registerHandler(
+        [this](Diagnostic &d) { diags += d.str() + "\n"; });
+  }
+};
+
+std::string print(ModuleOp m) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  m.print(os);
+  return text;
+}
+
+/// Lowers every elementwise/optimizer op of `ir` for `t`; checks the
+/// launches and assembles the module. Returns the PTX.
+std::string lowerAll(Context &c, const std::string &ir, Target t,
+                     int &groups, int &launches) {
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);
+  INFO(c.diags);
+  REQUIRE(m);
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
+  groups = launches = 0;
+  m->walk([&](Operation *op) {
+    if (op->getParentOfType<mlir::tg::FusedOp>() || !isElementwiseKernelOp(op))
+      return;
+    FailureOr<std::vector<KernelLaunch>> r = lowerOpToKernels(op, t, *kernels);
+    INFO("op " << op->getName().getStringRef().str() << ": " << c.diags);
+    REQUIRE(succeeded(r));
+    REQUIRE(r->size() == 1);
+    const KernelLaunch &l = r->front();
+    CHECK(hasKernel(*kernels, l.symbol));
+    CHECK(l.block[0] == 256);
+    CHECK(l.grid[0] >= 1);
+    unsigned in = 0, out = 0;
+    for (const KernelParam &p : l.params)
+      (p.kind == KernelParam::Kind::Operand ? in : out)++;
+    auto fused = dyn_cast<mlir::tg::FusedOp>(op);
+    CHECK(in == (fused ? fused.getInputs().size() : op->getNumOperands()));
+    CHECK(out == op->getNumResults());
+    ++groups;
+  });
+  for (Operation &k : kernels->getBody()->getOperations()) {
+    (void)k;
+    ++launches;
+  }
+  std::string ptx, err;
+  bool ok = compileMLIRToPTX(print(*kernels), t, ptx, err);
+  INFO(err);
+  REQUIRE(ok);
+  return ptx;
+}
+
+void assemble(const std::string &ptx, Target t) {
+  if (!haveCudaTool("ptxas")) {
+    WARN("SKIPPED: no ptxas at " << cudaHome() << "/bin; PTX not assembled");
+    return;
+  }
+  PtxasReport r = assemblePtx(ptx, toString(t));
+  INFO(r.log);
+  REQUIRE(r.ok);
+  CHECK(r.spillStores == 0);
+  CHECK(r.spillLoads == 0);
+  CHECK(r.stackFrame == 0);
+  CHECK(r.perfWarnings.empty());
+}
+
+} // namespace
+
+TEST_CASE("elementwise and optimizer kernels of the MLP and GPT assemble",
+          "[nvptx][simt]") {
+  struct Case {
+    const char *model, *defines, *precision;
+  };
+  for (Case k : {Case{"mlp.tg", "-D batch=8 -D hidden=32", "fp32"},
+                 Case{"mlp.tg", "-D batch=8 -D hidden=32", "bf16"},
+                 Case{"gpt.tg",
+                      "-D layers=1 -D d_model=32 -D heads=2 -D seq=16 "
+                      "-D vocab=64 -D batch=2 -D accumulate=1",
+                      "fp32"},
+                 Case{"gpt.tg",
+                      "-D layers=1 -D d_model=32 -D heads=2 -D seq=16 "
+                      "-D vocab=64 -D batch=2 -D accumulate=1",
+                      "bf16"}}) {
+    INFO(k.model << " " << k.precision);
+    std::string ir = plannedIR(k.model, k.defines, k.precision);
+    REQUIRE(!ir.empty());
+    for (Target t : {Target::SM80, Target::SM90a}) {
+      Context c;
+      int groups = 0, kernels = 0;
+      std::string ptx = lowerAll(c, ir, t, groups, kernels);
+      CHECK(groups > 0);
+      // Identical groups (init, train_step and eval) share kernels.
+      CHECK(kernels <= groups);
+      // The optimizer's parameter-sized domains use 16-byte accesses.
+      CHECK(ptx.find(".v4.b32") != std::string::npos);
+      assemble(ptx, t);
+    }
+  }
+}
+
+TEST_CASE("an in-place result read at other elements is refused",
+          "[nvptx][simt]") {
+  Context c;
+  // The planner never asks for this: result 0 in place of operand 1, a row
+  // vector every row of the result reads.
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(R"mlir(
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<8xf32>, %c: tensor<4x8xf32>) {
+  %0:2 = tg.fused <elementwise> ins(%a, %b : tensor<4x8xf32>, tensor<8xf32>) attributes {tg.alias_args = array<i64: -1, 1>} {
+  ^bb0(%x: tensor<4x8xf32>, %y: tensor<8xf32>):
+    %1 = tg.add %x, %y : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    %2 = tg.neg %y : tensor<8xf32>
+    tg.yield %1, %2 : tensor<4x8xf32>, tensor<8xf32>
+  } -> tensor<4x8xf32>, tensor<8xf32>
+  %3 = tg.add %a, %c {tg.alias_arg = 0 : i64} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+)mlir",
+                                                        &c.ctx);
+  REQUIRE(m);
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
+  auto f = m->lookupSymbol<func::FuncOp>("f");
+  auto it = f.getBody().front().begin();
+  CHECK(failed(lowerOpToKernels(&*it, Target::SM80, *kernels)));
+  CHECK_THAT(c.diags, Catch::Contains("shares the buffer of operand #1"));
+  CHECK(kernels->getBody()->empty());
+  // Elementwise in place at its own elements is what the planner does.
+  CHECK(succeeded(lowerOpToKernels(&*std::next(it), Target::SM80, *kernels)));
+}
+
+TEST_CASE("the MLP's and GPT's elementwise and optimizer groups match the "
+          "reference evaluator on the emulator",
+          "[nvptx][simt][emulator]") {
+  // Chains of f32 ops round where the reference rounds (each op's result
+  // type), so they differ only by the libm-free functions' few ulp, grown
+  // along the chain: tolerances are 4x the single op's (EmuHarness.cpp).
+  struct Case {
+    const char *model, *defines, *precision;
+  };
+  for (Case k : {Case{"mlp.tg", "-D batch=8 -D hidden=32", "fp32"},
+                 Case{"mlp.tg", "-D batch=8 -D hidden=32", "bf16"},
+                 Case{"gpt.tg",
+                      "-D layers=1 -D d_model=32 -D heads=2 -D seq=16 "
+                      "-D vocab=64 -D batch=2 -D accumulate=1",
+                      "fp32"},
+                 Case{"gpt.tg",
+                      "-D layers=1 -D d_model=32 -D heads=2 -D seq=16 "
+                      "-D vocab=64 -D batch=2 -D accumulate=1",
+                      "bf16"}}) {
+    std::string ir = plannedIR(k.model, k.defines, k.precision);
+    REQUIRE(!ir.empty());
+    Context c;
+    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);
+    REQUIRE(m);
+    auto step = m->lookupSymbol<func::FuncOp>("train_step");
+    REQUIRE(step);
+    int checked = 0;
+    uint64_t stream = 0;
+    step.walk([&](Operation *op) {
+      if (op->getParentOfType<mlir::tg::FusedOp>() || !isElementwiseKernelOp(op))
+        return;
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      op->print(os, OpPrintingFlags().skipRegions());
+      INFO(k.model << " " << k.precision << ": " << text);
+      std::vector<tgtest::Tensor> in;
+      for (Value v : op->getOperands()) {
+        auto type = cast<RankedTensorType>(v.getType());
+        tgtest::DType d = *mlir::tg::ref::dtypeOf(type.getElementType());
+        // Nonnegative floats (second moments), small step counts.
+        bool integer = d == tgtest::DType::I64 || d == tgtest::DType::I32;
+        in.push_back(tgtest::Tensor::random(type.getShape(), d, 7, stream++,
+                                            integer ? 0 : 0.01,
+                                            integer ? 20 : 1));
+      }
+      OwningOpRef<ModuleOp> alone = tgtest::standaloneFunction(op);
+      auto want =
+          mlir::tg::ref::evaluate(alone->lookupSymbol<func::FuncOp>("f"), in);
+      REQUIRE(succeeded(want));
+      std::vector<tgtest::Tensor> got;
+      std::string err;
+      bool ran = tgtest::runOnEmulator(op, in, got, err);
+      if (!ran && err.find("unsupported instruction") != std::string::npos) {
+        WARN("SKIPPED numerics: the emulator says " << err);
+        return;
+      }
+      INFO(err);
+      REQUIRE(ran);
+      REQUIRE(got.size() == want->size());
+      for (size_t r = 0; r < got.size(); ++r) {
+        INFO("result #" << r);
+        auto [rtol, atol] = tgtest::tolerance((*want)[r].dtype);
+        CHECK(tgtest::worstError(got[r], (*want)[r], 4 * rtol, 4 * atol) <= 1);
+      }
+      ++checked;
+    });
+    CHECK(checked > 0);
+  }
+}

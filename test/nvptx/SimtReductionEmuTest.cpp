@@ -1,0 +1,393 @@
+//===- SimtReductionEmuTest.cpp - reduction kernels on the PTX emulator -*- C++ -*-===//
+//
+// Each case is a function @f whose first op is a reduction group or a
+// single reduction; the op is lowered to kernels, compiled to sm_80 PTX and
+// run on the PTX emulator (runtime/emulator) from random inputs, and every
+// result is compared with the reference evaluator's on the same inputs.
+// The shapes cover a warp per row and a block per row with rows that are
+// not a multiple of the warp or block width, one row, a row of one
+// element, a 50257-wide vocabulary row, column sums, reductions over
+// everything and over a middle axis, integer sums (64-bit shuffles), bf16,
+// and a result that shares its operand's buffer (the aliasing rule).
+//
+//===----------------------------------------------------------------------===//
+#include "test/nvptx/SimtReductionTestUtil.h"
+
+#include "runtime/emulator/Emulator.h"
+#include "tgc/DType.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace simtred;
+using mlir::tg::ref::DType;
+using mlir::tg::ref::Tensor;
+
+namespace {
+
+size_t elemBytes(DType t) {
+  switch (t) {
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  default:
+    return 1;
+  }
+}
+
+/// The bytes a kernel reads for `t` (row-major, its element type).
+std::vector<uint8_t> toBytes(const Tensor &t) {
+  size_t eb = elemBytes(t.dtype);
+  std::vector<uint8_t> out(t.data.size() * eb);
+  for (size_t i = 0; i < t.data.size(); ++i) {
+    uint8_t *p = out.data() + i * eb;
+    double v = t.data[i];
+    switch (t.dtype) {
+    case DType::F64: std::memcpy(p, &v, 8); break;
+    case DType::F32: { float f = float(v); std::memcpy(p, &f, 4); break; }
+    case DType::BF16: { uint16_t h = tgc::floatToBf16(float(v)); std::memcpy(p, &h, 2); break; }
+    case DType::F16: { uint16_t h = tgc::floatToHalf(float(v)); std::memcpy(p, &h, 2); break; }
+    case DType::I64: { int64_t x = int64_t(v); std::memcpy(p, &x, 8); break; }
+    case DType::I32: { int32_t x = int32_t(v); std::memcpy(p, &x, 4); break; }
+    default: *p = v != 0; break;
+    }
+  }
+  return out;
+}
+
+double fromBytes(const uint8_t *p, DType t) {
+  switch (t) {
+  case DType::F64: { double v; std::memcpy(&v, p, 8); return v; }
+  case DType::F32: { float f; std::memcpy(&f, p, 4); return f; }
+  case DType::BF16: { uint16_t h; std::memcpy(&h, p, 2); return tgc::bf16ToFloat(h); }
+  case DType::F16: { uint16_t h; std::memcpy(&h, p, 2); return tgc::halfToFloat(h); }
+  case DType::I64: { int64_t x; std::memcpy(&x, p, 8); return double(x); }
+  case DType::I32: { int32_t x; std::memcpy(&x, p, 4); return double(x); }
+  default: return *p != 0;
+  }
+}
+
+/// Runs `op` (the first op of `fn`, whose operands are `fn`'s arguments in
+/// order) on the emulator and compares its results with the reference.
+/// `alias[i]` >= 0 makes result i share the buffer of operand alias[i].
+void checkOpOnEmulator(Harness &h, mlir::func::FuncOp fn, mlir::Operation *op,
+                       std::vector<Tensor> args, std::vector<int> alias = {}) {
+  mlir::tg::ref::EvalOptions eo;
+  auto ref = mlir::tg::ref::evaluate(fn, args, eo);
+  INFO(h.diagnostics);
+  REQUIRE(mlir::succeeded(ref));
+  auto kernels = newKernelModule(h);
+  auto lowered =
+      tg::nvptx::lowerOpToKernels(op, tg::nvptx::Target::SM80, *kernels);
+  INFO(h.diagnostics);
+  REQUIRE(mlir::succeeded(lowered));
+  std::vector<tg::nvptx::KernelLaunch> launches = *lowered;
+  std::string ptx = compileKernels(*kernels, tg::nvptx::Target::SM80);
+  std::string err;
+  auto module = tgrt::emu::PtxModule::parse(ptx, err);
+  INFO(err);
+  REQUIRE(module);
+
+  std::vector<std::vector<uint8_t>> in, out;
+  for (const Tensor &a : args)
+    in.push_back(toBytes(a));
+  for (const Tensor &r : *ref)
+    out.push_back(std::vector<uint8_t>(r.data.size() * elemBytes(r.dtype), 0xAB));
+  alias.resize(out.size(), -1);
+  tgrt::emu::Memory mem;
+  for (auto &b : in)
+    mem.add(b.data(), b.size());
+  for (auto &b : out)
+    mem.add(b.data(), b.size());
+  auto resultPtr = [&](unsigned i) -> uint8_t * {
+    return alias[i] >= 0 ? in[alias[i]].data() : out[i].data();
+  };
+  for (const tg::nvptx::KernelLaunch &l : launches) {
+    std::vector<uint64_t> params;
+    for (const tg::nvptx::KernelParam &p : l.params)
+      params.push_back(reinterpret_cast<uint64_t>(
+          p.kind == tg::nvptx::KernelParam::Kind::Operand ? in[p.index].data()
+                                                          : resultPtr(p.index)));
+    INFO("kernel " << l.symbol << " grid " << l.grid[0] << "x" << l.grid[1]
+                   << " block " << l.block[0] << "x" << l.block[1]);
+    bool ok = module->launch(l.symbol, l.grid, l.block, l.dynamicSharedBytes,
+                             params, mem, err);
+    INFO(err);
+    REQUIRE(ok);
+  }
+  for (size_t i = 0; i < ref->size(); ++i) {
+    const Tensor &r = (*ref)[i];
+    const uint8_t *got = resultPtr(i);
+    // 16-bit results may round the other way after f32 accumulation: two
+    // units in the last place; f32 results: the f32 accumulation order and
+    // SimtScalar's exp/log (a few ulp) against float64.
+    bool half = r.dtype == DType::BF16 || r.dtype == DType::F16;
+    double rtol = half ? (r.dtype == DType::BF16 ? 1.6e-2 : 2e-3) : 2e-5;
+    double atol = half ? 1e-2 : 2e-5;
+    int bad = 0;
+    for (size_t e = 0; e < r.data.size(); ++e) {
+      double g = fromBytes(got + e * elemBytes(r.dtype), r.dtype);
+      double want = r.data[e];
+      bool same = (std::isnan(want) && std::isnan(g)) || g == want ||
+                  std::fabs(g - want) <= atol + rtol * std::fabs(want);
+      if (!same && bad++ < 5)
+        FAIL_CHECK("result " << i << " element " << e << ": got " << g
+                             << ", reference " << want);
+    }
+    CHECK(bad == 0);
+  }
+}
+
+/// checkOpOnEmulator on the first op of @f in `ir`.
+void checkOnEmulator(const std::string &ir, std::vector<Tensor> args,
+                     std::vector<int> alias = {}) {
+  Harness h;
+  h.parse(ir);
+  auto fn = h.module->lookupSymbol<mlir::func::FuncOp>("f");
+  REQUIRE(fn);
+  checkOpOnEmulator(h, fn, firstOp(h), std::move(args), std::move(alias));
+}
+
+/// Every reduction kernel op at the top level of the planned step of
+/// examples/<name>.tg, each copied alone into a function and run on the
+/// emulator from random inputs against the reference. Returns the count.
+int checkExampleOnEmulator(const std::string &name,
+                           std::vector<std::pair<std::string, std::string>> defines,
+                           const std::string &precision) {
+  Harness h;
+  buildExample(h, name, std::move(defines), precision);
+  std::vector<mlir::Operation *> ops;
+  h.module->walk([&](mlir::func::FuncOp fn) {
+    for (mlir::Operation &op : fn.getBody().front())
+      if (tg::nvptx::detail::isReductionKernelOp(&op))
+        ops.push_back(&op);
+  });
+  mlir::OpBuilder b(&h.ctx);
+  auto holder = mlir::ModuleOp::create(b.getUnknownLoc());
+  int n = 0;
+  for (mlir::Operation *op : ops) {
+    // @f(operands) { results = clone(op); return results }
+    b.setInsertionPointToEnd(holder.getBody());
+    auto fnTy = b.getFunctionType(op->getOperandTypes(), op->getResultTypes());
+    auto fn = mlir::func::FuncOp::create(b, op->getLoc(),
+                                         "f" + std::to_string(n), fnTy);
+    mlir::Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToEnd(entry);
+    mlir::IRMapping map;
+    map.map(op->getOperands(), entry->getArguments());
+    mlir::Operation *copy = b.clone(*op, map);
+    mlir::func::ReturnOp::create(b, op->getLoc(), copy->getResults());
+    std::vector<Tensor> args;
+    for (auto [i, t] : llvm::enumerate(op->getOperandTypes())) {
+      auto rt = mlir::cast<mlir::RankedTensorType>(t);
+      DType dt = *mlir::tg::ref::dtypeOf(rt.getElementType());
+      // Small non-negative integers: labels in range, steps, counts.
+      bool isInt = dt == DType::I64 || dt == DType::I32;
+      args.push_back(Tensor::random(rt.getShape(), dt, 100 + n, i,
+                                    isInt ? 0 : -2, isInt ? 5 : 2));
+    }
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    op->print(os);
+    INFO(name << " " << precision << " op " << n << ": " << text);
+    checkOpOnEmulator(h, fn, copy, std::move(args));
+    ++n;
+  }
+  holder->erase();
+  return n;
+}
+
+/// Labels for `rows` rows of `classes`: in range, with -100 (ignored) at
+/// every fifth row.
+Tensor labels(int64_t rows, int64_t classes) {
+  std::vector<double> v;
+  for (int64_t r = 0; r < rows; ++r)
+    v.push_back(r % 5 == 3 ? -100 : double((r * 7919) % classes));
+  return Tensor::fromValues({rows}, DType::I64, v);
+}
+
+Tensor rand(llvm::ArrayRef<int64_t> shape, DType t, uint64_t seed,
+            double lo = -3, double hi = 3) {
+  return Tensor::random(shape, t, seed, 0, lo, hi);
+}
+
+/// A single reduction op `op` (e.g. "tg.sum %x axes = [0]") on `in`.
+std::string singleOp(const std::string &op, const std::string &in,
+                     const std::string &out) {
+  return "func.func @f(%x: " + in + ") -> " + out + " {\n  %0 = " + op + " : " +
+         in + " -> " + out + "\n  return %0 : " + out + "\n}\n";
+}
+
+/// Layer norm forward (decomposed) on rows of the last axis of `shape`,
+/// with weight and bias over the last axis: normalised output and rstd.
+std::string layerNormGroup(const std::string &x, const std::string &row,
+                           const std::string &c, int axis) {
+  std::string ax = std::to_string(axis);
+  return "func.func @f(%arg0: " + x + ", %arg1: " + c + ", %arg2: " + c +
+         ") -> (" + x + ", " + row + ") {\n"
+         "  %0:2 = tg.fused <row_reduction> ins(%arg0, %arg1, %arg2 : " + x + ", " + c + ", " + c + ") {\n"
+         "  ^bb0(%x: " + x + ", %w: " + c + ", %b: " + c + "):\n"
+         "    %eps = tg.constant dense<1.0e-5> : tensor<f32>\n"
+         "    %m = tg.mean %x axes = [" + ax + "] keepdims : " + x + " -> " + row + "\n"
+         "    %d = tg.sub %x, %m : " + x + ", " + row + " -> " + x + "\n"
+         "    %d2 = tg.mul %d, %d : " + x + ", " + x + " -> " + x + "\n"
+         "    %v = tg.mean %d2 axes = [" + ax + "] keepdims : " + x + " -> " + row + "\n"
+         "    %ve = tg.add %v, %eps : " + row + ", tensor<f32> -> " + row + "\n"
+         "    %r = tg.rsqrt %ve : " + row + "\n"
+         "    %n = tg.mul %d, %r : " + x + ", " + row + " -> " + x + "\n"
+         "    %s = tg.mul %n, %w : " + x + ", " + c + " -> " + x + "\n"
+         "    %y = tg.add %s, %b : " + x + ", " + c + " -> " + x + "\n"
+         "    tg.yield %y, %r : " + x + ", " + row + "\n"
+         "  } -> " + x + ", " + row + "\n"
+         "  return %0#0, %0#1 : " + x + ", " + row + "\n"
+         "}\n";
+}
+
+} // namespace
+
+TEST_CASE("every reduction kernel of the example steps on the emulator",
+          "[nvptx][reduction][emulator]") {
+  CHECK(checkExampleOnEmulator("mlp", {{"batch", "8"}, {"hidden", "32"}},
+                               "fp32") >= 8);
+  CHECK(checkExampleOnEmulator(
+            "gpt",
+            {{"layers", "1"}, {"d_model", "32"}, {"heads", "2"}, {"seq", "16"},
+             {"batch", "2"}, {"vocab", "64"}, {"ctx", "16"}, {"accumulate", "1"}},
+            "fp32") >= 20);
+}
+
+TEST_CASE("cross-entropy rows on the emulator", "[nvptx][reduction][emulator]") {
+  SECTION("warp per row, 37 classes, 5 rows") {
+    checkOnEmulator(crossEntropyGroup(5, 37, "f32"),
+                    {rand({5, 37}, DType::F32, 1), labels(5, 37)});
+  }
+  SECTION("warp per row, bf16, 9 rows (not a multiple of 4 rows a block)") {
+    checkOnEmulator(crossEntropyGroup(9, 100, "bf16"),
+                    {rand({9, 100}, DType::BF16, 2), labels(9, 100)});
+  }
+  SECTION("block per row, 1500 classes, 3 rows") {
+    checkOnEmulator(crossEntropyGroup(3, 1500, "f32"),
+                    {rand({3, 1500}, DType::F32, 3), labels(3, 1500)});
+  }
+  SECTION("one 50257-wide vocabulary row") {
+    checkOnEmulator(crossEntropyGroup(1, 50257, "bf16"),
+                    {rand({1, 50257}, DType::BF16, 4), labels(1, 50257)});
+  }
+}
+
+TEST_CASE("layer norm rows on the emulator", "[nvptx][reduction][emulator]") {
+  SECTION("rank 3, 40 wide") {
+    checkOnEmulator(layerNormGroup("tensor<3x5x40xf32>", "tensor<3x5x1xf32>",
+                                   "tensor<40xf32>", 2),
+                    {rand({3, 5, 40}, DType::F32, 5), rand({40}, DType::F32, 6),
+                     rand({40}, DType::F32, 7)});
+  }
+  SECTION("rows of one element") {
+    checkOnEmulator(layerNormGroup("tensor<6x1xf32>", "tensor<6x1xf32>",
+                                   "tensor<1xf32>", 1),
+                    {rand({6, 1}, DType::F32, 8), rand({1}, DType::F32, 9),
+                     rand({1}, DType::F32, 10)});
+  }
+  SECTION("2050 wide: a block per row, the output over its input") {
+    checkOnEmulator(layerNormGroup("tensor<2x2050xf32>", "tensor<2x1xf32>",
+                                   "tensor<2050xf32>", 1),
+                    {rand({2, 2050}, DType::F32, 11), rand({2050}, DType::F32, 12),
+                     rand({2050}, DType::F32, 13)},
+                    {0, -1});
+  }
+}
+
+TEST_CASE("column sums and total reductions on the emulator",
+          "[nvptx][reduction][emulator]") {
+  SECTION("bias gradient: a ReLU backward and its column sum") {
+    std::string ir = R"(
+func.func @f(%arg0: tensor<37x45xf32>, %arg1: tensor<37x45xf32>) -> (tensor<37x45xf32>, tensor<1x45xf32>) {
+  %0:2 = tg.fused <reduction> ins(%arg0, %arg1 : tensor<37x45xf32>, tensor<37x45xf32>) {
+  ^bb0(%a: tensor<37x45xf32>, %g: tensor<37x45xf32>):
+    %z = tg.constant dense<0.0> : tensor<f32>
+    %c = tg.cmp le %a, %z : tensor<37x45xf32>, tensor<f32> -> tensor<37x45xi1>
+    %s = tg.select %c, %z, %g : tensor<37x45xi1>, tensor<f32>, tensor<37x45xf32> -> tensor<37x45xf32>
+    %r = tg.sum %s axes = [0] keepdims : tensor<37x45xf32> -> tensor<1x45xf32>
+    tg.yield %s, %r : tensor<37x45xf32>, tensor<1x45xf32>
+  } -> tensor<37x45xf32>, tensor<1x45xf32>
+  return %0#0, %0#1 : tensor<37x45xf32>, tensor<1x45xf32>
+}
+)";
+    checkOnEmulator(ir, {rand({37, 45}, DType::F32, 14),
+                         rand({37, 45}, DType::F32, 15)});
+    // The elementwise result over its operand's buffer.
+    checkOnEmulator(ir, {rand({37, 45}, DType::F32, 14),
+                         rand({37, 45}, DType::F32, 15)},
+                    {1, -1});
+  }
+  SECTION("bf16 column sums over two leading axes") {
+    std::string ir = R"(
+func.func @f(%arg0: tensor<2x16x96xbf16>, %arg1: tensor<2x16x96xbf16>) -> (tensor<2x16x96xbf16>, tensor<1x1x96xbf16>) {
+  %0:2 = tg.fused <reduction> ins(%arg0, %arg1 : tensor<2x16x96xbf16>, tensor<2x16x96xbf16>) {
+  ^bb0(%a: tensor<2x16x96xbf16>, %b: tensor<2x16x96xbf16>):
+    %s = tg.add %a, %b : tensor<2x16x96xbf16>, tensor<2x16x96xbf16> -> tensor<2x16x96xbf16>
+    %r = tg.sum %s axes = [0, 1] keepdims : tensor<2x16x96xbf16> -> tensor<1x1x96xbf16>
+    tg.yield %s, %r : tensor<2x16x96xbf16>, tensor<1x1x96xbf16>
+  } -> tensor<2x16x96xbf16>, tensor<1x1x96xbf16>
+  return %0#0, %0#1 : tensor<2x16x96xbf16>, tensor<1x1x96xbf16>
+}
+)";
+    checkOnEmulator(ir, {rand({2, 16, 96}, DType::BF16, 16),
+                         rand({2, 16, 96}, DType::BF16, 17)});
+  }
+  SECTION("the clipping norm's sum of squares over everything") {
+    std::string ir = R"(
+func.func @f(%arg0: tensor<300x7xf32>) -> tensor<f32> {
+  %0 = tg.fused <reduction> ins(%arg0 : tensor<300x7xf32>) {
+  ^bb0(%a: tensor<300x7xf32>):
+    %s = tg.mul %a, %a : tensor<300x7xf32>, tensor<300x7xf32> -> tensor<300x7xf32>
+    %r = tg.sum %s axes = [0, 1] : tensor<300x7xf32> -> tensor<f32>
+    tg.yield %r : tensor<f32>
+  } -> tensor<f32>
+  return %0 : tensor<f32>
+}
+)";
+    checkOnEmulator(ir, {rand({300, 7}, DType::F32, 18)});
+  }
+}
+
+TEST_CASE("single reductions on the emulator", "[nvptx][reduction][emulator]") {
+  SECTION("sum of a vector") {
+    checkOnEmulator(singleOp("tg.sum %x axes = [0]", "tensor<8xf32>", "tensor<f32>"),
+                    {rand({8}, DType::F32, 19)});
+  }
+  SECTION("mean over a middle axis") {
+    checkOnEmulator(singleOp("tg.mean %x axes = [1]", "tensor<4x33x5xf32>",
+                             "tensor<4x5xf32>"),
+                    {rand({4, 33, 5}, DType::F32, 20)});
+  }
+  SECTION("max over long rows") {
+    checkOnEmulator(singleOp("tg.max %x axes = [1] keepdims", "tensor<3x2000xf32>",
+                             "tensor<3x1xf32>"),
+                    {rand({3, 2000}, DType::F32, 21)});
+  }
+  SECTION("max over a leading axis, negative values") {
+    checkOnEmulator(singleOp("tg.max %x axes = [0]", "tensor<70x3xf32>",
+                             "tensor<3xf32>"),
+                    {rand({70, 3}, DType::F32, 22, -9, -1)});
+  }
+  SECTION("integer sums: i64 rows and an i32 total") {
+    checkOnEmulator(singleOp("tg.sum %x axes = [1]", "tensor<5x77xi64>",
+                             "tensor<5xi64>"),
+                    {rand({5, 77}, DType::I64, 23, -1e12, 1e12)});
+    checkOnEmulator(singleOp("tg.sum %x axes = [0, 1]", "tensor<33x9xi32>",
+                             "tensor<i32>"),
+                    {rand({33, 9}, DType::I32, 24, -1000, 1000)});
+  }
+  SECTION("integer max (64-bit shuffles)") {
+    checkOnEmulator(singleOp("tg.max %x axes = [0]", "tensor<100xi64>",
+                             "tensor<i64>"),
+                    {rand({100}, DType::I64, 25, -1e15, 1e15)});
+  }
+}
