@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/GemmLowering.h"
 #include "codegen/nvptx/GemmCommon.h"
+#include "codegen/nvptx/SimtKernels.h"
 #include "codegen/nvptx/SimtScalar.h"
 
 #include "dialects/TGDialect.h"
@@ -397,6 +398,20 @@ lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
                tensor.batches, box.outer, box.inner};
     }
     params.push_back(k);
+  }
+  // KernelGen.h's aliasing rule: CTAs read tiles of A and B after other
+  // CTAs have stored results, so no result may live in their buffers (a
+  // result in place of an epilogue operand is fine: each element is read
+  // by the thread that then writes it).
+  for (OpResult r : op->getResults()) {
+    std::optional<std::pair<int64_t, int64_t>> mine = detail::plannedBuffer(r);
+    for (unsigned i = 0; i < 2 && mine; ++i)
+      if (detail::plannedBuffer(op->getOperand(params[i].index)) == mine)
+        return op->emitOpError()
+               << "cannot become a tensor-core GEMM: the memory plan puts "
+                  "result #"
+               << r.getResultNumber() << " in the buffer of operand #"
+               << params[i].index << ", a matrix the kernel still reads";
   }
   for (unsigned i : epi.extraOperands())
     params.push_back({KernelParam::Kind::Operand, i, {}});
