@@ -8,7 +8,8 @@ CMAKE_FLAGS ?=
 # in their own tree (TGC_SANITIZE, docs/hardening.md "Sanitizers"): only
 # what those tests need, so it adds minutes, not the whole build.
 ASAN_BUILD ?= build-asan
-ASAN_TESTS  = tg-runtime-tests tg-frontend-tests tg-reference-tests tg-dialect-tests
+ASAN_TESTS  = tg-runtime-tests tg-frontend-tests tg-reference-tests tg-dialect-tests \
+              tg-emulator-tests
 ASAN_TOOLS  = tg-run tg-eval tgc tg-opt
 # allow_user_poisoning=0: LLVM's BumpPtrAllocator, inlined into our
 # instrumented code, poisons its slabs, while the uninstrumented libMLIR

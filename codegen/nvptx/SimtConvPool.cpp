@@ -87,21 +87,24 @@ std::pair<Value, Value> tapSource(KernelBuilder &w, Value i, Value k,
   return {q, ok};
 }
 
-/// Starts a one-thread-per-element kernel over `space`; returns the
-/// element's multi-index (the builder is inside the bounds check).
-SmallVector<Value> beginElementKernel(SimtKernel &k, ModuleOp kernels,
-                                      StringRef sym, unsigned numParams,
-                                      ArrayRef<int64_t> space, Location loc) {
-  k = beginSimtKernel(kernels, sym, numParams, kThreads, loc);
-  KernelBuilder &w = *k.w;
-  int64_t n = 1;
-  for (int64_t s : space)
-    n *= s;
-  Value linear = globalThreadIndex(w);
-  w.openIf(w.ult(linear, w.i32c(n)));
-  SmallVector<Value> idx = unravel(w, linear, space);
-  idx.push_back(linear);
-  return idx;
+/// The f32 sum, over the box [0, bounds) in row-major order, of the terms
+/// `step` adds to the running sum given the loop indices.
+Value sumOverBox(KernelBuilder &w, ArrayRef<int64_t> bounds,
+                 llvm::function_ref<Value(ArrayRef<Value>, Value)> step) {
+  SmallVector<scf::ForOp> loops;
+  SmallVector<Value> ivs;
+  Value acc = w.f32c(0.0);
+  for (int64_t b : bounds) {
+    loops.push_back(w.openFor(w.i32c(b), ValueRange{acc}));
+    acc = loops.back().getRegionIterArgs()[0];
+    ivs.push_back(loops.back().getInductionVar());
+  }
+  acc = step(ivs, acc);
+  for (scf::ForOp loop : llvm::reverse(loops)) {
+    w.closeFor(loop, acc);
+    acc = loop.getResult(0);
+  }
+  return acc;
 }
 
 void buildConv(mlir::tg::Conv2dOp op, const Window &g, SimtKernel &k,
@@ -113,22 +116,18 @@ void buildConv(mlir::tg::Conv2dOp op, const Window &g, SimtKernel &k,
   int64_t cg = g.c / g.groups, og = g.o / g.groups;
   Value n = idx[0], o = idx[1], oy = idx[2], ox = idx[3];
   Value c0 = w.muli(w.udiv(o, w.i32c(og)), cg);
-  scf::ForOp lc = w.openFor(w.i32c(cg), {w.f32c(0.0)});
-  scf::ForOp lh = w.openFor(w.i32c(g.kh), lc.getRegionIterArgs());
-  scf::ForOp lw = w.openFor(w.i32c(g.kw), lh.getRegionIterArgs());
-  Value c = lc.getInductionVar(), kh = lh.getInductionVar(),
-        kw = lw.getInductionVar();
-  Value ih = w.add(w.addi(w.muli(oy, g.sh), -g.ph), w.muli(kh, g.dh));
-  Value iw = w.add(w.addi(w.muli(ox, g.sw), -g.pw), w.muli(kw, g.dw));
-  Value ok = w.and_(w.ult(ih, w.i32c(g.h)), w.ult(iw, w.i32c(g.w)));
-  Value x = loadOrZero(w, k.params[0],
-                       offset4(w, n, w.add(c0, c), ih, iw, g.c, g.h, g.w), ok, xe);
-  Value wt = loadElement(w, k.params[1], offset4(w, o, c, kh, kw, cg, g.kh, g.kw), we);
-  Value acc = LLVM::FMAOp::create(w.b, w.loc, x, wt, lw.getRegionIterArgs()[0]);
-  w.closeFor(lw, acc);
-  w.closeFor(lh, lw.getResults());
-  w.closeFor(lc, lh.getResults());
-  storeElement(w, k.params[2], idx[4], elemOf(op.getResult()), lc.getResult(0));
+  Value y = sumOverBox(w, {cg, g.kh, g.kw}, [&](ArrayRef<Value> iv, Value acc) {
+    Value c = iv[0], kh = iv[1], kw = iv[2];
+    Value ih = w.add(w.addi(w.muli(oy, g.sh), -g.ph), w.muli(kh, g.dh));
+    Value iw = w.add(w.addi(w.muli(ox, g.sw), -g.pw), w.muli(kw, g.dw));
+    Value ok = w.and_(w.ult(ih, w.i32c(g.h)), w.ult(iw, w.i32c(g.w)));
+    Value x = loadOrZero(w, k.params[0],
+                         offset4(w, n, w.add(c0, c), ih, iw, g.c, g.h, g.w), ok, xe);
+    Value wt = loadElement(w, k.params[1],
+                           offset4(w, o, c, kh, kw, cg, g.kh, g.kw), we);
+    return LLVM::FMAOp::create(w.b, w.loc, x, wt, acc).getResult();
+  });
+  storeElement(w, k.params[2], idx[4], elemOf(op.getResult()), y);
 }
 
 void buildConvGradInput(mlir::tg::Conv2dGradInputOp op, const Window &g,
@@ -141,21 +140,18 @@ void buildConvGradInput(mlir::tg::Conv2dGradInputOp op, const Window &g,
   Value n = idx[0], c = idx[1], ih = idx[2], iw = idx[3];
   Value o0 = w.muli(w.udiv(c, w.i32c(cg)), og);
   Value cl = w.urem(c, w.i32c(cg));
-  scf::ForOp lo = w.openFor(w.i32c(og), {w.f32c(0.0)});
-  scf::ForOp lh = w.openFor(w.i32c(g.kh), lo.getRegionIterArgs());
-  scf::ForOp lw = w.openFor(w.i32c(g.kw), lh.getRegionIterArgs());
-  Value o = w.add(o0, lo.getInductionVar()), kh = lh.getInductionVar(),
-        kw = lw.getInductionVar();
-  auto [oy, oky] = tapSource(w, ih, kh, g.sh, g.ph, g.dh, g.oh);
-  auto [ox, okx] = tapSource(w, iw, kw, g.sw, g.pw, g.dw, g.ow);
-  Value dy = loadOrZero(w, k.params[0], offset4(w, n, o, oy, ox, g.o, g.oh, g.ow),
-                        w.and_(oky, okx), ge);
-  Value wt = loadElement(w, k.params[1], offset4(w, o, cl, kh, kw, cg, g.kh, g.kw), we);
-  Value acc = LLVM::FMAOp::create(w.b, w.loc, dy, wt, lw.getRegionIterArgs()[0]);
-  w.closeFor(lw, acc);
-  w.closeFor(lh, lw.getResults());
-  w.closeFor(lo, lh.getResults());
-  storeElement(w, k.params[2], idx[4], elemOf(op.getResult()), lo.getResult(0));
+  Value dx = sumOverBox(w, {og, g.kh, g.kw}, [&](ArrayRef<Value> iv, Value acc) {
+    Value o = w.add(o0, iv[0]), kh = iv[1], kw = iv[2];
+    auto [oy, oky] = tapSource(w, ih, kh, g.sh, g.ph, g.dh, g.oh);
+    auto [ox, okx] = tapSource(w, iw, kw, g.sw, g.pw, g.dw, g.ow);
+    Value dy = loadOrZero(w, k.params[0],
+                          offset4(w, n, o, oy, ox, g.o, g.oh, g.ow),
+                          w.and_(oky, okx), ge);
+    Value wt = loadElement(w, k.params[1],
+                           offset4(w, o, cl, kh, kw, cg, g.kh, g.kw), we);
+    return LLVM::FMAOp::create(w.b, w.loc, dy, wt, acc).getResult();
+  });
+  storeElement(w, k.params[2], idx[4], elemOf(op.getResult()), dx);
 }
 
 void buildConvGradWeight(mlir::tg::Conv2dGradWeightOp op, const Window &g,
@@ -167,21 +163,18 @@ void buildConvGradWeight(mlir::tg::Conv2dGradWeightOp op, const Window &g,
   int64_t cg = g.c / g.groups, og = g.o / g.groups;
   Value o = idx[0], cl = idx[1], kh = idx[2], kw = idx[3];
   Value c = w.add(w.muli(w.udiv(o, w.i32c(og)), cg), cl);
-  scf::ForOp ln = w.openFor(w.i32c(g.n), {w.f32c(0.0)});
-  scf::ForOp ly = w.openFor(w.i32c(g.oh), ln.getRegionIterArgs());
-  scf::ForOp lx = w.openFor(w.i32c(g.ow), ly.getRegionIterArgs());
-  Value n = ln.getInductionVar(), oy = ly.getInductionVar(),
-        ox = lx.getInductionVar();
-  Value ih = w.add(w.addi(w.muli(oy, g.sh), -g.ph), w.muli(kh, g.dh));
-  Value iw = w.add(w.addi(w.muli(ox, g.sw), -g.pw), w.muli(kw, g.dw));
-  Value ok = w.and_(w.ult(ih, w.i32c(g.h)), w.ult(iw, w.i32c(g.w)));
-  Value x = loadOrZero(w, k.params[0], offset4(w, n, c, ih, iw, g.c, g.h, g.w), ok, xe);
-  Value dy = loadElement(w, k.params[1], offset4(w, n, o, oy, ox, g.o, g.oh, g.ow), ge);
-  Value acc = LLVM::FMAOp::create(w.b, w.loc, x, dy, lx.getRegionIterArgs()[0]);
-  w.closeFor(lx, acc);
-  w.closeFor(ly, lx.getResults());
-  w.closeFor(ln, ly.getResults());
-  storeElement(w, k.params[2], idx[4], elemOf(op.getResult()), ln.getResult(0));
+  Value dw = sumOverBox(w, {g.n, g.oh, g.ow}, [&](ArrayRef<Value> iv, Value acc) {
+    Value n = iv[0], oy = iv[1], ox = iv[2];
+    Value ih = w.add(w.addi(w.muli(oy, g.sh), -g.ph), w.muli(kh, g.dh));
+    Value iw = w.add(w.addi(w.muli(ox, g.sw), -g.pw), w.muli(kw, g.dw));
+    Value ok = w.and_(w.ult(ih, w.i32c(g.h)), w.ult(iw, w.i32c(g.w)));
+    Value x = loadOrZero(w, k.params[0], offset4(w, n, c, ih, iw, g.c, g.h, g.w),
+                         ok, xe);
+    Value dy = loadElement(w, k.params[1],
+                           offset4(w, n, o, oy, ox, g.o, g.oh, g.ow), ge);
+    return LLVM::FMAOp::create(w.b, w.loc, x, dy, acc).getResult();
+  });
+  storeElement(w, k.params[2], idx[4], elemOf(op.getResult()), dw);
 }
 
 /// The maximum of window (oy, ox) of plane `plane` (element offset of
@@ -232,23 +225,22 @@ void buildMaxPoolGrad(mlir::tg::MaxPool2dGradOp op, const Window &g,
   Value here = w.add(w.muli(h, g.w), x);
   // Taps in descending order visit the windows holding (h, x) in ascending
   // (row-major) order, the reference's summation order.
-  scf::ForOp lh = w.openFor(w.i32c(g.kh), {w.f32c(0.0)});
-  scf::ForOp lw = w.openFor(w.i32c(g.kw), lh.getRegionIterArgs());
-  Value kh = w.sub(w.i32c(g.kh - 1), lh.getInductionVar());
-  Value kw = w.sub(w.i32c(g.kw - 1), lw.getInductionVar());
-  auto [oy, oky] = tapSource(w, h, kh, g.sh, g.ph, 1, g.oh);
-  auto [ox, okx] = tapSource(w, x, kw, g.sw, g.pw, 1, g.ow);
-  Value inWindow = w.and_(oky, okx);
-  // Out-of-range windows are computed at (0, 0) and dropped.
-  Value wy = w.select(inWindow, oy, w.i32c(0)), wx = w.select(inWindow, ox, w.i32c(0));
-  auto [best, at] = windowMax(w, k.params[1], xe, plane, wy, wx, g);
-  (void)best;
-  Value mine = w.and_(inWindow, w.icmp(LLVM::ICmpPredicate::eq, at, here));
-  Value dy = loadOrZero(w, k.params[0],
-                        offset4(w, n, c, wy, wx, g.c, g.oh, g.ow), mine, ge);
-  w.closeFor(lw, w.fadd(lw.getRegionIterArgs()[0], dy));
-  w.closeFor(lh, lw.getResults());
-  storeElement(w, k.params[2], idx[4], elemOf(op.getResult()), lh.getResult(0));
+  Value dx = sumOverBox(w, {g.kh, g.kw}, [&](ArrayRef<Value> iv, Value acc) {
+    Value kh = w.sub(w.i32c(g.kh - 1), iv[0]);
+    Value kw = w.sub(w.i32c(g.kw - 1), iv[1]);
+    auto [oy, oky] = tapSource(w, h, kh, g.sh, g.ph, 1, g.oh);
+    auto [ox, okx] = tapSource(w, x, kw, g.sw, g.pw, 1, g.ow);
+    Value inWindow = w.and_(oky, okx);
+    // Out-of-range windows are computed at (0, 0) and dropped.
+    Value wy = w.select(inWindow, oy, w.i32c(0));
+    Value wx = w.select(inWindow, ox, w.i32c(0));
+    Value at = windowMax(w, k.params[1], xe, plane, wy, wx, g).second;
+    Value mine = w.and_(inWindow, w.icmp(LLVM::ICmpPredicate::eq, at, here));
+    return w.fadd(acc, loadOrZero(w, k.params[0],
+                                  offset4(w, n, c, wy, wx, g.c, g.oh, g.ow),
+                                  mine, ge));
+  });
+  storeElement(w, k.params[2], idx[4], elemOf(op.getResult()), dx);
 }
 
 } // namespace

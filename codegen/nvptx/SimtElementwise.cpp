@@ -397,9 +397,9 @@ bool isElementwiseKernelOp(Operation *op) {
   if (auto g = dyn_cast<tgd::FusedOp>(op))
     return g.getKind() == tgd::KernelKind::elementwise ||
            g.getKind() == tgd::KernelKind::optimizer;
-  // A splat constant that is a result of its own (init's zero states) is
-  // a fill kernel; non-splat constants are refused by emitSplatConstant.
-  return isScalarOp(op);
+  // A constant that is a result of its own is the movement generator's
+  // fill kernel (SimtMovement.cpp).
+  return isScalarOp(op) && !isa<tgd::ConstantOp>(op);
 }
 
 FailureOr<std::vector<KernelLaunch>>
@@ -457,6 +457,8 @@ lowerElementwiseOp(Operation *op, Target t, ModuleOp kernels) {
   Emitter em(w, src, params, it, loop, static_cast<unsigned>(domains.size()));
   LogicalResult ok = success();
   for (auto [di, d] : llvm::enumerate(domains)) {
+    if (d.units() == 0)
+      continue; // an empty tensor: nothing to write
     OpBuilder::InsertionGuard guard(w.b);
     Value local = u;
     if (domains.size() > 1) {

@@ -12,7 +12,7 @@
 namespace tg::nvptx {
 
 /// True for what lowerElementwiseOp compiles: an elementwise or optimizer
-/// group, or a single elementwise op (a splat tg.constant is a fill).
+/// group, or a single elementwise op (not tg.constant: SimtMovement fills).
 bool isElementwiseKernelOp(mlir::Operation *op);
 
 /// One kernel for `op` (see isElementwiseKernelOp): every result computed

@@ -38,6 +38,7 @@ namespace tg::nvptx::detail {
 
 namespace {
 
+// kBM == kBN: both tiles are kBK x 64, loaded by one routine.
 constexpr int kBM = 64, kBN = 64, kBK = 16, kThreads = 256, kPer = 4;
 
 /// The product and the op's parameters, in the kernel's terms.
@@ -128,9 +129,12 @@ LogicalResult buildKernel(Operation *op, SimtGemmProblem &p,
   }
   SimtKernel kern = beginSimtKernel(kernels, symbol, numIn + numOut, kThreads, loc);
   // With only .maxntid, ptxas budgets registers for full occupancy (64 or
-  // fewer per thread) and spills the epilogue of a group; two CTAs per SM
-  // leave 128, and the kernels use about 80.
-  kern.fn->setAttr("nvvm.minctasm", OpBuilder(ctx).getI32IntegerAttr(2));
+  // fewer per thread) and spills the epilogue of a group. One CTA per SM
+  // lifts the cap: most products use about 80 registers (three CTAs fit),
+  // while a K of one tile (LeNet's weight gradients, K = batch) becomes
+  // straight-line code whose hoisted shared loads need about 150, which
+  // two CTAs per SM (128) would spill.
+  kern.fn->setAttr("nvvm.minctasm", OpBuilder(ctx).getI32IntegerAttr(1));
   KernelBuilder &w = *kern.w;
   OpBuilder &b = w.b;
   Value A = kern.params[p.aOperand], B = kern.params[p.bOperand];
@@ -153,19 +157,29 @@ LogicalResult buildKernel(Operation *op, SimtGemmProblem &p,
   };
   Value aBase = dotStrides(p.aBatchStride), bBase = dotStrides(p.bBatchStride);
 
-  // Loads element (r, c) of an r x c-indexed operand tile into shared
-  // memory slot `slot`, or 0 outside [0, rows) x [0, cols).
-  auto loadTile = [&](Value src, Value base, Value r, Value c, int64_t rows,
-                      int64_t cols, Value rowStride, Value colStride,
-                      Value smem, Value slot) {
-    Value in = w.and_(w.ult(r, w.i32c(rows)), w.ult(c, w.i32c(cols)));
-    Value off = w.add(base, w.add(w.mul(r, rowStride), w.mul(c, colStride)));
-    // A clamped address keeps the load inside the buffer; the select drops
-    // the value.
-    off = w.select(in, off, base);
+  // Element e (of 1024) of the k0 tile of an operand whose other dimension
+  // is `mn` (M for A, N for B) goes to smem[k][x] (x = 0..63 from mn0), or
+  // 0 outside the matrix. The faster part of e walks the operand's
+  // contiguous dimension: K when `kContiguous` (A in nn/nt, B in nt), else
+  // M or N. A clamped address keeps the load inside the buffer.
+  auto loadTile = [&](Value src, Value base, bool kContiguous, int64_t mn,
+                      Value mn0, Value k0, Value e, Value smem) {
+    Value x, kk;
+    if (kContiguous) {
+      kk = w.andi(e, kBK - 1);
+      x = w.shri(e, log2i(kBK));
+    } else {
+      x = w.andi(e, kBM - 1);
+      kk = w.shri(e, log2i(kBM));
+    }
+    Value gx = w.add(mn0, x), gk = w.add(k0, kk);
+    Value in = w.and_(w.ult(gx, w.i32c(mn)), w.ult(gk, w.i32c(p.k)));
+    Value off = kContiguous ? w.add(w.muli(gx, p.k), gk)
+                            : w.add(w.muli(gk, mn), gx);
+    off = w.select(in, w.add(base, off), base);
     Value v = LLVM::LoadOp::create(b, loc, w.f32, w.gep(src, off, w.f32));
     v = w.select(in, v, w.f32c(0.0));
-    LLVM::StoreOp::create(b, loc, v, w.gep(smem, slot, w.f32));
+    LLVM::StoreOp::create(b, loc, v, w.gep(smem, w.add(w.muli(kk, kBM), x), w.f32));
   };
 
   SmallVector<Value> zeros(kPer * kPer, w.f32c(0.0));
@@ -173,39 +187,8 @@ LogicalResult buildKernel(Operation *op, SimtGemmProblem &p,
   Value k0 = w.muli(kloop.getInductionVar(), kBK);
   for (int r = 0; r < kBK * kBM / kThreads; ++r) {
     Value e = w.addi(tid, r * kThreads);
-    // A tile element (m, k) -> As[k][m]; the faster thread index walks the
-    // operand's contiguous dimension.
-    Value am, ak;
-    if (p.transA) { // stored [K, M]
-      am = w.andi(e, kBM - 1);
-      ak = w.shri(e, log2i(kBM));
-    } else { // stored [M, K]
-      ak = w.andi(e, kBK - 1);
-      am = w.shri(e, log2i(kBK));
-    }
-    Value gm = w.add(m0, am), gk = w.add(k0, ak);
-    if (p.transA)
-      loadTile(A, aBase, gk, gm, p.k, p.m, w.i32c(p.m), w.i32c(1), as,
-               w.add(w.muli(ak, kBM), am));
-    else
-      loadTile(A, aBase, gm, gk, p.m, p.k, w.i32c(p.k), w.i32c(1), as,
-               w.add(w.muli(ak, kBM), am));
-    // B tile element (k, n) -> Bs[k][n].
-    Value bn, bk;
-    if (p.transB) { // stored [N, K]
-      bk = w.andi(e, kBK - 1);
-      bn = w.shri(e, log2i(kBK));
-    } else { // stored [K, N]
-      bn = w.andi(e, kBN - 1);
-      bk = w.shri(e, log2i(kBN));
-    }
-    Value gn = w.add(n0, bn), gk2 = w.add(k0, bk);
-    if (p.transB)
-      loadTile(B, bBase, gn, gk2, p.n, p.k, w.i32c(p.k), w.i32c(1), bs,
-               w.add(w.muli(bk, kBN), bn));
-    else
-      loadTile(B, bBase, gk2, gn, p.k, p.n, w.i32c(p.n), w.i32c(1), bs,
-               w.add(w.muli(bk, kBN), bn));
+    loadTile(A, aBase, !p.transA, p.m, m0, k0, e, as);
+    loadTile(B, bBase, p.transB, p.n, n0, k0, e, bs);
   }
   NVVM::Barrier0Op::create(b, loc);
   SmallVector<Value> acc(kloop.getRegionIterArgs().begin(),

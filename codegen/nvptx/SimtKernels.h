@@ -40,6 +40,15 @@ struct SimtKernel {
 SimtKernel beginSimtKernel(mlir::ModuleOp kernels, llvm::StringRef symbol,
                            unsigned numParams, int threads, mlir::Location loc);
 
+/// Starts kernel `symbol` with one thread per point of `space` (launch it
+/// with launchFor(numel, 256)); the builder is left inside the bounds
+/// check. Returns the point's multi-index followed by its row-major linear
+/// index (i32).
+llvm::SmallVector<mlir::Value>
+beginElementKernel(SimtKernel &k, mlir::ModuleOp kernels, llvm::StringRef symbol,
+                   unsigned numParams, llvm::ArrayRef<int64_t> space,
+                   mlir::Location loc);
+
 /// Ends the kernel body (the return at the end of the entry block).
 void endSimtKernel(SimtKernel &k);
 

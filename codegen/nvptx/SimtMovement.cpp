@@ -70,6 +70,21 @@ SimtKernel beginSimtKernel(ModuleOp kernels, StringRef symbol,
   return k;
 }
 
+SmallVector<Value> beginElementKernel(SimtKernel &k, ModuleOp kernels,
+                                      StringRef symbol, unsigned numParams,
+                                      ArrayRef<int64_t> space, Location loc) {
+  k = beginSimtKernel(kernels, symbol, numParams, 256, loc);
+  KernelBuilder &w = *k.w;
+  int64_t n = 1;
+  for (int64_t s : space)
+    n *= s;
+  Value linear = globalThreadIndex(w);
+  w.openIf(w.ult(linear, w.i32c(n)));
+  SmallVector<Value> idx = unravel(w, linear, space);
+  idx.push_back(linear);
+  return idx;
+}
+
 void endSimtKernel(SimtKernel &k) {
   k.w->b.setInsertionPointToEnd(&k.fn.getBody().front());
   LLVM::ReturnOp::create(k.w->b, k.w->loc, ValueRange{});
@@ -91,16 +106,21 @@ std::optional<std::pair<int64_t, int64_t>> plannedBuffer(Value v) {
   auto res = cast<OpResult>(v);
   Operation *op = res.getOwner();
   unsigned n = res.getResultNumber();
+  // A multi-result op's per-result arrays come first: its tg.offset is the
+  // op's summary, not result 0's slot.
+  auto aliases = op->getAttrOfType<DenseI64ArrayAttr>(mlir::tg::attr::aliasArgs);
+  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(mlir::tg::attr::offsets);
+  if (aliases || offsets) {
+    if (aliases && n < aliases.size() && aliases[n] >= 0)
+      return std::make_pair(aliases[n], int64_t(0));
+    if (offsets && n < offsets.size() && offsets[n] >= 0)
+      return std::make_pair(int64_t(-1), offsets[n]);
+    return std::nullopt;
+  }
   if (auto a = op->getAttrOfType<IntegerAttr>(mlir::tg::attr::aliasArg))
     return std::make_pair(a.getInt(), int64_t(0));
-  if (auto a = op->getAttrOfType<DenseI64ArrayAttr>(mlir::tg::attr::aliasArgs))
-    if (n < a.size() && a[n] >= 0)
-      return std::make_pair(a[n], int64_t(0));
   if (auto o = op->getAttrOfType<IntegerAttr>(mlir::tg::attr::offset))
     return std::make_pair(int64_t(-1), o.getInt());
-  if (auto o = op->getAttrOfType<DenseI64ArrayAttr>(mlir::tg::attr::offsets))
-    if (n < o.size() && o[n] >= 0)
-      return std::make_pair(int64_t(-1), o[n]);
   return std::nullopt;
 }
 
@@ -191,14 +211,11 @@ void buildCopyKernel(ModuleOp kernels, StringRef symbol, Location loc,
                      unsigned numParams, ArrayRef<int64_t> space, Type elem,
                      unsigned src, const OffsetFn &srcOffset, unsigned dst,
                      const OffsetFn &dstOffset) {
-  SimtKernel k = beginSimtKernel(kernels, symbol, numParams, kThreads, loc);
+  SimtKernel k;
+  SmallVector<Value> idx =
+      beginElementKernel(k, kernels, symbol, numParams, space, loc);
+  Value linear = idx.pop_back_val();
   KernelBuilder &w = *k.w;
-  int64_t n = 1;
-  for (int64_t s : space)
-    n *= s;
-  Value linear = globalThreadIndex(w);
-  w.openIf(w.ult(linear, w.i32c(n)));
-  SmallVector<Value> idx = unravel(w, linear, space);
   Type bits = bitsType(w.b.getContext(), elem);
   Value from = w.gep(k.params[src], srcOffset(w, k.params, idx, linear), bits);
   Value v = LLVM::LoadOp::create(w.b, loc, bits, from);
@@ -346,10 +363,9 @@ lowerEmbeddingGrad(mlir::tg::EmbeddingGradOp op, Target t, ModuleOp kernels) {
   std::string sumSym = kernelSymbol(op, "tg_embedding_grad", t);
   Location loc = op.getLoc();
   if (!hasKernel(kernels, zeroSym)) {
-    SimtKernel k = beginSimtKernel(kernels, zeroSym, 1, kThreads, loc);
+    SimtKernel k;
+    Value i = beginElementKernel(k, kernels, zeroSym, 1, {v * d}, loc).back();
     KernelBuilder &w = *k.w;
-    Value i = globalThreadIndex(w);
-    w.openIf(w.ult(i, w.i32c(v * d)));
     Type bits = bitsType(w.b.getContext(), elem);
     LLVM::StoreOp::create(w.b, loc, w.zero(bits), w.gep(k.params[0], i, bits));
     endSimtKernel(k);
@@ -357,10 +373,9 @@ lowerEmbeddingGrad(mlir::tg::EmbeddingGradOp op, Target t, ModuleOp kernels) {
   if (!hasKernel(kernels, sumSym)) {
     // Thread `col` owns column col of the table gradient: no two threads
     // write one element, and each adds its positions in ascending order.
-    SimtKernel k = beginSimtKernel(kernels, sumSym, 3, kThreads, loc);
+    SimtKernel k;
+    Value col = beginElementKernel(k, kernels, sumSym, 3, {d}, loc).back();
     KernelBuilder &w = *k.w;
-    Value col = globalThreadIndex(w);
-    w.openIf(w.ult(col, w.i32c(d)));
     scf::ForOp loop = w.openFor(w.i32c(positions), {}, "pos");
     Value pos = loop.getInductionVar();
     Value row = loadClampedIndex(w, k.params[1], pos, idxType, v);
@@ -441,10 +456,10 @@ FailureOr<std::vector<KernelLaunch>> lowerRandom(mlir::tg::RandomOp op,
     return std::vector<KernelLaunch>{};
   std::string sym = kernelSymbol(op, "tg_random", t);
   if (!hasKernel(kernels, sym)) {
-    SimtKernel k = beginSimtKernel(kernels, sym, 2, kThreads, op.getLoc());
+    SimtKernel k;
+    Value i =
+        beginElementKernel(k, kernels, sym, 2, {numel(res)}, op.getLoc()).back();
     KernelBuilder &w = *k.w;
-    Value i = globalThreadIndex(w);
-    w.openIf(w.ult(i, w.i32c(numel(res))));
     Value seed = LLVM::LoadOp::create(w.b, w.loc, w.i64, k.params[0]);
     uint64_t stream = uint64_t(op.getStream());
     Value i64 = w.zext64(i);
@@ -507,10 +522,10 @@ FailureOr<std::vector<KernelLaunch>> lowerConstant(mlir::tg::ConstantOp op,
                    : value.getSplatValue<APInt>();
   std::string sym = kernelSymbol(op, "tg_fill", t);
   if (!hasKernel(kernels, sym)) {
-    SimtKernel k = beginSimtKernel(kernels, sym, 1, kThreads, op.getLoc());
+    SimtKernel k;
+    Value i =
+        beginElementKernel(k, kernels, sym, 1, {numel(res)}, op.getLoc()).back();
     KernelBuilder &w = *k.w;
-    Value i = globalThreadIndex(w);
-    w.openIf(w.ult(i, w.i32c(numel(res))));
     auto bitsTy = cast<IntegerType>(bitsType(w.b.getContext(), elem));
     Value v = LLVM::ConstantOp::create(
         w.b, w.loc, bitsTy,

@@ -7,8 +7,10 @@
 //
 // Row reductions (the reduced axes are the trailing ones): one warp per row
 // for rows of up to 1024 elements (4 rows per 128-thread block), one block
-// per row beyond (512 threads; a 50257-wide vocabulary row is 99 elements a
-// thread). The reductions of the group run in phases in body order: a
+// per row beyond (256 threads: with 512, ptxas sizes registers for full
+// occupancy and spills; a 50257-wide vocabulary row is 197 elements a
+// thread). A thread takes 4 neighbours at a time when the row splits
+// evenly, so its loads and stores are 16 bytes (f32). The reductions of the group run in phases in body order: a
 // reduction whose input needs an earlier reduction's row value runs one
 // phase later, independent reductions share a phase, i.e. one pass over the
 // row. Each pass recomputes its input from the group's operands and the row
@@ -23,7 +25,7 @@
 // threads, x over 32 consecutive outputs (coalesced when the last axis is
 // kept), y striding over the reduced elements; the Y partials meet in shared
 // memory and are added in a fixed order. A reduction over everything is one
-// block of up to 512 threads striding over the input (the kernel has no
+// block of up to 256 threads striding over the input (the kernel has no
 // scratch buffer for per-block partials). The group's elementwise results
 // are written in the same pass: each element is visited once.
 //
@@ -179,12 +181,13 @@ private:
   SmallVector<int8_t> dimRole; // per dim of dom: Ix::Kind
   SmallVector<uint8_t> dimPos; // per dim: position among outer/inner dims
   int64_t kn = 1, rn = 1;
-  bool trailing = false;
+  bool trailing = false, rowMajor = false;
   Type it;
   int64_t maxPerPhase = 1;
+  /// Consecutive elements a thread takes per step of a row pass.
+  int64_t vec = 1;
 
   // Phases.
-  DenseMap<Operation *, int> phase;
   SmallVector<SmallVector<Operation *>> phases; // phases[i]: phase i + 1
   DenseMap<Value, Value> params, resultParams; ///< kernel arguments
 
@@ -196,7 +199,11 @@ private:
   Value k, j, rowBase, smem;
   Operation *loop = nullptr;
   DenseMap<Operation *, Value> reduced;
-  std::map<std::string, Value> outerMemo, innerMemo;
+  /// Values at indices without (outer) and with (inner) an inner dimension;
+  /// a pass keeps one inner memo per element of its group.
+  std::map<std::string, Value> outerMemo;
+  std::vector<std::map<std::string, Value>> innerMemos{1};
+  std::map<std::string, Value> *innerMemo = &innerMemos[0];
 };
 
 bool ReductionLowering::hasInner(const Index &idx) const {
@@ -221,6 +228,9 @@ LogicalResult ReductionLowering::analyze() {
     return p.anchor->emitOpError("has no reduction for the GPU reduction kernel");
   auto [in, axes] = domainOf(first);
   dom.assign(shapeOf(in).begin(), shapeOf(in).end());
+  if (dom.size() > 255)
+    return p.anchor->emitOpError("has a reduction of rank ") << dom.size()
+           << ", beyond the GPU reduction kernel's 255";
   dimRole.assign(dom.size(), Ix::Outer);
   dimPos.assign(dom.size(), 0);
   for (int64_t a : axes)
@@ -234,9 +244,6 @@ LogicalResult ReductionLowering::analyze() {
       outerDims.push_back(s);
     }
   }
-  if (dom.size() > 255)
-    return p.anchor->emitOpError("has a reduction of rank ") << dom.size()
-           << ", beyond the GPU reduction kernel's 255";
   outerStride = stridesOf(outerDims);
   innerStride = stridesOf(innerDims);
   kn = numElements(outerDims);
@@ -274,7 +281,6 @@ LogicalResult ReductionLowering::analyze() {
                    .attachNote(op->getLoc())
                << "this reduction differs from the first";
       ++d;
-      phase[op] = d;
       if (static_cast<int>(phases.size()) < d)
         phases.resize(d);
       phases[d - 1].push_back(op);
@@ -333,7 +339,7 @@ Value ReductionLowering::materialize(Ix x) {
     return ic(0);
   bool outer = x.kind == Ix::Outer;
   std::string kk = std::string(outer ? "o" : "i") + std::to_string(x.d);
-  auto &memo = outer ? outerMemo : innerMemo;
+  auto &memo = outer ? outerMemo : *innerMemo;
   if (auto f = memo.find(kk); f != memo.end())
     return f->second;
   auto make = [&] {
@@ -354,7 +360,7 @@ Value ReductionLowering::materialize(Ix x) {
 Value ReductionLowering::offsetOf(const Index &idx, ArrayRef<int64_t> shape) {
   // The common cases: an element of the row (row-major domain with trailing
   // reduced axes) and the k-th output of the reduction.
-  if (trailing && hasInner(idx) && shape == ArrayRef<int64_t>(dom) &&
+  if (rowMajor && hasInner(idx) && shape == ArrayRef<int64_t>(dom) &&
       idx == canonical(dom, true))
     return w->add(rowBase, j);
   if (!hasInner(idx) && numElements(shape) == kn) {
@@ -392,7 +398,7 @@ FailureOr<Value> ReductionLowering::eval(Value v, const Index &idxIn) {
     if (shape[d] == 1)
       idx[d] = Ix{};
   bool inner = hasInner(idx);
-  auto &memo = inner ? innerMemo : outerMemo;
+  auto &memo = inner ? *innerMemo : outerMemo;
   std::string kk = key(v, idx);
   if (auto f = memo.find(kk); f != memo.end())
     return f->second;
@@ -549,10 +555,13 @@ Value ReductionLowering::sharedSlot(int64_t byteOffset, Value index) {
   return w->gep(smem, off, w->b.getI8Type());
 }
 
-/// One pass over the inner range [start, ub) by `step`: accumulates the
-/// reductions `reds` (the per-thread partials are returned) and, when
-/// `stores`, computes every full-shape result at the element and stores it
-/// (all computed before any is stored: a result may alias an operand).
+/// One pass over the inner range: groups [start, ub) by `step`, each group
+/// `vec` consecutive elements (j = group * vec + u). Accumulates the
+/// reductions `reds` (the per-thread partials are returned, combined in
+/// element order) and, when `stores`, computes every full-shape result at
+/// each element of the group and then stores them all: a result may alias
+/// an operand, and loads grouped before stores let LLVM's load/store
+/// vectorizer make 16-byte accesses of the `vec` neighbours.
 FailureOr<SmallVector<Value>>
 ReductionLowering::pass(ArrayRef<Operation *> reds, bool stores, Value start,
                         Value ub, Value step) {
@@ -567,35 +576,51 @@ ReductionLowering::pass(ArrayRef<Operation *> reds, bool stores, Value start,
   else
     b.setInsertionPointToEnd(body);
   loop = forOp;
-  j = forOp.getInductionVar();
-  innerMemo.clear();
   Index full = canonical(dom, true);
-  SmallVector<Value> accs;
-  for (auto [i, r] : llvm::enumerate(reds)) {
-    FailureOr<Value> x = eval(r->getOperand(0), full);
-    if (failed(x))
-      return failure();
-    accs.push_back(combine(*redKind(r), forOp.getRegionIterArgs()[i], *x));
+  SmallVector<Value> accs(forOp.getRegionIterArgs());
+  SmallVector<std::tuple<unsigned, Value, Value>> vals; // result, offset, value
+  innerMemos.assign(vec, {});
+  SmallVector<Value> js;
+  for (int64_t u = 0; u < vec; ++u)
+    js.push_back(vec == 1 ? forOp.getInductionVar()
+                          : w->add(w->mul(forOp.getInductionVar(), ic(vec)), ic(u)));
+  // The group's elements of every full-shape operand first, so that the
+  // vectorizer sees adjacent loads with nothing between them (unused ones
+  // are dead code).
+  for (int64_t u = 0; vec > 1 && u < vec; ++u) {
+    innerMemo = &innerMemos[u];
+    j = js[u];
+    for (Value in : p.inputs)
+      if (shapeOf(in) == ArrayRef<int64_t>(dom) && failed(eval(in, full)))
+        return failure();
   }
-  if (stores) {
-    SmallVector<std::pair<unsigned, Value>> vals;
-    for (unsigned i = 0; i < p.results.size(); ++i) {
+  for (int64_t u = 0; u < vec; ++u) {
+    innerMemo = &innerMemos[u];
+    j = js[u];
+    for (auto [i, r] : llvm::enumerate(reds)) {
+      FailureOr<Value> x = eval(r->getOperand(0), full);
+      if (failed(x))
+        return failure();
+      accs[i] = combine(*redKind(r), accs[i], *x);
+    }
+    for (unsigned i = 0; stores && i < p.results.size(); ++i) {
       if (!isFull(i))
         continue;
       FailureOr<Value> x = eval(p.results[i], full);
       if (failed(x))
         return failure();
-      vals.push_back({i, *x});
+      vals.push_back({i, offsetOf(full, dom), *x});
     }
-    for (auto [i, x] : vals)
-      storeElement(*w, resultParams.lookup(p.results[i]), offsetOf(full, dom),
-                   elemOf(p.results[i]), x);
   }
+  for (auto [i, off, x] : vals)
+    storeElement(*w, resultParams.lookup(p.results[i]), off,
+                 elemOf(p.results[i]), x);
   if (!inits.empty())
     scf::YieldOp::create(b, w->loc, accs);
   b.setInsertionPointAfter(forOp);
   loop = nullptr;
-  innerMemo.clear();
+  innerMemos.assign(1, {});
+  innerMemo = &innerMemos[0];
   return SmallVector<Value>(forOp.getResults());
 }
 
@@ -685,7 +710,7 @@ LogicalResult ReductionLowering::buildRowKernel() {
   int64_t warps = block[0] / 32;
   for (auto [pi, reds] : llvm::enumerate(phases)) {
     FailureOr<SmallVector<Value>> partials =
-        pass(reds, /*stores=*/false, start, ic(rn), step);
+        pass(reds, /*stores=*/false, start, ic(rn / vec), step);
     if (failed(partials))
       return failure();
     SmallVector<Value> vals;
@@ -698,7 +723,7 @@ LogicalResult ReductionLowering::buildRowKernel() {
   }
   if (llvm::any_of(llvm::seq<unsigned>(0, p.results.size()),
                    [&](unsigned i) { return isFull(i); }))
-    if (failed(pass({}, /*stores=*/true, start, ic(rn), step)))
+    if (failed(pass({}, /*stores=*/true, start, ic(rn / vec), step)))
       return failure();
   Value isFirst = w->icmp(LLVM::ICmpPredicate::eq, start, ic(0));
   return storeRowResults(isFirst, /*blockSync=*/!warpPerRow);
@@ -716,8 +741,9 @@ LogicalResult ReductionLowering::buildReductionKernel() {
   if (kn == 1) {
     // Everything into one value: one block strides over the whole domain.
     k = ic(0);
+    rowBase = ic(0);
     FailureOr<SmallVector<Value>> partials =
-        pass(reds, /*stores=*/true, toIt(tx), ic(rn), ic(block[0]));
+        pass(reds, /*stores=*/true, toIt(tx), ic(rn / vec), ic(block[0]));
     if (failed(partials))
       return failure();
     SmallVector<Value> vals;
@@ -791,10 +817,11 @@ LogicalResult ReductionLowering::buildReductionKernel() {
 FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
   if (failed(analyze()))
     return failure();
-  // The row kernel needs trailing reduced axes; `trailing` also enables the
-  // row-major fast path of offsetOf, which only the row kernel sets up.
+  // The row kernel needs trailing reduced axes. An element of the domain
+  // is at k * rn + j when the kept axes lead: the row kernel's, and a
+  // reduction over everything (k = 0).
   rowKernel = rowKernel && trailing;
-  trailing = rowKernel;
+  rowMajor = rowKernel || kn == 1;
   std::vector<KernelLaunch> none;
   if (kn == 0)
     return none; // nothing to write
@@ -804,12 +831,12 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
       block = {128, 1, 1};
       grid = {static_cast<uint32_t>((kn + 3) / 4), 1, 1};
     } else {
-      block = {512, 1, 1};
+      block = {256, 1, 1};
       grid = {static_cast<uint32_t>(kn), 1, 1};
       smemBytes = 2 * maxPerPhase * 32 * 8;
     }
   } else if (kn == 1) {
-    int64_t t = std::min<int64_t>(512, std::max<int64_t>(32, (rn + 31) / 32 * 32));
+    int64_t t = std::min<int64_t>(256, std::max<int64_t>(32, (rn + 31) / 32 * 32));
     block = {static_cast<uint32_t>(t), 1, 1};
     if (t > 32)
       smemBytes = maxPerPhase * 32 * 8;
@@ -822,6 +849,10 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
     if (y > 1)
       smemBytes = maxPerPhase * y * 32 * 8;
   }
+  // Four neighbours a thread in row-major passes (16 bytes of f32): rows
+  // that split evenly and give every lane of a warp some.
+  if (rowMajor && rn % 4 == 0 && rn >= 128)
+    vec = 4;
   if (kn > std::numeric_limits<int32_t>::max())
     return p.anchor->emitOpError("has ")
            << kn << " outputs per reduction, more than one GPU grid holds";
@@ -840,7 +871,11 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
   if (hasKernel(kernels, sym))
     return std::vector<KernelLaunch>{launch};
 
+  // The caller's context need not have the kernel dialects loaded yet.
   MLIRContext *ctx = kernels.getContext();
+  ctx->getOrLoadDialect<LLVM::LLVMDialect>();
+  ctx->getOrLoadDialect<NVVM::NVVMDialect>();
+  ctx->getOrLoadDialect<scf::SCFDialect>();
   Location loc = p.anchor->getLoc();
   OpBuilder mb = OpBuilder::atBlockEnd(kernels.getBody());
   if (smemBytes && !kernels.lookupSymbol("tg_smem"))
@@ -858,6 +893,11 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
   fn->setAttr("nvvm.maxntid", mb.getDenseI32ArrayAttr(
                                   {static_cast<int32_t>(block[0]),
                                    static_cast<int32_t>(block[1]), 1}));
+  // Planned buffers are 256-byte aligned (tg-plan-memory) and the runtime's
+  // allocations more; 16 is what the vector accesses need.
+  for (unsigned i = 0; i < fnTy.getNumParams(); ++i)
+    fn.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                  mb.getI64IntegerAttr(16));
   Block *entry = fn.addEntryBlock(mb);
   KernelBuilder kb(entry, loc);
   w = &kb;

@@ -130,7 +130,9 @@ uint64_t Cta::intBinary(const Thread &t, const Inst &in, uint64_t a,
   case Op::Mad: {
     uint64_t r;
     if (in.flags & kWide) {
-      r = s ? uint64_t(sa * sb) : ua * ub; // w <= 32: exact in 64 bits
+      // Low 64 bits of the product: the same for signed and unsigned
+      // operands (sign-extended), computed without signed overflow.
+      r = s ? uint64_t(sa) * uint64_t(sb) : ua * ub;
       if (in.op == Op::Mad)
         r += val(in.ops[3], t, R);
       return r;
@@ -140,7 +142,7 @@ uint64_t Cta::intBinary(const Thread &t, const Inst &in, uint64_t a,
         r = s ? uint64_t((__int128(sa) * __int128(sb)) >> 64)
               : uint64_t((unsigned __int128)ua * ub >> 64);
       } else {
-        r = s ? uint64_t((sa * sb) >> w) : (ua * ub) >> w;
+        r = s ? uint64_t((__int128(sa) * sb) >> w) : (ua * ub) >> w;
       }
     } else {
       r = ua * ub;

@@ -31,6 +31,7 @@ bool Cta::releaseBarriers() {
         ++t.pc;
       }
     barArrived_[id] = 0;
+    ++epoch_; // orders every shared access before it against every after
     any = true;
   }
   return any;
@@ -76,6 +77,8 @@ bool Cta::releaseWarps() {
       if (!ready)
         continue;
       warpCollective(members);
+      if (raceCheck_)
+        ++warpEpoch_[base / 32];
       for (Thread *u : members) {
         u->st = St::Ready;
         ++u->pc;
@@ -197,7 +200,8 @@ void Cta::warpCollective(const std::vector<Thread *> &members) {
       for (uint32_t r = 0; r < 8; ++r) {
         Thread *t = byLane(k * 8 + r);
         uint64_t a = addrOf(in0.ops[1], regsOf(*t));
-        std::memcpy(mat[k][r], mem(*t, Space::Shared, a, 16, 16, "ldmatrix"),
+        std::memcpy(mat[k][r], mem(*t, Space::Shared, a, 16, 16, "ldmatrix",
+                               Access::Read),
                     16);
       }
     bool trans = in0.flags & kTrans;

@@ -36,6 +36,18 @@ struct Fault {
 
 enum class St : uint8_t { Ready, Bar, Warp, Done };
 
+/// How an instruction touches memory (the shared-memory race check).
+enum class Access : uint8_t { Read, Write, Atomic };
+
+/// The race check's record of one 4-byte shared word: the last writer and
+/// the last reader (thread id + 1, 0 = none), which bytes of the word each
+/// touched, the CTA barrier epoch and their warp's collective epoch at the
+/// access, and the writer's PTX line.
+struct Shadow {
+  uint32_t wEpoch = 0, rEpoch = 0, wWarpEpoch = 0, rWarpEpoch = 0, wLine = 0;
+  uint16_t writer = 0, reader = 0;
+  uint8_t wMask = 0, rMask = 0;
+};
 struct Thread {
   uint32_t pc = 0;
   St st = St::Ready;
@@ -91,15 +103,21 @@ class Cta {
 public:
   Cta(const Kernel &k, Memory &mem, std::array<uint32_t, 3> grid,
       std::array<uint32_t, 3> block, uint32_t dynShared,
-      const std::vector<uint8_t> &param, uint64_t &executed, uint64_t budget)
+      const std::vector<uint8_t> &param, uint64_t &executed, uint64_t budget,
+      bool raceCheck)
       : k_(k), mem_(mem), grid_(grid), block_(block), dynShared_(dynShared),
-        param_(param), executed_(executed), budget_(budget) {
+        param_(param), executed_(executed), budget_(budget),
+        raceCheck_(raceCheck) {
     n_ = block[0] * block[1] * block[2];
     nregs_ = std::max<uint32_t>(k.numRegs, 1);
     regs_.resize(size_t(n_) * nregs_);
     threads_.resize(n_);
     shared_.resize(size_t(k.dynSharedOffset) + dynShared);
     local_.resize(size_t(n_) * k.localBytes);
+    if (raceCheck_) {
+      shadow_.resize((shared_.size() + 3) / 4);
+      warpEpoch_.resize((n_ + 31) / 32);
+    }
   }
 
   /// Runs the CTA `ctaid` to completion (throws Fault).
@@ -163,7 +181,10 @@ private:
   /// Host pointer of `bytes` at `addr` in `space` for thread `t`; faults
   /// when out of bounds or misaligned.
   uint8_t *mem(const Thread &t, Space space, uint64_t addr, uint32_t bytes,
-               uint32_t align, const char *what);
+               uint32_t align, const char *what, Access access);
+  /// Faults when `t`'s access to shared bytes [off, off + bytes) conflicts
+  /// with another thread's access since the last barrier that orders them.
+  void checkRace(const Thread &t, uint64_t off, uint32_t bytes, bool write);
 
   // Fixed-size copies per width: a memcpy of a variable size is a call.
   static uint64_t load(const uint8_t *p, uint32_t n) {
@@ -219,6 +240,12 @@ private:
   std::vector<uint8_t> shared_, local_;
   uint64_t lastLo_ = 0, lastHi_ = 0; // the global buffer last accessed
   uint32_t barArrived_[16] = {};      // threads waiting at each barrier
+  // The race check: one Shadow per shared word; epochs only grow (a new
+  // CTA starts a new one), so records of earlier CTAs never match.
+  bool raceCheck_ = true;
+  std::vector<Shadow> shadow_;
+  uint32_t epoch_ = 0;
+  std::vector<uint32_t> warpEpoch_;
 };
 
 } // namespace tgrt::emu::detail

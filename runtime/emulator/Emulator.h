@@ -25,6 +25,9 @@
 //    the extern dynamic array, per CTA, bounds-checked), .local (per thread).
 //    Generic addresses of shared and local data live in two reserved windows
 //    far above any host address.
+//  - Shared memory is race-checked: two threads' accesses to one byte, one
+//    of them a write, with no CTA barrier between them (nor a warp
+//    collective, for lanes of one warp) fail the launch.
 //  - cp.async copies complete when issued (a kernel that reads too early is
 //    not caught here; test/nvptx/GemmEmulator checks the kernel IR for
 //    that); membar/fence are no-ops (one thread runs at a time).
@@ -102,6 +105,12 @@ public:
   /// past it the launch fails as a runaway loop. Default 2^33.
   void setInstructionBudget(uint64_t n) { budget_ = n; }
 
+  /// Turns the shared-memory race check on or off (default on): two
+  /// threads' accesses to a shared byte, at least one a write (atomics
+  /// excepted), with no CTA barrier between them (nor a warp collective,
+  /// for lanes of one warp) fail the launch.
+  void setRaceCheck(bool on) { raceCheck_ = on; }
+
   /// Instructions executed by the last launch (all threads).
   uint64_t lastInstructionCount() const { return executed_; }
 
@@ -110,6 +119,7 @@ private:
   std::vector<std::unique_ptr<Kernel>> kernels_;
   uint64_t budget_ = uint64_t(1) << 33;
   uint64_t executed_ = 0;
+  bool raceCheck_ = true;
 };
 
 } // namespace tgrt::emu

@@ -83,6 +83,7 @@ void Cta::deadlock() {
 
 void Cta::run(std::array<uint32_t, 3> ctaid) {
   ctaid_ = ctaid;
+  ++epoch_;
   std::fill(std::begin(barArrived_), std::end(barArrived_), 0);
   std::fill(regs_.begin(), regs_.end(), 0);
   std::fill(shared_.begin(), shared_.end(), 0);
@@ -115,7 +116,7 @@ void Cta::run(std::array<uint32_t, 3> ctaid) {
 }
 
 uint8_t *Cta::mem(const Thread &t, Space space, uint64_t addr, uint32_t bytes,
-                  uint32_t align, const char *what) {
+                  uint32_t align, const char *what, Access access) {
   if (align > 1 && addr % align) {
     char b[96];
     std::snprintf(b, sizeof b, "misaligned %s of %u bytes at 0x%llx", what,
@@ -144,8 +145,11 @@ uint8_t *Cta::mem(const Thread &t, Space space, uint64_t addr, uint32_t bytes,
     break;
   case Space::Shared:
     name = "shared";
-    if (addr <= shared_.size() && bytes <= shared_.size() - addr)
+    if (addr <= shared_.size() && bytes <= shared_.size() - addr) {
+      if (raceCheck_ && access != Access::Atomic)
+        checkRace(t, addr, bytes, access == Access::Write);
       return shared_.data() + addr;
+    }
     break;
   case Space::Local:
     name = "local";
@@ -163,6 +167,58 @@ uint8_t *Cta::mem(const Thread &t, Space space, uint64_t addr, uint32_t bytes,
   std::snprintf(b, sizeof b, "out-of-bounds %s %s of %u bytes at 0x%llx",
                 name, what, bytes, (unsigned long long)addr);
   fault(t, b);
+}
+
+void Cta::checkRace(const Thread &t, uint64_t off, uint32_t bytes,
+                    bool write) {
+  const uint32_t id = t.linear + 1, warp = t.linear / 32;
+  const uint32_t warpEpoch = warpEpoch_[warp];
+  // Accesses by two threads conflict unless a CTA barrier completed between
+  // them, or they are lanes of one warp and a warp collective did.
+  auto ordered = [&](uint32_t other, uint32_t epoch, uint32_t otherWarpEpoch) {
+    return other == 0 || other == id || epoch != epoch_ ||
+           ((other - 1) / 32 == warp && otherWarpEpoch != warpEpoch);
+  };
+  for (uint64_t w = off / 4, end = off + bytes; w * 4 < end; ++w) {
+    // The bytes of word w this access touches.
+    uint64_t lo = std::max(off, w * 4), hi = std::min(end, w * 4 + 4);
+    uint8_t mask = uint8_t(((1u << (hi - lo)) - 1) << (lo - w * 4));
+    Shadow &s = shadow_[w];
+    bool raw = (s.wMask & mask) && !ordered(s.writer, s.wEpoch, s.wWarpEpoch);
+    bool war = write && (s.rMask & mask) &&
+               !ordered(s.reader, s.rEpoch, s.rWarpEpoch);
+    if (raw || war) {
+      const Thread &u = threads_[(raw ? s.writer : s.reader) - 1];
+      uint8_t both = mask & (raw ? s.wMask : s.rMask);
+      uint64_t byte = w * 4 + uint64_t(__builtin_ctz(both));
+      std::string other = raw ? "wrote at line " + std::to_string(s.wLine)
+                              : std::string("read");
+      char msg[160];
+      std::snprintf(msg, sizeof msg,
+                    "shared-memory race: %s of byte 0x%llx, which thread "
+                    "(%u,%u,%u) %s with no barrier between",
+                    write ? "write" : "read", (unsigned long long)byte,
+                    u.tid[0], u.tid[1], u.tid[2], other.c_str());
+      fault(t, msg);
+    }
+    // One writer and one reader per word are kept: a different thread's
+    // access to other bytes replaces the record (a race with the bytes of
+    // the replaced one can then be missed, never invented).
+    if (write) {
+      bool same = s.writer == id && s.wEpoch == epoch_;
+      s.wMask = same ? uint8_t(s.wMask | mask) : mask;
+      s.writer = uint16_t(id);
+      s.wEpoch = epoch_;
+      s.wWarpEpoch = warpEpoch;
+      s.wLine = k_.code[t.pc].line;
+    } else {
+      bool same = s.reader == id && s.rEpoch == epoch_;
+      s.rMask = same ? uint8_t(s.rMask | mask) : mask;
+      s.reader = uint16_t(id);
+      s.rEpoch = epoch_;
+      s.rWarpEpoch = warpEpoch;
+    }
+  }
 }
 
 /// Runs `t` until it exits or reaches a collective.
@@ -230,7 +286,8 @@ void Cta::atomic(Thread &t, const Inst &in, uint64_t *R) {
   uint32_t n = bitsOf(in.ty) / 8;
   if (n != 4 && n != 8)
     fault(t, "atomics on this type are not supported");
-  uint8_t *p = mem(t, in.space, addrOf(addr, R), n, n, "atomic");
+  uint8_t *p = mem(t, in.space, addrOf(addr, R), n, n, "atomic",
+                   Access::Atomic);
   uint64_t old = load(p, n);
   uint64_t b = val(in.ops[isRed ? 1 : 2], t, R);
   uint64_t res;
@@ -286,7 +343,7 @@ void Cta::exec(Thread &t, const Inst &in, uint64_t *R) {
   case Op::Ld: {
     uint32_t n = bitsOf(in.ty) / 8, count = in.vec;
     const uint8_t *p = mem(t, in.space, addrOf(in.ops[1], R), n * count,
-                           n * count, "load");
+                           n * count, "load", Access::Read);
     for (uint32_t i = 0; i < count; ++i) {
       uint64_t v = ival(load(p + i * n, n), in.ty);
       if (d.kind == Operand::Reg)
@@ -302,7 +359,7 @@ void Cta::exec(Thread &t, const Inst &in, uint64_t *R) {
     uint32_t n = bitsOf(in.ty) / 8, count = in.vec;
     const Operand &s = in.ops[1];
     uint8_t *p = mem(t, in.space, addrOf(in.ops[0], R), n * count, n * count,
-                     "store");
+                     "store", Access::Write);
     for (uint32_t i = 0; i < count; ++i) {
       uint64_t v = s.kind == Operand::Vec
                        ? (in.vregs[s.reg + i] == kNoReg
@@ -510,11 +567,12 @@ void Cta::exec(Thread &t, const Inst &in, uint64_t *R) {
     if (srcSize > size)
       fault(t, "cp.async src-size over the copy size");
     uint8_t *dst = mem(t, Space::Shared, addrOf(in.ops[0], R), size, size,
-                       "cp.async store");
+                       "cp.async store", Access::Write);
     uint64_t src = addrOf(in.ops[1], R);
     uint8_t tmp[16] = {};
     if (srcSize)
-      std::memcpy(tmp, mem(t, Space::Global, src, srcSize, 1, "cp.async load"),
+      std::memcpy(tmp, mem(t, Space::Global, src, srcSize, 1, "cp.async load",
+                      Access::Read),
                   srcSize);
     if (src % size)
       fault(t, "misaligned cp.async source");
@@ -576,7 +634,8 @@ bool PtxModule::launch(const std::string &name, std::array<uint32_t, 3> grid,
     std::memcpy(param.data() + k->paramOffset[i], &params[i],
                 std::min<uint32_t>(8, k->paramSize[i]));
   try {
-    Cta cta(*k, mem, grid, block, dynamicShared, param, executed_, budget_);
+    Cta cta(*k, mem, grid, block, dynamicShared, param, executed_, budget_,
+            raceCheck_);
     for (uint32_t z = 0; z < grid[2]; ++z)
       for (uint32_t y = 0; y < grid[1]; ++y)
         for (uint32_t x = 0; x < grid[0]; ++x)

@@ -510,7 +510,8 @@ private:
       auto it = syms.find(name);
       if (it == syms.end())
         fail(f.tok, "unknown symbol " + name);
-      o.imm += it->second.offset; // Addr: [sym+off]; Imm: address of sym
+      // Addr: [sym+off]; Imm: the address of sym (wrapping, as PTX's).
+      o.imm = int64_t(uint64_t(o.imm) + it->second.offset);
     }
     k->numRegs = uint32_t(regs.size());
     k->constRegs = consts_;
@@ -591,7 +592,8 @@ private:
         int64_t v;
         if (!parseNumber(n.text, v))
           fail(n, "bad offset '" + std::string(n.text) + "'");
-        o.imm += minus ? -v : v;
+        o.imm = int64_t(minus ? uint64_t(o.imm) - uint64_t(v)
+                              : uint64_t(o.imm) + uint64_t(v));
       }
       expectPunct(']');
       return;
@@ -611,7 +613,7 @@ private:
           int64_t v;
           if (!parseNumber(n.text, v))
             fail(n, "bad number '" + std::string(n.text) + "'");
-          v = minus ? -v : v;
+          v = minus ? int64_t(0 - uint64_t(v)) : v;
           uint32_t r = reg(regs, "$imm" + std::to_string(v));
           consts_.emplace_back(r, uint64_t(v));
           in.vregs.push_back(r);
@@ -641,7 +643,7 @@ private:
       if (!parseNumber(n.text, o.imm))
         fail(n, "bad number '" + std::string(n.text) + "'");
       if (minus)
-        o.imm = -o.imm;
+        o.imm = int64_t(0 - uint64_t(o.imm));
       o.kind = Operand::Imm;
       return;
     }

@@ -9,7 +9,11 @@
 #include "dialects/TGDialect.h"
 #include "runtime/emulator/Emulator.h"
 
+#include "codegen/registry/InitAll.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -57,6 +61,23 @@ int64_t argAlias(Operation *op, unsigned result) {
 }
 
 } // namespace
+
+Context::Context() {
+  DialectRegistry registry;
+  mlir::tg::registerAllDialects(registry);
+  registry.insert<LLVM::LLVMDialect, NVVM::NVVMDialect, scf::SCFDialect>();
+  ctx.appendDialectRegistry(registry);
+  ctx.loadAllAvailableDialects();
+  ctx.getDiagEngine().registerHandler(
+      [this](Diagnostic &d) { diags += d.str() + "\n"; });
+}
+
+std::string printModule(ModuleOp m) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  m.print(os);
+  return text;
+}
 
 std::vector<uint8_t> pack(const Tensor &t) {
   size_t w = storageBytes(t.dtype);
@@ -164,10 +185,8 @@ bool runOnEmulator(Operation *op, ArrayRef<Tensor> inputs,
     error = "lowerOpToKernels failed";
     return false;
   }
-  std::string text, ptx;
-  llvm::raw_string_ostream os(text);
-  kernels->print(os);
-  if (!::tg::nvptx::compileMLIRToPTX(text, ::tg::nvptx::Target::SM80, ptx,
+  std::string ptx;
+  if (!::tg::nvptx::compileMLIRToPTX(printModule(*kernels), ::tg::nvptx::Target::SM80, ptx,
                                      error))
     return false;
   std::unique_ptr<tgrt::emu::PtxModule> mod =

@@ -14,6 +14,7 @@
 #include "codegen/reference/Evaluator.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
 
 #include <cstdint>
 #include <string>
@@ -23,6 +24,19 @@ namespace tgtest {
 
 using mlir::tg::ref::DType;
 using mlir::tg::ref::Tensor;
+
+/// A context with TGC's dialects and those kernels are built from (llvm,
+/// nvvm, scf), collecting diagnostics.
+struct Context {
+  mlir::MLIRContext ctx;
+  std::string diags;
+  /// A parsed source kept with (and destroyed before) the context.
+  mlir::OwningOpRef<mlir::ModuleOp> source;
+  Context();
+};
+
+/// `m` printed (generic form not needed: kernels are llvm/nvvm/scf).
+std::string printModule(mlir::ModuleOp m);
 
 /// `t` in device layout (row-major, its element type's storage).
 std::vector<uint8_t> pack(const Tensor &t);

@@ -11,18 +11,12 @@
 // launch) or refused (a gather or GEMM cannot run in place).
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/nvptx/Gemm.h"
+#include "SimtTestUtil.h"
+
 #include "codegen/nvptx/KernelGen.h"
-#include "codegen/nvptx/Toolchain.h"
-#include "codegen/registry/InitAll.h"
 #include "dialects/TGOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
 #include <catch2/catch.hpp>
@@ -31,22 +25,6 @@ using namespace mlir;
 using namespace ::tg::nvptx;
 
 namespace {
-
-/// A context with TGC's dialects and the kernels' dialects, collecting
-/// diagnostics.
-struct Context {
-  MLIRContext ctx;
-  std::string diags;
-  Context() {
-    DialectRegistry registry;
-    mlir::tg::registerAllDialects(registry);
-    registry.insert<LLVM::LLVMDialect, NVVM::NVVMDialect, scf::SCFDialect>();
-    ctx.appendDialectRegistry(registry);
-    ctx.loadAllAvailableDialects();
-    ctx.getDiagEngine().registerHandler(
-        [this](Diagnostic &d) { diags += d.str() + "\n"; });
-  }
-};
 
 /// The GEMM forms, shapes that are no tile multiple, a batched product
 /// with a 2-D (broadcast) side, and a gemm group with bias, relu and two
@@ -98,7 +76,24 @@ func.func @f(%x: tensor<2x6x3x4xbf16>, %q: tensor<2x6x9xf32>, %table: tensor<50x
 }
 )mlir";
 
-OwningOpRef<ModuleOp> parse(Context &c, StringRef ir) {
+/// LeNet's convolution and pooling ops (strided, padded, dilated, grouped)
+/// and init's splat constants.
+constexpr const char *kConvPool = R"mlir(
+func.func @f(%x: tensor<2x3x9x9xf32>, %w: tensor<4x3x3x3xf32>, %dy: tensor<2x4x5x5xf32>,
+             %xg: tensor<2x4x7x7xbf16>, %wg: tensor<4x2x3x3xbf16>, %pg: tensor<2x3x4x4xf32>) {
+  %0 = tg.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : tensor<2x3x9x9xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x5x5xf32>
+  %1 = tg.conv2d_grad_input %dy, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x9x9xf32>
+  %2 = tg.conv2d_grad_weight %x, %dy {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : tensor<2x3x9x9xf32>, tensor<2x4x5x5xf32> -> tensor<4x3x3x3xf32>
+  %3 = tg.conv2d %xg, %wg {dilation = array<i64: 2, 2>, groups = 2 : i64} : tensor<2x4x7x7xbf16>, tensor<4x2x3x3xbf16> -> tensor<2x4x3x3xbf16>
+  %4 = tg.max_pool2d %x kernel = [3, 3] stride = [2, 2] : tensor<2x3x9x9xf32> -> tensor<2x3x4x4xf32>
+  %5 = tg.max_pool2d_grad %pg, %x kernel = [3, 3] stride = [2, 2] : tensor<2x3x4x4xf32>, tensor<2x3x9x9xf32>
+  %6 = tg.constant dense<1.5> : tensor<3x5xbf16>
+  %7 = tg.constant dense<true> : tensor<3xi1>
+  return
+}
+)mlir";
+
+OwningOpRef<ModuleOp> parse(tgtest::SimtContext &c, StringRef ir) {
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);
   INFO(c.diags);
   REQUIRE(m);
@@ -113,15 +108,8 @@ std::vector<Operation *> topLevelOps(ModuleOp m) {
   return ops;
 }
 
-std::string print(ModuleOp m) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  m.print(os);
-  return text;
-}
-
 /// Lowers every op of @f for `t`; returns the launches per op.
-std::vector<std::vector<KernelLaunch>> lowerAll(Context &c, ModuleOp m,
+std::vector<std::vector<KernelLaunch>> lowerAll(tgtest::SimtContext &c, ModuleOp m,
                                                 Target t, ModuleOp kernels) {
   std::vector<std::vector<KernelLaunch>> all;
   for (Operation *op : topLevelOps(m)) {
@@ -136,32 +124,11 @@ std::vector<std::vector<KernelLaunch>> lowerAll(Context &c, ModuleOp m,
   return all;
 }
 
-/// Compiles `kernels` for `t` and assembles it: no spills, no local memory,
-/// no performance warnings.
-void checkAssembles(ModuleOp kernels, Target t) {
-  std::string ptx, err;
-  bool ok = compileMLIRToPTX(print(kernels), t, ptx, err);
-  INFO(err);
-  REQUIRE(ok);
-  CHECK(ptx.find("call.uni") == std::string::npos);
-  if (!haveCudaTool("ptxas")) {
-    WARN("SKIPPED: no ptxas at " << cudaHome() << "/bin; PTX not assembled");
-    return;
-  }
-  PtxasReport r = assemblePtx(ptx, toString(t));
-  INFO(r.log);
-  REQUIRE(r.ok);
-  CHECK(r.spillStores == 0);
-  CHECK(r.spillLoads == 0);
-  CHECK(r.stackFrame == 0);
-  CHECK(r.perfWarnings.empty());
-}
-
 } // namespace
 
 TEST_CASE("f32 GEMMs of every form assemble", "[nvptx][simt-gemm]") {
   for (Target t : {Target::SM80, Target::SM90a}) {
-    Context c;
+    tgtest::SimtContext c;
     OwningOpRef<ModuleOp> m = parse(c, kGemms);
     OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
     auto all = lowerAll(c, *m, t, *kernels);
@@ -176,13 +143,13 @@ TEST_CASE("f32 GEMMs of every form assemble", "[nvptx][simt-gemm]") {
     REQUIRE(all[5][0].params.size() == 6);
     CHECK(all[5][0].params[4].kind == KernelParam::Kind::Result);
     CHECK(all[5][0].params[5].index == 1);
-    checkAssembles(*kernels, t);
+    tgtest::checkAssembles(*kernels, t);
   }
 }
 
 TEST_CASE("movement ops assemble", "[nvptx][simt-movement]") {
   for (Target t : {Target::SM80, Target::SM90a}) {
-    Context c;
+    tgtest::SimtContext c;
     OwningOpRef<ModuleOp> m = parse(c, kMovement);
     OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
     auto all = lowerAll(c, *m, t, *kernels);
@@ -195,12 +162,27 @@ TEST_CASE("movement ops assemble", "[nvptx][simt-movement]") {
     CHECK(all[6][0].grid[0] == (50 * 8 + 255) / 256);
     CHECK(all[6][1].params.size() == 3);
     CHECK(all[0][0].grid[0] == 1);
-    checkAssembles(*kernels, t);
+    tgtest::checkAssembles(*kernels, t);
+  }
+}
+
+TEST_CASE("convolution, pooling and constant kernels assemble",
+          "[nvptx][simt-convpool]") {
+  for (Target t : {Target::SM80, Target::SM90a}) {
+    tgtest::SimtContext c;
+    OwningOpRef<ModuleOp> m = parse(c, kConvPool);
+    OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
+    auto all = lowerAll(c, *m, t, *kernels);
+    REQUIRE(all.size() == 8);
+    // One thread per result element.
+    CHECK(all[1][0].grid[0] == (2 * 3 * 9 * 9 + 255) / 256);
+    CHECK(all[5][0].params.size() == 3);
+    tgtest::checkAssembles(*kernels, t);
   }
 }
 
 TEST_CASE("identical ops share one kernel", "[nvptx][simt-movement]") {
-  Context c;
+  tgtest::SimtContext c;
   OwningOpRef<ModuleOp> m = parse(c, R"mlir(
 func.func @f(%x: tensor<4x6xf32>, %y: tensor<4x6xf32>) {
   %0 = tg.transpose %x perm = [1, 0] {tg.offset = 0 : i64} : tensor<4x6xf32> -> tensor<6x4xf32>
@@ -217,10 +199,11 @@ func.func @f(%x: tensor<4x6xf32>, %y: tensor<4x6xf32>) {
 
 TEST_CASE("the plan's shared buffers are honoured or refused",
           "[nvptx][simt-movement]") {
-  Context c;
+  tgtest::SimtContext c;
   // %0 is a view of %1's buffer (same offset): no launch. %2 copies into
   // its own buffer. %3 and %4 were given their operand's buffer, which a
-  // gather and a GEMM cannot overwrite while reading.
+  // gather and a GEMM cannot overwrite while reading. %6 reads %5#0, which
+  // lives at 1024 (tg.offsets), not at the group's tg.offset 0: no sharing.
   OwningOpRef<ModuleOp> m = parse(c, R"mlir(
 func.func @f(%x: tensor<4x6xf32>, %w: tensor<6x6xf32>) {
   %1 = tg.transpose %x perm = [1, 0] {tg.offset = 512 : i64} : tensor<4x6xf32> -> tensor<6x4xf32>
@@ -228,6 +211,13 @@ func.func @f(%x: tensor<4x6xf32>, %w: tensor<6x6xf32>) {
   %2 = tg.reshape %1 {tg.offset = 1024 : i64} : tensor<6x4xf32> to tensor<24xf32>
   %3 = tg.transpose %x perm = [1, 0] {tg.alias_arg = 0 : i64} : tensor<4x6xf32> -> tensor<6x4xf32>
   %4 = tg.matmul %w, %w {tg.alias_arg = 1 : i64} : tensor<6x6xf32>, tensor<6x6xf32> -> tensor<6x6xf32>
+  %5:2 = tg.fused <gemm> ins(%w : tensor<6x6xf32>) attributes {tg.offset = 0 : i64, tg.offsets = array<i64: 1024, 0>} {
+  ^bb0(%a: tensor<6x6xf32>):
+    %m = tg.matmul %a, %a : tensor<6x6xf32>, tensor<6x6xf32> -> tensor<6x6xf32>
+    %r = tg.relu %m : tensor<6x6xf32>
+    tg.yield %m, %r : tensor<6x6xf32>, tensor<6x6xf32>
+  } -> tensor<6x6xf32>, tensor<6x6xf32>
+  %6 = tg.transpose %5#0 perm = [1, 0] {tg.offset = 0 : i64} : tensor<6x6xf32> -> tensor<6x6xf32>
   return
 }
 )mlir");
@@ -244,10 +234,11 @@ func.func @f(%x: tensor<4x6xf32>, %w: tensor<6x6xf32>) {
     CHECK(failed(lowerOpToKernels(ops[i], Target::SM80, *kernels)));
     CHECK(c.diags.find("buffer") != std::string::npos);
   }
+  CHECK(succeeded(lowerOpToKernels(ops[6], Target::SM80, *kernels)));
 }
 
 TEST_CASE("ops without a GPU kernel are located errors", "[nvptx][simt-movement]") {
-  Context c;
+  tgtest::SimtContext c;
   OwningOpRef<ModuleOp> m = parse(c, R"mlir(
 func.func @f(%x: tensor<1x1x8x8xf32>, %i: tensor<2x2xi64>, %j: tensor<2x2xi64>) {
   %0 = tg.avg_pool2d %x kernel = [2, 2] stride = [2, 2] : tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>

@@ -1,245 +1,76 @@
 //===- SimtNumericsTest.cpp - fp32 GEMM and movement kernels, run -*- C++ -*-===//
 //
-// Runs the kernels of SimtGemm.cpp and SimtMovement.cpp on the PTX emulator
-// (runtime/emulator) and compares every result with the reference
-// evaluator: each op of a function is lowered with lowerOpToKernels, the
-// module is compiled to sm_80 PTX, and the op's launches run on host
-// buffers holding the reference's inputs in their stored formats.
+// Runs the kernels of SimtGemm.cpp, SimtMovement.cpp and SimtConvPool.cpp
+// on the PTX emulator (runtime/emulator, through EmuHarness) and compares
+// every result with the reference evaluator, op by op, each op fed the
+// reference's values of its operands.
 // Movement ops must match exactly (they copy bits); products and random
 // draws within the tolerance stated per case (f32 sums in another order,
 // f32 Box-Muller against the reference's double).
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/nvptx/Gemm.h"
-#include "codegen/nvptx/KernelGen.h"
-#include "codegen/reference/Evaluator.h"
-#include "codegen/registry/InitAll.h"
-#include "dialects/TGOps.h"
-#include "runtime/emulator/Emulator.h"
+#include "EmuHarness.h"
+#include "SimtTestUtil.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
 
 #include <catch2/catch.hpp>
 
-#include <cmath>
-#include <cstring>
+#include <functional>
 
 using namespace mlir;
-using namespace ::tg::nvptx;
 namespace ref = mlir::tg::ref;
 
 namespace {
 
-struct Context {
-  MLIRContext ctx;
-  std::string diags;
-  Context() {
-    DialectRegistry registry;
-    mlir::tg::registerAllDialects(registry);
-    registry.insert<LLVM::LLVMDialect, NVVM::NVVMDialect, scf::SCFDialect>();
-    ctx.appendDialectRegistry(registry);
-    ctx.loadAllAvailableDialects();
-    ctx.getDiagEngine().registerHandler(
-        [this](Diagnostic &d) { diags += d.str() + "\n"; });
-  }
-};
-
-/// Bytes of one stored element of `t`.
-size_t storedBytes(ref::DType t) {
-  switch (t) {
-  case ref::DType::F64:
-  case ref::DType::I64:
-    return 8;
-  case ref::DType::F32:
-  case ref::DType::I32:
-    return 4;
-  case ref::DType::F16:
-  case ref::DType::BF16:
-    return 2;
-  default:
-    return 1;
-  }
-}
-
-/// `x` in the stored format of its element type.
-std::vector<uint8_t> store(const ref::Tensor &x) {
-  size_t eb = storedBytes(x.dtype);
-  std::vector<uint8_t> out(std::max<size_t>(1, x.data.size() * eb));
-  for (size_t i = 0; i < x.data.size(); ++i) {
-    uint8_t *p = out.data() + i * eb;
-    double v = x.data[i];
-    switch (x.dtype) {
-    case ref::DType::F32: {
-      float f = float(v);
-      std::memcpy(p, &f, 4);
-      break;
-    }
-    case ref::DType::BF16:
-    case ref::DType::F16: {
-      uint16_t h = toHalfBits(float(v), x.dtype == ref::DType::BF16
-                                            ? ElemType::BF16
-                                            : ElemType::F16);
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case ref::DType::I64: {
-      int64_t i64 = int64_t(v);
-      std::memcpy(p, &i64, 8);
-      break;
-    }
-    case ref::DType::I32: {
-      int32_t i32 = int32_t(v);
-      std::memcpy(p, &i32, 4);
-      break;
-    }
-    case ref::DType::F64:
-      std::memcpy(p, &v, 8);
-      break;
-    default:
-      *p = v != 0;
-    }
-  }
-  return out;
-}
-
-/// Element i of a stored buffer of `t`, as a double.
-double load(const std::vector<uint8_t> &buf, ref::DType t, size_t i) {
-  const uint8_t *p = buf.data() + i * storedBytes(t);
-  switch (t) {
-  case ref::DType::F32: {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
-  }
-  case ref::DType::BF16:
-  case ref::DType::F16: {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return fromHalfBits(h, t == ref::DType::BF16 ? ElemType::BF16
-                                                 : ElemType::F16);
-  }
-  case ref::DType::I64: {
-    int64_t v;
-    std::memcpy(&v, p, 8);
-    return double(v);
-  }
-  case ref::DType::I32: {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  case ref::DType::F64: {
-    double v;
-    std::memcpy(&v, p, 8);
-    return v;
-  }
-  default:
-    return *p;
-  }
-}
-
 /// Evaluates @f (which returns the result of each of its ops in order) on
-/// inputs from Philox (indices in [lo, hi)), runs every op's kernels on the
-/// emulator and checks each result against the reference within
-/// `tolerance(op index)` (absolute, relative to max(1, |ref|)).
+/// inputs from Philox (indices in [lo, hi)), runs every op on the emulator
+/// (EmuHarness's runOnEmulator: lowerOpToKernels, sm_80 PTX) on the
+/// reference's values of its operands, and checks each result: exactly when
+/// `tolerance(op index)` is 0, else within it (absolute and relative).
 void runAndCompare(StringRef ir, std::function<double(size_t)> tolerance,
                    double indexLo = 0, double indexHi = 8) {
-  Context c;
+  tgtest::SimtContext c;
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);
   INFO(c.diags);
   REQUIRE(m);
   auto f = m->lookupSymbol<func::FuncOp>("f");
   std::vector<ref::Tensor> args;
-  for (auto [i, t] : llvm::enumerate(f.getArgumentTypes())) {
-    auto rt = cast<RankedTensorType>(t);
+  llvm::DenseMap<Value, ref::Tensor> values;
+  for (auto [i, a] : llvm::enumerate(f.getArguments())) {
+    auto rt = cast<RankedTensorType>(a.getType());
     ref::DType d = *ref::dtypeOf(rt.getElementType());
     bool isIndex = d == ref::DType::I64 || d == ref::DType::I32;
     args.push_back(ref::Tensor::random(rt.getShape(), d, 42, i,
                                        isIndex ? indexLo : -1.0,
                                        isIndex ? indexHi : 1.0));
+    values[a] = args.back();
   }
   auto expected = ref::evaluate(f, args);
   INFO(c.diags);
   REQUIRE(succeeded(expected));
-
-  OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
-  std::vector<Operation *> ops;
-  std::vector<std::vector<KernelLaunch>> launches;
-  for (Operation &op : f.getBody().front().without_terminator()) {
-    auto l = lowerOpToKernels(&op, Target::SM80, *kernels);
-    INFO("op " << op.getName().getStringRef().str() << ": " << c.diags);
-    REQUIRE(succeeded(l));
-    ops.push_back(&op);
-    launches.push_back(*l);
-  }
-  std::string text, ptx, err;
-  llvm::raw_string_ostream os(text);
-  kernels->print(os);
-  REQUIRE(compileMLIRToPTX(text, Target::SM80, ptx, err));
-  std::unique_ptr<tgrt::emu::PtxModule> emu = tgrt::emu::PtxModule::parse(ptx, err);
-  INFO(err);
-  REQUIRE(emu);
-
-  // Every value's buffer: arguments, then each op's results.
-  std::vector<std::unique_ptr<std::vector<uint8_t>>> owned;
-  llvm::DenseMap<Value, std::vector<uint8_t> *> bufOf;
-  tgrt::emu::Memory mem;
-  auto bufferFor = [&](Value v, std::vector<uint8_t> init) {
-    owned.push_back(std::make_unique<std::vector<uint8_t>>(std::move(init)));
-    bufOf[v] = owned.back().get();
-    mem.add(owned.back()->data(), owned.back()->size());
-  };
-  for (auto [i, a] : llvm::enumerate(f.getArguments()))
-    bufferFor(a, store(args[i]));
   size_t resultNo = 0;
-  for (auto [k, op] : llvm::enumerate(ops)) {
-    for (Value r : op->getResults()) {
-      auto rt = cast<RankedTensorType>(r.getType());
-      ref::Tensor zero = *ref::Tensor::zeros(rt);
-      // Poison: a kernel that misses an element is caught.
-      std::vector<uint8_t> init = store(zero);
-      std::fill(init.begin(), init.end(), 0x7f);
-      bufferFor(r, init);
-    }
-    for (const KernelLaunch &l : launches[k]) {
-      std::vector<uint64_t> params;
-      for (const KernelParam &p : l.params) {
-        Value v = p.kind == KernelParam::Kind::Operand ? op->getOperand(p.index)
-                                                       : op->getResult(p.index);
-        params.push_back(uint64_t(uintptr_t(bufOf[v]->data())));
-      }
-      INFO("op " << k << " kernel " << l.symbol);
-      bool ran = emu->launch(l.symbol, l.grid, l.block, l.dynamicSharedBytes,
-                             params, mem, err);
-      INFO(err);
-      REQUIRE(ran);
-    }
-    if (launches[k].empty()) // a view: the result is the operand's buffer
-      *bufOf[op->getResult(0)] = *bufOf[op->getOperand(0)];
-    for (Value r : op->getResults()) {
+  for (auto [k, op] : llvm::enumerate(f.getBody().front().without_terminator())) {
+    std::vector<ref::Tensor> inputs, outputs;
+    for (Value v : op.getOperands())
+      inputs.push_back(values[v]);
+    std::string err;
+    INFO("op " << k << " (" << op.getName().getStringRef().str() << ")");
+    bool ran = tgtest::runOnEmulator(&op, inputs, outputs, err);
+    INFO(err << c.diags);
+    REQUIRE(ran);
+    REQUIRE(outputs.size() == op.getNumResults());
+    for (auto [r, got] : llvm::zip(op.getResults(), outputs)) {
       const ref::Tensor &want = (*expected)[resultNo++];
-      const std::vector<uint8_t> &got = *bufOf[r];
+      values[r] = want;
       double tol = tolerance(k);
-      INFO("op " << k << " (" << op->getName().getStringRef().str()
-                 << ") result " << cast<OpResult>(r).getResultNumber());
-      size_t bad = 0;
-      for (size_t i = 0; i < want.data.size(); ++i) {
-        double g = load(got, want.dtype, i), e = want.data[i];
-        if (!(std::fabs(g - e) <= tol * std::max(1.0, std::fabs(e)))) {
-          if (bad++ < 5)
-            UNSCOPED_INFO("element " << i << ": got " << g << ", want " << e);
-        }
-      }
-      CHECK(bad == 0);
+      if (tol == 0)
+        CHECK(got.data == want.data);
+      else
+        CHECK(tgtest::worstError(got, want, tol, tol) <= 1.0);
     }
   }
-  for (auto &b : owned)
-    mem.remove(b->data());
 }
 
 } // namespace

@@ -12,12 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "test/nvptx/SimtReductionTestUtil.h"
+#include "test/nvptx/EmuHarness.h"
 
-#include "runtime/emulator/Emulator.h"
-#include "tgc/DType.h"
-
-#include <cmath>
-#include <cstring>
+#include "mlir/IR/IRMapping.h"
 
 using namespace simtred;
 using mlir::tg::ref::DType;
@@ -25,122 +22,39 @@ using mlir::tg::ref::Tensor;
 
 namespace {
 
-size_t elemBytes(DType t) {
-  switch (t) {
-  case DType::F64:
-  case DType::I64:
-    return 8;
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  case DType::F16:
-  case DType::BF16:
-    return 2;
-  default:
-    return 1;
-  }
-}
-
-/// The bytes a kernel reads for `t` (row-major, its element type).
-std::vector<uint8_t> toBytes(const Tensor &t) {
-  size_t eb = elemBytes(t.dtype);
-  std::vector<uint8_t> out(t.data.size() * eb);
-  for (size_t i = 0; i < t.data.size(); ++i) {
-    uint8_t *p = out.data() + i * eb;
-    double v = t.data[i];
-    switch (t.dtype) {
-    case DType::F64: std::memcpy(p, &v, 8); break;
-    case DType::F32: { float f = float(v); std::memcpy(p, &f, 4); break; }
-    case DType::BF16: { uint16_t h = tgc::floatToBf16(float(v)); std::memcpy(p, &h, 2); break; }
-    case DType::F16: { uint16_t h = tgc::floatToHalf(float(v)); std::memcpy(p, &h, 2); break; }
-    case DType::I64: { int64_t x = int64_t(v); std::memcpy(p, &x, 8); break; }
-    case DType::I32: { int32_t x = int32_t(v); std::memcpy(p, &x, 4); break; }
-    default: *p = v != 0; break;
-    }
-  }
-  return out;
-}
-
-double fromBytes(const uint8_t *p, DType t) {
-  switch (t) {
-  case DType::F64: { double v; std::memcpy(&v, p, 8); return v; }
-  case DType::F32: { float f; std::memcpy(&f, p, 4); return f; }
-  case DType::BF16: { uint16_t h; std::memcpy(&h, p, 2); return tgc::bf16ToFloat(h); }
-  case DType::F16: { uint16_t h; std::memcpy(&h, p, 2); return tgc::halfToFloat(h); }
-  case DType::I64: { int64_t x; std::memcpy(&x, p, 8); return double(x); }
-  case DType::I32: { int32_t x; std::memcpy(&x, p, 4); return double(x); }
-  default: return *p != 0;
-  }
-}
-
 /// Runs `op` (the first op of `fn`, whose operands are `fn`'s arguments in
 /// order) on the emulator and compares its results with the reference.
-/// `alias[i]` >= 0 makes result i share the buffer of operand alias[i].
+/// `alias[i]` >= 0 makes result i share the buffer of operand alias[i] (as
+/// the plan's tg.alias_args would).
 void checkOpOnEmulator(Harness &h, mlir::func::FuncOp fn, mlir::Operation *op,
                        std::vector<Tensor> args, std::vector<int> alias = {}) {
-  mlir::tg::ref::EvalOptions eo;
-  auto ref = mlir::tg::ref::evaluate(fn, args, eo);
+  auto ref = mlir::tg::ref::evaluate(fn, args);
   INFO(h.diagnostics);
   REQUIRE(mlir::succeeded(ref));
-  auto kernels = newKernelModule(h);
-  auto lowered =
-      tg::nvptx::lowerOpToKernels(op, tg::nvptx::Target::SM80, *kernels);
-  INFO(h.diagnostics);
-  REQUIRE(mlir::succeeded(lowered));
-  std::vector<tg::nvptx::KernelLaunch> launches = *lowered;
-  std::string ptx = compileKernels(*kernels, tg::nvptx::Target::SM80);
-  std::string err;
-  auto module = tgrt::emu::PtxModule::parse(ptx, err);
-  INFO(err);
-  REQUIRE(module);
-
-  std::vector<std::vector<uint8_t>> in, out;
-  for (const Tensor &a : args)
-    in.push_back(toBytes(a));
-  for (const Tensor &r : *ref)
-    out.push_back(std::vector<uint8_t>(r.data.size() * elemBytes(r.dtype), 0xAB));
-  alias.resize(out.size(), -1);
-  tgrt::emu::Memory mem;
-  for (auto &b : in)
-    mem.add(b.data(), b.size());
-  for (auto &b : out)
-    mem.add(b.data(), b.size());
-  auto resultPtr = [&](unsigned i) -> uint8_t * {
-    return alias[i] >= 0 ? in[alias[i]].data() : out[i].data();
-  };
-  for (const tg::nvptx::KernelLaunch &l : launches) {
-    std::vector<uint64_t> params;
-    for (const tg::nvptx::KernelParam &p : l.params)
-      params.push_back(reinterpret_cast<uint64_t>(
-          p.kind == tg::nvptx::KernelParam::Kind::Operand ? in[p.index].data()
-                                                          : resultPtr(p.index)));
-    INFO("kernel " << l.symbol << " grid " << l.grid[0] << "x" << l.grid[1]
-                   << " block " << l.block[0] << "x" << l.block[1]);
-    bool ok = module->launch(l.symbol, l.grid, l.block, l.dynamicSharedBytes,
-                             params, mem, err);
-    INFO(err);
-    REQUIRE(ok);
+  if (!alias.empty()) {
+    alias.resize(op->getNumResults(), -1);
+    op->setAttr(mlir::tg::attr::aliasArgs,
+                mlir::DenseI64ArrayAttr::get(
+                    &h.ctx, std::vector<int64_t>(alias.begin(), alias.end())));
   }
-  for (size_t i = 0; i < ref->size(); ++i) {
-    const Tensor &r = (*ref)[i];
-    const uint8_t *got = resultPtr(i);
-    // 16-bit results may round the other way after f32 accumulation: two
-    // units in the last place; f32 results: the f32 accumulation order and
-    // SimtScalar's exp/log (a few ulp) against float64.
-    bool half = r.dtype == DType::BF16 || r.dtype == DType::F16;
-    double rtol = half ? (r.dtype == DType::BF16 ? 1.6e-2 : 2e-3) : 2e-5;
-    double atol = half ? 1e-2 : 2e-5;
-    int bad = 0;
-    for (size_t e = 0; e < r.data.size(); ++e) {
-      double g = fromBytes(got + e * elemBytes(r.dtype), r.dtype);
-      double want = r.data[e];
-      bool same = (std::isnan(want) && std::isnan(g)) || g == want ||
-                  std::fabs(g - want) <= atol + rtol * std::fabs(want);
-      if (!same && bad++ < 5)
-        FAIL_CHECK("result " << i << " element " << e << ": got " << g
-                             << ", reference " << want);
-    }
-    CHECK(bad == 0);
+  std::vector<Tensor> got;
+  std::string err;
+  bool ok = tgtest::runOnEmulator(op, args, got, err);
+  INFO(err << h.diagnostics);
+  REQUIRE(ok);
+  REQUIRE(got.size() == ref->size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    // Sums accumulate in f32 in a tree, the reference in float64 in order:
+    // f32 results within 2e-5; 16-bit results may round the other way (two
+    // units in the last place).
+    DType d = (*ref)[i].dtype;
+    bool half = d == DType::BF16 || d == DType::F16;
+    double rtol = half ? (d == DType::BF16 ? 1.6e-2 : 2e-3) : 2e-5;
+    double atol = half ? 1e-5 : 2e-5;
+    if (d == DType::I64 || d == DType::I32)
+      rtol = atol = 0;
+    INFO("result " << i);
+    CHECK(tgtest::worstError(got[i], (*ref)[i], rtol, atol) <= 1);
   }
 }
 
@@ -154,7 +68,7 @@ void checkOnEmulator(const std::string &ir, std::vector<Tensor> args,
   checkOpOnEmulator(h, fn, firstOp(h), std::move(args), std::move(alias));
 }
 
-/// Every reduction kernel op at the top level of the planned step of
+/// Every reduction kernel op at the top level of the planned functions of
 /// examples/<name>.tg, each copied alone into a function and run on the
 /// emulator from random inputs against the reference. Returns the count.
 int checkExampleOnEmulator(const std::string &name,
@@ -168,21 +82,10 @@ int checkExampleOnEmulator(const std::string &name,
       if (tg::nvptx::detail::isReductionKernelOp(&op))
         ops.push_back(&op);
   });
-  mlir::OpBuilder b(&h.ctx);
-  auto holder = mlir::ModuleOp::create(b.getUnknownLoc());
   int n = 0;
   for (mlir::Operation *op : ops) {
-    // @f(operands) { results = clone(op); return results }
-    b.setInsertionPointToEnd(holder.getBody());
-    auto fnTy = b.getFunctionType(op->getOperandTypes(), op->getResultTypes());
-    auto fn = mlir::func::FuncOp::create(b, op->getLoc(),
-                                         "f" + std::to_string(n), fnTy);
-    mlir::Block *entry = fn.addEntryBlock();
-    b.setInsertionPointToEnd(entry);
-    mlir::IRMapping map;
-    map.map(op->getOperands(), entry->getArguments());
-    mlir::Operation *copy = b.clone(*op, map);
-    mlir::func::ReturnOp::create(b, op->getLoc(), copy->getResults());
+    mlir::OwningOpRef<mlir::ModuleOp> m = tgtest::standaloneFunction(op);
+    auto fn = m->lookupSymbol<mlir::func::FuncOp>("f");
     std::vector<Tensor> args;
     for (auto [i, t] : llvm::enumerate(op->getOperandTypes())) {
       auto rt = mlir::cast<mlir::RankedTensorType>(t);
@@ -196,10 +99,9 @@ int checkExampleOnEmulator(const std::string &name,
     llvm::raw_string_ostream os(text);
     op->print(os);
     INFO(name << " " << precision << " op " << n << ": " << text);
-    checkOpOnEmulator(h, fn, copy, std::move(args));
+    checkOpOnEmulator(h, fn, &fn.getBody().front().front(), std::move(args));
     ++n;
   }
-  holder->erase();
   return n;
 }
 
@@ -253,13 +155,19 @@ std::string layerNormGroup(const std::string &x, const std::string &row,
 
 TEST_CASE("every reduction kernel of the example steps on the emulator",
           "[nvptx][reduction][emulator]") {
-  CHECK(checkExampleOnEmulator("mlp", {{"batch", "8"}, {"hidden", "32"}},
-                               "fp32") >= 8);
-  CHECK(checkExampleOnEmulator(
-            "gpt",
-            {{"layers", "1"}, {"d_model", "32"}, {"heads", "2"}, {"seq", "16"},
-             {"batch", "2"}, {"vocab", "64"}, {"ctx", "16"}, {"accumulate", "1"}},
-            "fp32") >= 20);
+  for (const char *precision : {"fp32", "bf16"}) {
+    CHECK(checkExampleOnEmulator("mlp", {{"batch", "8"}, {"hidden", "32"}},
+                                 precision) >= 8);
+    // The LeNet: bias gradients of convolutions (sums over batch and
+    // pixels, a middle-and-leading reduction).
+    CHECK(checkExampleOnEmulator("cnn", {{"batch", "2"}, {"c1", "2"}, {"c2", "3"}},
+                                 precision) >= 8);
+    CHECK(checkExampleOnEmulator(
+              "gpt",
+              {{"layers", "1"}, {"d_model", "32"}, {"heads", "2"}, {"seq", "16"},
+               {"batch", "2"}, {"vocab", "64"}, {"ctx", "16"}, {"accumulate", "1"}},
+              precision) >= 20);
+  }
 }
 
 TEST_CASE("cross-entropy rows on the emulator", "[nvptx][reduction][emulator]") {
@@ -294,12 +202,47 @@ TEST_CASE("layer norm rows on the emulator", "[nvptx][reduction][emulator]") {
                     {rand({6, 1}, DType::F32, 8), rand({1}, DType::F32, 9),
                      rand({1}, DType::F32, 10)});
   }
+  SECTION("256 wide: a warp per row, four neighbours a lane") {
+    checkOnEmulator(layerNormGroup("tensor<7x256xf32>", "tensor<7x1xf32>",
+                                   "tensor<256xf32>", 1),
+                    {rand({7, 256}, DType::F32, 26), rand({256}, DType::F32, 27),
+                     rand({256}, DType::F32, 28)},
+                    {0, -1});
+  }
+  SECTION("2048 wide: a block per row, vectors, the output over its input") {
+    checkOnEmulator(layerNormGroup("tensor<3x2048xf32>", "tensor<3x1xf32>",
+                                   "tensor<2048xf32>", 1),
+                    {rand({3, 2048}, DType::F32, 29), rand({2048}, DType::F32, 30),
+                     rand({2048}, DType::F32, 31)},
+                    {0, -1});
+  }
   SECTION("2050 wide: a block per row, the output over its input") {
     checkOnEmulator(layerNormGroup("tensor<2x2050xf32>", "tensor<2x1xf32>",
                                    "tensor<2050xf32>", 1),
                     {rand({2, 2050}, DType::F32, 11), rand({2050}, DType::F32, 12),
                      rand({2050}, DType::F32, 13)},
                     {0, -1});
+  }
+}
+
+TEST_CASE("a row result in place of a row operand", "[nvptx][reduction][emulator]") {
+  // t (per row) lives in s's buffer while every thread of the row still
+  // reads s for y: the first thread may store t only after all have read.
+  for (int width : {40, 3000}) {
+    std::string c = std::to_string(width);
+    std::string x = "tensor<6x" + c + "xf32>";
+    std::string ir = "func.func @f(%arg0: " + x + ", %arg1: tensor<6x1xf32>) -> (" + x + ", tensor<6x1xf32>) {\n"
+        "  %0:2 = tg.fused <row_reduction> ins(%arg0, %arg1 : " + x + ", tensor<6x1xf32>) {\n"
+        "  ^bb0(%x: " + x + ", %s: tensor<6x1xf32>):\n"
+        "    %m = tg.max %x axes = [1] keepdims : " + x + " -> tensor<6x1xf32>\n"
+        "    %y = tg.mul %x, %s : " + x + ", tensor<6x1xf32> -> " + x + "\n"
+        "    %t = tg.mul %s, %m : tensor<6x1xf32>, tensor<6x1xf32> -> tensor<6x1xf32>\n"
+        "    tg.yield %y, %t : " + x + ", tensor<6x1xf32>\n"
+        "  } -> " + x + ", tensor<6x1xf32>\n"
+        "  return %0#0, %0#1 : " + x + ", tensor<6x1xf32>\n}\n";
+    INFO(width);
+    checkOnEmulator(ir, {rand({6, width}, DType::F32, 40), rand({6, 1}, DType::F32, 41)},
+                    {-1, 1});
   }
 }
 

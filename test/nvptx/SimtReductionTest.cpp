@@ -1,10 +1,10 @@
-//===- SimtReductionTest.cpp - reduction kernels: ptxas and numerics -*- C++ -*-===//
+//===- SimtReductionTest.cpp - reduction kernels assemble cleanly -*- C++ -*-===//
 //
 // The reduction and row-reduction kernels (codegen/nvptx/SimtReduction.cpp)
-// of the example models' planned steps (MLP and a one-layer GPT, fp32 and
-// bf16) and of a 50257-wide vocabulary row are generated, lowered to PTX and
-// assembled by ptxas for sm_80 and sm_90a: no errors, spills, stack or
-// performance warnings. Without ptxas the assembly SKIPs with a warning.
+// of the example models' planned steps (MLP, LeNet, a one-layer GPT at small
+// and at GPT-2 small widths, fp32 and bf16) and of 50257-wide vocabulary
+// rows are generated, lowered to PTX and assembled by ptxas for sm_80 and
+// sm_90a: no errors, spills, stack or performance warnings. Without ptxas the assembly SKIPs with a warning.
 // Bad input (a composite op left in a group) is a located error.
 //
 //===----------------------------------------------------------------------===//
@@ -76,6 +76,12 @@ TEST_CASE("reduction kernels of the MLP assemble", "[nvptx][reduction]") {
   checkExample("mlp", d, "bf16", 8);
 }
 
+TEST_CASE("reduction kernels of the LeNet assemble", "[nvptx][reduction]") {
+  std::vector<std::pair<std::string, std::string>> d = {{"batch", "4"}};
+  checkExample("cnn", d, "fp32", 8);
+  checkExample("cnn", d, "bf16", 8);
+}
+
 TEST_CASE("reduction kernels of a one-layer GPT assemble", "[nvptx][reduction]") {
   std::vector<std::pair<std::string, std::string>> d = {
       {"layers", "1"}, {"d_model", "32"}, {"heads", "2"}, {"seq", "16"},
@@ -86,14 +92,42 @@ TEST_CASE("reduction kernels of a one-layer GPT assemble", "[nvptx][reduction]")
 
 TEST_CASE("a 50257-wide vocabulary row assembles", "[nvptx][reduction]") {
   for (tg::nvptx::Target t : {tg::nvptx::Target::SM80, tg::nvptx::Target::SM90a}) {
+    // 50257: one element a step; 50256 in bf16 and f32: four (vector
+    // loads and stores).
+    for (auto [width, elem] : {std::pair<int, const char *>{50257, "f32"},
+                               {50256, "bf16"}, {50256, "f32"}}) {
+      INFO(width << " " << elem);
+      Harness h;
+      h.parse(crossEntropyGroup(4, width, elem));
+      auto kernels = newKernelModule(h);
+      auto launches = lowerSingle(h, t, *kernels);
+      REQUIRE(launches.size() == 1);
+      // A block per row.
+      CHECK(launches[0].grid[0] == 4);
+      CHECK(launches[0].block[0] == 256);
+      checkPtxas(*kernels, t);
+      if (width % 4 == 0 && std::string(elem) == "f32")
+        CHECK(compileKernels(*kernels, t).find("ld.global.v4.b32") !=
+              std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("tensors of 2^31 elements and more use 64-bit indices",
+          "[nvptx][reduction]") {
+  // 65536 rows of 50257 bf16 logits: 3.3e9 elements.
+  for (tg::nvptx::Target t : {tg::nvptx::Target::SM80, tg::nvptx::Target::SM90a}) {
     Harness h;
-    h.parse(crossEntropyGroup(4, 50257, "f32"));
+    h.parse(crossEntropyGroup(65536, 50257, "bf16"));
     auto kernels = newKernelModule(h);
     auto launches = lowerSingle(h, t, *kernels);
     REQUIRE(launches.size() == 1);
-    // A block per row.
-    CHECK(launches[0].grid[0] == 4);
-    CHECK(launches[0].block[0] == 512);
+    CHECK(launches[0].grid[0] == 65536);
+    // The row loops count in i64.
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    kernels->print(os);
+    CHECK(text.find(": i64 {") != std::string::npos);
     checkPtxas(*kernels, t);
   }
 }
@@ -121,4 +155,10 @@ func.func @f(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
                            "kernel (run tg-decompose first)") != std::string::npos);
   // Nothing half-built is left behind.
   CHECK(kernels->getBody()->getOperations().size() == 0);
+}
+TEST_CASE("reduction kernels of GPT-2 small's step assemble",
+          "[nvptx][reduction]") {
+  // Real widths (vocabulary rows of 50257 a block each, 768-wide norms, the
+  // 1024x1024 attention rows), one layer to keep the test short.
+  checkExample("gpt", {{"layers", "1"}, {"accumulate", "1"}}, "bf16", 20);
 }

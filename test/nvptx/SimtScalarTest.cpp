@@ -76,23 +76,6 @@ func.func @f(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>, %m: tensor<8x8xi1>,
 }
 )mlir";
 
-/// A context with TGC's dialects and those kernels are built from.
-struct Context {
-  MLIRContext ctx;
-  std::string diags;
-  /// The parsed source of buildOpKernels, kept with (and destroyed before)
-  /// the context: a static here outlived the context and crashed at exit.
-  OwningOpRef<ModuleOp> source;
-  Context() {
-    DialectRegistry registry;
-    mlir::tg::registerAllDialects(registry);
-    registry.insert<LLVM::LLVMDialect, NVVM::NVVMDialect, scf::SCFDialect>();
-    ctx.appendDialectRegistry(registry);
-    ctx.loadAllAvailableDialects();
-    ctx.getDiagEngine().registerHandler(
-        [this](Diagnostic &d) { diags += d.str() + "\n"; });
-  }
-};
 
 int64_t numElements(Value v) {
   return cast<ShapedType>(v.getType()).getNumElements();
@@ -140,7 +123,7 @@ LogicalResult buildOpKernel(ModuleOp module, Operation *op, StringRef name) {
 }
 
 /// The kernel module for every op of @f in `ir` (kernel k_<index>).
-OwningOpRef<ModuleOp> buildOpKernels(Context &c, StringRef ir,
+OwningOpRef<ModuleOp> buildOpKernels(tgtest::Context &c, StringRef ir,
                                      std::vector<Operation *> *ops = nullptr) {
   OwningOpRef<ModuleOp> &keep = c.source;
   keep = parseSourceString<ModuleOp>(ir, &c.ctx);
@@ -159,20 +142,14 @@ OwningOpRef<ModuleOp> buildOpKernels(Context &c, StringRef ir,
   return kernels;
 }
 
-std::string print(ModuleOp m) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  m.print(os);
-  return text;
-}
 
 } // namespace
 
 TEST_CASE("every elementwise op has scalar code that assembles",
           "[nvptx][simt]") {
-  Context c;
+  tgtest::Context c;
   OwningOpRef<ModuleOp> kernels = buildOpKernels(c, kOps);
-  std::string text = print(*kernels);
+  std::string text = tgtest::printModule(*kernels);
   for (Target t : {Target::SM80, Target::SM90a}) {
     std::string ptx, err;
     bool ok = compileMLIRToPTX(text, t, ptx, err);
@@ -196,7 +173,7 @@ TEST_CASE("every elementwise op has scalar code that assembles",
 }
 
 TEST_CASE("scalar code refuses what it cannot compute", "[nvptx][simt]") {
-  Context c;
+  tgtest::Context c;
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(R"mlir(
 func.func @f(%a: tensor<4xf64>, %x: tensor<4x4xf32>, %y: tensor<4x4xf32>) {
   %0 = tg.exp %a : tensor<4xf64>
@@ -250,7 +227,7 @@ std::vector<tgtest::Tensor> kOpsInputs(func::FuncOp f) {
 
 TEST_CASE("scalar code matches the reference evaluator on the emulator",
           "[nvptx][simt][emulator]") {
-  Context c;
+  tgtest::Context c;
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(kOps, &c.ctx);
   REQUIRE(m);
   auto f = m->lookupSymbol<func::FuncOp>("f");
@@ -267,13 +244,6 @@ TEST_CASE("scalar code matches the reference evaluator on the emulator",
     std::vector<tgtest::Tensor> got;
     std::string err;
     bool ran = tgtest::runOnEmulator(&op, in, got, err);
-    if (!ran && err.find("unsupported instruction") != std::string::npos) {
-      // LLVM narrows f32 math on bf16 values to sm_80's native bf16
-      // instructions; the emulator does not run them all yet.
-      WARN("SKIPPED numerics of " << op.getName().getStringRef().str()
-                                  << ": the emulator says " << err);
-      continue;
-    }
     INFO(err);
     REQUIRE(ran);
     auto [rtol, atol] = tgtest::tolerance(want->front().dtype);
@@ -299,7 +269,7 @@ TEST_CASE("the libm-free math is within its stated error",
                 Fn{"sin", -100, 100, 0, 2e-6, false},
                 Fn{"cos", -100, 100, 0, 2e-6, false}}) {
     INFO(fn.op << " on [" << fn.lo << ", " << fn.hi << ")");
-    Context c;
+    tgtest::Context c;
     std::string ir = std::string("func.func @f(%x: tensor<4096xf32>) {\n  %0 = tg.") +
                      fn.op + " %x : tensor<4096xf32>\n  return\n}\n";
     OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);

@@ -161,8 +161,8 @@ K void scalarOps(const int *__restrict__ ia, const float *__restrict__ fa,
   iout[i * 12 + 5] = (int)(wide >> 32);
   iout[i * 12 + 6] = __nvvm_mulhi_ui(ua, ub);
   iout[i * 12 + 7] = __builtin_popcount(ua) + __builtin_clz(a | 1) * 64;
-  iout[i * 12 + 8] = (a & 0xff0) >> 4 | (b << 12);
-  iout[i * 12 + 9] = (a < b ? a : b) * 3 + (ua > ub ? ua : ub);
+  iout[i * 12 + 8] = (a & 0xff0) >> 4 | int(unsigned(b) << 12);
+  iout[i * 12 + 9] = (int)((unsigned)(a < b ? a : b) * 3u + (ua > ub ? ua : ub));
   float x = fa[i], y = fa[(i + 1) % n];
   iout[i * 12 + 10] = (int)x;                // cvt.rzi.s32.f32
   iout[i * 12 + 11] = (int)(unsigned char)(signed char)a;
