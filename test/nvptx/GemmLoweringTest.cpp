@@ -194,13 +194,6 @@ void emulate(const Lowered &l, const std::string &ptx,
   INFO("on the PTX emulator");
   poison(results);
   auto mod = tgrt::emu::PtxModule::parse(ptx, err);
-  if (!mod && err.find("unsupported instruction") != std::string::npos) {
-    // An instruction the PTX emulator does not model yet (e.g. sm_80's
-    // fma.rn.bf16, which LLVM forms from a bf16 add): said loudly, and the
-    // kernel stays checked by the IR emulator above.
-    WARN("PTX emulator cannot run " << k.symbol << ": " << err);
-    return;
-  }
   INFO(err);
   REQUIRE(mod);
   tgrt::emu::Memory mem;
@@ -522,11 +515,9 @@ lowerExampleGemms(const std::string &name,
           alone->lookupSymbol<mlir::func::FuncOp>("f"), in);
       REQUIRE(mlir::succeeded(want));
       std::string err;
-      if (!tgtest::runOnEmulator(op, in, got, err)) {
-        if (err.find("unsupported instruction") != std::string::npos)
-          return; // said once below, with the count checked
-        FAIL(err);
-      }
+      bool ran = tgtest::runOnEmulator(op, in, got, err);
+      INFO(err);
+      REQUIRE(ran);
       // Every result within 4x the tolerance of its dtype or, when it is
       // computed from the product rounded to a narrower type, of that type:
       // the kernel's f32 sum runs in another order than the reference's,
@@ -551,14 +542,8 @@ lowerExampleGemms(const std::string &name,
     });
     CHECK(gemms > 0);
 #ifdef TG_HAVE_PTX_EMULATOR
-    if (t == Target::SM80) {
-      // Groups whose PTX uses an instruction the PTX emulator lacks (a bf16
-      // add becomes fma.rn.bf16) are left to the IR-emulator tests above.
-      if (checked < gemms)
-        WARN(gemms - checked << " of " << gemms << " GEMMs of " << name
-                             << " not run: the PTX emulator lacks an instruction");
-      CHECK(checked > 0);
-    }
+    if (t == Target::SM80)
+      CHECK(checked == gemms);
 #endif
     Lowered l;
     llvm::raw_string_ostream os(l.kernels);
