@@ -172,4 +172,31 @@ def TG_KernelKindAttr : EnumAttr<TG_Dialect, TG_KernelKind, "kernel"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+def TG_TileConfigAttr : AttrDef<TG_Dialect, "TileConfig"> {
+  let mnemonic = "tile_config";
+  let summary = "Tile configuration of one tensor-core GEMM kernel for one GPU";
+  let description = [{
+    What `tg-configure-gemms` chose for a GEMM on `target` and the GPU
+    backend's GEMM lowering reads: a CTA computes a `bm`×`bn` tile of the
+    output, stepping K by `bk` through a `stages`-deep shared-memory ring;
+    tiles are rastered in groups of `group_m` along M. On `sm_80` the CTA is
+    `warps_m`×`warps_n` warps of mma.sync (`consumer_warpgroups` is 0,
+    `persistent` false); on `sm_90a` one producer warpgroup feeds
+    `consumer_warpgroups` = bm/64 wgmma warpgroups and the grid is persistent
+    (`warps_m` = `warps_n` = 1). The verifier admits only configurations the
+    generators can build (docs/nvptx.md).
+
+    ```mlir
+    #tg.tile_config<bm = 128, bn = 128, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80">
+    ```
+  }];
+  let parameters = (ins "int64_t":$bm, "int64_t":$bn, "int64_t":$bk,
+                        "int64_t":$stages, "int64_t":$group_m,
+                        "int64_t":$warps_m, "int64_t":$warps_n,
+                        "int64_t":$consumer_warpgroups, "bool":$persistent,
+                        StringRefParameter<"GPU target">:$target);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // TG_ATTRS_TD

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -253,6 +254,25 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError() << "'" << name << "' applies only to tg.fused";
     return success();
   }
+  // GPU backend (tg-configure-gemms): one tile config per target, on the
+  // ops that become GEMM kernels.
+  if (name == attr::tileConfigs) {
+    auto list = dyn_cast<ArrayAttr>(value);
+    if (failed(expect(list && !list.empty() &&
+                          llvm::all_of(list, llvm::IsaPred<TileConfigAttr>),
+                      "a non-empty array of #tg.tile_config<...>")))
+      return failure();
+    auto fused = dyn_cast<FusedOp>(op);
+    if (!isa<MatmulOp>(op) && !(fused && fused.getKind() == KernelKind::gemm))
+      return op->emitOpError()
+             << "'" << name << "' applies only to tg.matmul and gemm groups";
+    llvm::StringSet<> targets;
+    for (Attribute a : list)
+      if (!targets.insert(cast<TileConfigAttr>(a).getTarget()).second)
+        return op->emitOpError() << "'" << name << "' has two configs for "
+                                 << cast<TileConfigAttr>(a).getTarget();
+    return success();
+  }
   // Data parallelism (tg-data-parallel): the job's rank count.
   if (name == attr::ranks) {
     auto n = dyn_cast<IntegerAttr>(value);
@@ -282,6 +302,50 @@ BudgetFitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "#tg.budget_fit sizes must not be negative";
   if (extraFlops > stepFlops)
     return emitError() << "#tg.budget_fit extra_flops exceed step_flops";
+  return success();
+}
+
+LogicalResult
+TileConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       int64_t bm, int64_t bn, int64_t bk, int64_t stages,
+                       int64_t groupM, int64_t warpsM, int64_t warpsN,
+                       int64_t consumers, bool persistent, StringRef target) {
+  // The shapes the generators in codegen/nvptx can build; a config outside
+  // them would be a miscompiled kernel, not a slow one.
+  auto bad = [&]() { return emitError() << "#tg.tile_config: "; };
+  if (target != "sm_80" && target != "sm_90a")
+    return bad() << "target must be sm_80 or sm_90a, got '" << target << "'";
+  for (int64_t v : {bm, bn, bk, stages, groupM})
+    if (v < 1)
+      return bad() << "bm, bn, bk, stages and group_m must be positive";
+  if (bk % 16 || stages < 2)
+    return bad() << "bk must be a multiple of 16 and stages at least 2";
+  int64_t ringBytes = stages * (bm + bn) * bk * 2;
+  if (target == "sm_80") {
+    if (warpsM < 1 || warpsN < 1 || bm % (16 * warpsM) || bn % (16 * warpsN))
+      return bad() << "on sm_80 each warp's tile (bm/warps_m x bn/warps_n) "
+                      "must be a multiple of 16x16";
+    if (consumers != 0 || persistent)
+      return bad() << "consumer_warpgroups and persistent are sm_90a's; on "
+                      "sm_80 they must be 0 and false";
+    // 163 KiB: the most dynamic shared memory a CTA may have on sm_80.
+    if (ringBytes > 163 * 1024)
+      return bad() << "the operand ring needs " << ringBytes
+                   << " bytes of shared memory, over sm_80's 166912";
+    return success();
+  }
+  if (consumers < 1 || consumers > 2 || bm != 64 * consumers)
+    return bad() << "on sm_90a bm must be 64 x consumer_warpgroups (1 or 2)";
+  if (bn % 64 || bn > 256 || bk != 64)
+    return bad() << "on sm_90a bn must be a multiple of 64 up to 256 and bk "
+                    "64 (one 128-byte swizzle row)";
+  if (warpsM != 1 || warpsN != 1 || !persistent)
+    return bad() << "on sm_90a warps_m and warps_n must be 1 and the grid "
+                    "persistent";
+  // 227 KiB less the ring's mbarriers.
+  if (ringBytes + 16 * stages > 227 * 1024)
+    return bad() << "the operand ring needs " << ringBytes
+                 << " bytes of shared memory, over sm_90a's 232448";
   return success();
 }
 

@@ -47,6 +47,7 @@ inline constexpr llvm::StringLiteral arenaBytes = TGDialect::ArenaBytesAttrHelpe
 inline constexpr llvm::StringLiteral flops = TGDialect::FlopsAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral bytesRead = TGDialect::BytesReadAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral bytesWritten = TGDialect::BytesWrittenAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral tileConfigs = TGDialect::TileConfigsAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral ranks = TGDialect::RanksAttrHelper::getNameStr();
 } // namespace attr
 

@@ -74,6 +74,9 @@ def TG_Dialect : Dialect {
     "::mlir::IntegerAttr":$flops,
     "::mlir::IntegerAttr":$bytes_read,
     "::mlir::IntegerAttr":$bytes_written,
+    // GPU backend (tg-configure-gemms): on a `gemm` group or a lone
+    // tg.matmul with 16-bit operands, one #tg.tile_config per GPU target.
+    "::mlir::ArrayAttr":$tile_configs,
     // Data parallelism (tg-data-parallel): on the module, the number of
     // ranks its train_step averages gradients over.
     "::mlir::IntegerAttr":$ranks

@@ -195,7 +195,8 @@ LLVM::LLVMFuncOp createKernel(ModuleOp module, const GemmProblem &p,
     entry->getArgument(i).setLoc(NameLoc::get(b.getStringAttr(names[i]), loc));
   args = {entry->getArgument(0), entry->getArgument(1), entry->getArgument(2),
           entry->getArgument(3), entry->getArgument(4), entry->getArgument(5),
-          entry->getArgument(6), entry->getArgument(7), entry->getArgument(8)};
+          entry->getArgument(6), entry->getArgument(7), entry->getArgument(8),
+          /*epilogue=*/nullptr, /*batch=*/Value()};
   return fn;
 }
 
@@ -226,6 +227,13 @@ void emitEpiloguePair(KernelBuilder &w, const GemmProblem &p,
   Value pred = w.and_(inM, inN);
   scf::IfOp ifOp = scf::IfOp::create(b, loc, pred, /*withElseRegion=*/false);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  if (a.epilogue) {
+    // N is a multiple of 8 (checkProblem), so col + 1 < N as well.
+    a.epilogue->emit(w, a.batch, row, col, v0In);
+    a.epilogue->emit(w, a.batch, row, w.addi(col, 1), v1In);
+    b.setInsertionPointAfter(ifOp);
+    return;
+  }
   Value v = LLVM::UndefOp::create(b, loc, w.v2f32);
   v = LLVM::InsertElementOp::create(b, loc, v, v0In, w.i32c(0));
   v = LLVM::InsertElementOp::create(b, loc, v, v1In, w.i32c(1));
@@ -266,6 +274,9 @@ void emitEpiloguePair(KernelBuilder &w, const GemmProblem &p,
   Type ot = mlirType(b.getContext(), e.out);
   Type vt = VectorType::get({2}, ot);
   Value off = w.add(w.mul(w.zext64(row), w.zext64(a.n)), w.zext64(col));
+  if (a.batch) // C and the residual are [batch, M, N]
+    off = w.add(off, w.mul(w.zext64(a.batch),
+                           w.mul(w.zext64(a.m), w.zext64(a.n))));
   unsigned align = 2 * elemBytes(e.out);
   if (e.residual) {
     Value rp = w.gep(a.res, off, ot);
@@ -279,6 +290,19 @@ void emitEpiloguePair(KernelBuilder &w, const GemmProblem &p,
   Value cp = w.gep(a.c, off, ot);
   LLVM::StoreOp::create(b, loc, v, cp, align);
   b.setInsertionPointAfter(ifOp);
+}
+
+void declareSharedMemory(ModuleOp module) {
+  if (module.lookupSymbol("tg_smem"))
+    return;
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  // All kernels share the dynamic shared-memory symbol; each sizes it at
+  // launch. 1024-byte aligned for the 128-byte swizzle atoms of TMA.
+  LLVM::GlobalOp::create(b, module.getLoc(),
+                         LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+                         /*isConstant=*/false, LLVM::Linkage::External,
+                         "tg_smem", Attribute(), /*alignment=*/1024,
+                         /*addrSpace=*/3);
 }
 
 } // namespace tg::nvptx::detail

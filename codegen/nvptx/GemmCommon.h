@@ -96,9 +96,31 @@ private:
   std::map<std::string, mlir::Value> consts;
 };
 
+/// Per-element code a kernel runs on its f32 accumulators in place of the
+/// fixed epilogue of GemmProblem::epilogue: the GEMM lowering generates it
+/// from a fusion group's body, so a group's every op and every result it
+/// yields (the pre-activation value beside the activation, say) are stored
+/// by the GEMM kernel itself.
+class ElementEpilogue {
+public:
+  virtual ~ElementEpilogue() = default;
+  /// Emits, at w's insertion point, the code that finishes output element
+  /// (batch, row, col) from its accumulator `acc` (f32) and stores every
+  /// result. The caller has checked row < M and col < N; `batch` is the
+  /// i32 batch index, or null for an unbatched kernel.
+  virtual void emit(KernelBuilder &w, mlir::Value batch, mlir::Value row,
+                    mlir::Value col, mlir::Value acc) const = 0;
+};
+
 /// The kernel's arguments, in the order fixed by the ABI in GemmConfig.h.
+/// A kernel generated from the pipeline has only pointer parameters: there
+/// m, n, k (and alpha) are constants, c/bias/res are unused and `epilogue`
+/// stores the results.
 struct KernelArgs {
   mlir::Value a, b, c, bias, res, m, n, k, alpha;
+  const ElementEpilogue *epilogue = nullptr;
+  /// Set by the generators for a batched problem: this CTA's batch (i32).
+  mlir::Value batch;
 };
 
 /// Creates the kernel function (signature and attributes) at the end of
@@ -135,6 +157,15 @@ void buildSm80Gemm(mlir::ModuleOp module, const GemmProblem &p,
                    const TileConfig &c);
 void buildSm90Gemm(mlir::ModuleOp module, const GemmProblem &p,
                    const TileConfig &c);
+/// The bodies alone, into a kernel whose entry block `w` builds and whose
+/// operands `a` names (the pipeline's kernels have their own signature).
+void emitSm80Gemm(KernelBuilder &w, const GemmProblem &p, const TileConfig &c,
+                  const KernelArgs &a);
+void emitSm90Gemm(KernelBuilder &w, const GemmProblem &p, const TileConfig &c,
+                  const KernelArgs &a);
+/// Declares the shared dynamic shared-memory array @tg_smem in `module`
+/// unless it is there.
+void declareSharedMemory(mlir::ModuleOp module);
 
 } // namespace tg::nvptx::detail
 

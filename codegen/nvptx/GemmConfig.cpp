@@ -75,7 +75,7 @@ TileConfig chooseTileConfig(const GemmProblem &p) {
   TileConfig best = cands.front();
   double bestCost = -1;
   for (const TileConfig &c : cands) {
-    int64_t tiles = ceilDiv(p.m, c.bm) * ceilDiv(p.n, c.bn);
+    int64_t tiles = ceilDiv(p.m, c.bm) * ceilDiv(p.n, c.bn) * p.batch;
     double cost = double(ceilDiv(tiles, sms)) * c.bm * c.bn / priorEfficiency(p.target, c);
     if (bestCost < 0 || cost < bestCost * (1 - 1e-9)) {
       best = c;
@@ -107,6 +107,8 @@ std::optional<std::string> checkProblem(const GemmProblem &p) {
     return e;
   if (auto e = need8(p.n, "N"))
     return e;
+  if (p.batch < 1 || p.m * p.n * p.batch > (1ll << 31) - 1)
+    return std::string("the batch must be positive and batch x M x N fit in 31 bits");
   return std::nullopt;
 }
 
@@ -114,13 +116,28 @@ LaunchGeometry launchGeometry(const GemmProblem &p, const TileConfig &c,
                               int sms) {
   LaunchGeometry g;
   int64_t tiles = ceilDiv(p.m, c.bm) * ceilDiv(p.n, c.bn);
+  // sm_90a walks every batch's tiles with one persistent grid; sm_80 takes
+  // the batch as grid.y (the caller's), so its grid.x is one batch's tiles.
+  if (p.target == Target::SM90a)
+    tiles *= p.batch;
   g.block = c.threads(p.target);
   g.smemBytes = c.smemBytes(p.target);
   if (p.target == Target::SM90a)
     g.grid = static_cast<unsigned>(std::min<int64_t>(tiles, std::max(1, sms)));
-  else
+  else {
     g.grid = static_cast<unsigned>(tiles);
+    g.gridY = static_cast<unsigned>(p.batch);
+  }
   return g;
+}
+
+TmaTensor tmaTensor(const GemmProblem &p, bool a) {
+  bool kMajor = a ? p.form != Form::TN : p.form == Form::NT;
+  uint64_t mn = static_cast<uint64_t>(a ? p.m : p.n), k = static_cast<uint64_t>(p.k);
+  TmaTensor t{kMajor ? mn : k, kMajor ? k : mn, 1};
+  if (p.batch > 1 && (a ? p.batchA : p.batchB))
+    t.batches = static_cast<uint64_t>(p.batch);
+  return t;
 }
 
 TmaBox tmaBox(const GemmProblem &p, const TileConfig &c, bool a) {
@@ -181,8 +198,13 @@ std::string kernelName(const GemmProblem &p, const TileConfig &c) {
                     (e.act != Activation::None ? toString(e.act) : "") +
                     (e.residual ? "r" : "");
   std::string t = p.target == Target::SM80 ? "sm80" : "sm90a";
+  std::string batch;
+  if (p.batch > 1)
+    batch = "_b" + std::to_string(p.batch) + (p.batchA ? "a" : "") +
+            (p.batchB ? "b" : "");
   return "tg_gemm_" + t + "_" + toString(p.in) + "_" + toString(p.form) + "_" +
-         toString(e.out) + (epi.empty() ? "" : "_" + epi) + "_" + c.str(p.target);
+         toString(e.out) + (epi.empty() ? "" : "_" + epi) + batch + "_" +
+         c.str(p.target);
 }
 
 } // namespace tg::nvptx

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,13 @@ struct GemmProblem {
   Form form = Form::NN;
   Target target = Target::SM80;
   Epilogue epilogue;
+  /// Batched products (attention's [B,H,T,d]): `batch` independent GEMMs,
+  /// C[b] = A[b]·B[b], each matrix dense after the previous. An operand
+  /// without a batch stride (`batchA`/`batchB` false) is the same matrix
+  /// for every b (broadcast). sm_80 runs the batch as grid.y; sm_90a folds
+  /// it into the persistent tile walk (docs/nvptx.md, "Batched GEMMs").
+  int64_t batch = 1;
+  bool batchA = true, batchB = true;
 };
 
 /// A tile configuration. On sm_80: a CTA of warpsM×warpsN warps computes a
@@ -91,7 +99,8 @@ int assumedSMs(Target t);
 
 /// Launch geometry of a generated kernel.
 struct LaunchGeometry {
-  unsigned grid = 1;    // 1-D grid; tiles are rastered in the kernel
+  unsigned grid = 1;    // grid.x; tiles are rastered in the kernel
+  unsigned gridY = 1;   // grid.y: the batch on sm_80
   unsigned block = 128;
   unsigned smemBytes = 0;
 };
@@ -109,6 +118,14 @@ struct TmaBox {
 };
 /// The box each TMA load of operand A (`a` = true) or B uses.
 TmaBox tmaBox(const GemmProblem &p, const TileConfig &c, bool a);
+/// The tensor the TMA descriptor of operand A (`a` = true) or B describes,
+/// in elements: one row-major rows x cols matrix as stored, or for a
+/// batched operand `batches` of them one after the other (a 3-D descriptor,
+/// so that no box crosses from one matrix into the next).
+struct TmaTensor {
+  uint64_t rows = 0, cols = 0, batches = 1;
+};
+TmaTensor tmaTensor(const GemmProblem &p, bool a);
 
 std::string toString(Target t);
 std::string toString(ElemType t);

@@ -213,6 +213,16 @@ void Sm80Gen::run() {
   m0 = w.muli(tileM, c.bm);
   n0 = w.muli(tileN, c.bn);
   smem = LLVM::AddressOfOp::create(b, loc, w.ptr3, "tg_smem");
+  if (p.batch > 1) {
+    // Batch b = ctaid.y: step the batched operands to their b-th matrix.
+    a.batch = NVVM::BlockIdYOp::create(b, loc, w.i32);
+    Type elt = mlirType(b.getContext(), p.in);
+    Value bi = w.zext64(a.batch), k64 = w.zext64(a.k);
+    if (p.batchA)
+      a.a = w.gep(a.a, w.mul(bi, w.mul(w.zext64(a.m), k64)), elt);
+    if (p.batchB)
+      a.b = w.gep(a.b, w.mul(bi, w.mul(w.zext64(a.n), k64)), elt);
+  }
   Value numK = w.udiv(w.addi(a.k, c.bk - 1), w.i32c(c.bk));
 
   precomputeFragmentOffsets();
@@ -257,12 +267,17 @@ void Sm80Gen::run() {
 
 } // namespace
 
+void emitSm80Gemm(KernelBuilder &w, const GemmProblem &p, const TileConfig &c,
+                  const KernelArgs &a) {
+  Sm80Gen(p, c, w, a).run();
+}
+
 void buildSm80Gemm(ModuleOp module, const GemmProblem &p, const TileConfig &c) {
   KernelArgs a;
   LLVM::LLVMFuncOp fn =
       createKernel(module, p, c, LLVM::LLVMPointerType::get(module.getContext(), 1), a);
   KernelBuilder w(&fn.getBody().front(), module.getLoc());
-  Sm80Gen(p, c, w, a).run();
+  emitSm80Gemm(w, p, c, a);
 }
 
 } // namespace tg::nvptx::detail

@@ -50,8 +50,9 @@ private:
     stage = w.urem(it, w.i32c(c.stages));
     phase = w.andi(w.udiv(it, w.i32c(c.stages)), 1);
   }
-  /// Opens the loop over this CTA's tiles; returns it with the tile origin.
-  scf::ForOp emitTileLoopHeader(Value &m0, Value &n0);
+  /// Opens the loop over this CTA's tiles; returns it with the tile origin
+  /// and, for a batched problem, the tile's batch (null otherwise).
+  scf::ForOp emitTileLoopHeader(Value &m0, Value &n0, Value &batch);
   void emitProducer();
   void emitConsumer();
   /// 64-bit wgmma shared-memory descriptor for byte offset `off`.
@@ -73,7 +74,7 @@ private:
   KernelArgs a;
   bool aKMajor = true, bKMajor = false;
   int aStage = 0, bStage = 0, fullOff = 0, emptyOff = 0;
-  Value tid, smem, smemAddr, numK, myTiles, ctaid, nctaid;
+  Value tid, smem, smemAddr, numK, myTiles, ctaid, nctaid, tilesPerBatch;
   Type accTy;
 };
 
@@ -86,10 +87,15 @@ Value Sm90Gen::descriptor(Value off, int lbo, int sbo) {
   return w.or_(lo, w.i64c(static_cast<int64_t>(fixed)));
 }
 
-scf::ForOp Sm90Gen::emitTileLoopHeader(Value &m0, Value &n0) {
+scf::ForOp Sm90Gen::emitTileLoopHeader(Value &m0, Value &n0, Value &batch) {
   scf::ForOp loop = w.openFor(myTiles, {}, "ti");
   Value ti = loop.getInductionVar();
   Value tile = w.add(ctaid, w.mul(ti, nctaid));
+  batch = Value();
+  if (p.batch > 1) { // tiles of batch 0, then of batch 1, ...
+    batch = w.udiv(tile, tilesPerBatch);
+    tile = w.urem(tile, tilesPerBatch);
+  }
   auto [tm, tn] = emitTileRaster(w, c, a, tile);
   m0 = w.muli(tm, c.bm);
   n0 = w.muli(tn, c.bn);
@@ -97,8 +103,8 @@ scf::ForOp Sm90Gen::emitTileLoopHeader(Value &m0, Value &n0) {
 }
 
 void Sm90Gen::emitProducer() {
-  Value m0, n0;
-  scf::ForOp tiles = emitTileLoopHeader(m0, n0);
+  Value m0, n0, batch;
+  scf::ForOp tiles = emitTileLoopHeader(m0, n0, batch);
   Value ti = tiles.getInductionVar();
   scf::ForOp kLoop = w.openFor(numK, {}, "kt");
   Value kt = kLoop.getInductionVar();
@@ -113,13 +119,19 @@ void Sm90Gen::emitProducer() {
                                          w.i32c(aStage + bStage),
                                          NVVM::MemScopeKind::CTA, false, Value{});
   Value k0 = w.muli(kt, c.bk);
-  auto tma = [&](Value desc, int dstOff, Value dyn, Value x, Value y) {
+  // A batched operand's descriptor is 3-D (tmaTensor): the batch is the
+  // outermost coordinate, so a box never reaches into the next matrix.
+  auto tma = [&](Value desc, int dstOff, Value dyn, Value x, Value y,
+                 bool batched) {
     Value dst = w.gep(smem, w.addi(dyn, dstOff), b.getI8Type());
     // The destination operand is a shared::cluster address; this CTA's
     // shared window is part of it.
     dst = LLVM::AddrSpaceCastOp::create(b, loc, w.ptr7, dst);
+    SmallVector<Value, 3> coords = {x, y};
+    if (batch && batched)
+      coords.push_back(batch);
     NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        b, loc, dst, desc, ValueRange{x, y}, fullBar, ValueRange{}, Value{},
+        b, loc, dst, desc, coords, fullBar, ValueRange{}, Value{},
         Value{}, NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr{},
         Value{});
   };
@@ -127,15 +139,15 @@ void Sm90Gen::emitProducer() {
   Value bSlot = w.addi(w.muli(stage, bStage), c.stages * aStage);
   // Coordinates are innermost-first: (k, row) for K-major boxes.
   if (aKMajor)
-    tma(a.a, 0, aSlot, k0, m0);
+    tma(a.a, 0, aSlot, k0, m0, p.batchA);
   else
     for (int i = 0; i < c.bm / 64; ++i)
-      tma(a.a, i * c.bk * 128, aSlot, w.addi(m0, 64 * i), k0);
+      tma(a.a, i * c.bk * 128, aSlot, w.addi(m0, 64 * i), k0, p.batchA);
   if (bKMajor)
-    tma(a.b, 0, bSlot, k0, n0);
+    tma(a.b, 0, bSlot, k0, n0, p.batchB);
   else
     for (int i = 0; i < c.bn / 64; ++i)
-      tma(a.b, i * c.bk * 128, bSlot, w.addi(n0, 64 * i), k0);
+      tma(a.b, i * c.bk * 128, bSlot, w.addi(n0, 64 * i), k0, p.batchB);
   w.closeFor(kLoop);
   w.closeFor(tiles);
 }
@@ -152,7 +164,7 @@ void Sm90Gen::emitConsumer() {
   Value zero = w.zero(accTy);
 
   Value m0, n0;
-  scf::ForOp tiles = emitTileLoopHeader(m0, n0);
+  scf::ForOp tiles = emitTileLoopHeader(m0, n0, a.batch);
   Value ti = tiles.getInductionVar();
   scf::ForOp kLoop = w.openFor(numK, ValueRange{zero}, "ckt");
   Value kt = kLoop.getInductionVar();
@@ -231,6 +243,10 @@ void Sm90Gen::run() {
   numK = w.udiv(w.addi(a.k, c.bk - 1), w.i32c(c.bk));
   Value tiles = w.mul(w.udiv(w.addi(a.m, c.bm - 1), w.i32c(c.bm)),
                       w.udiv(w.addi(a.n, c.bn - 1), w.i32c(c.bn)));
+  if (p.batch > 1) {
+    tilesPerBatch = tiles;
+    tiles = w.muli(tiles, p.batch);
+  }
   // Tiles this CTA owns: ceil((tiles - ctaid) / nctaid) (grid ≤ tiles).
   myTiles = w.udiv(w.add(w.sub(tiles, ctaid), w.addi(nctaid, -1)), nctaid);
 
@@ -263,12 +279,17 @@ void Sm90Gen::run() {
 
 } // namespace
 
+void emitSm90Gemm(KernelBuilder &w, const GemmProblem &p, const TileConfig &c,
+                  const KernelArgs &a) {
+  Sm90Gen(p, c, w, a).run();
+}
+
 void buildSm90Gemm(ModuleOp module, const GemmProblem &p, const TileConfig &c) {
   KernelArgs a;
   LLVM::LLVMFuncOp fn = createKernel(
       module, p, c, LLVM::LLVMPointerType::get(module.getContext()), a);
   KernelBuilder w(&fn.getBody().front(), module.getLoc());
-  Sm90Gen(p, c, w, a).run();
+  emitSm90Gemm(w, p, c, a);
 }
 
 } // namespace tg::nvptx::detail

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/nvptx/KernelGen.h"
+#include "codegen/nvptx/GemmLowering.h"
 #include "codegen/nvptx/SimtElementwise.h"
 #include "codegen/nvptx/SimtReduction.h"
 #include "codegen/nvptx/SimtKernels.h"
@@ -58,6 +59,9 @@ std::string kernelSymbol(Operation *op, llvm::StringRef prefix, Target t) {
 
 FailureOr<std::vector<KernelLaunch>> lowerOpToKernels(Operation *op, Target t,
                                                       ModuleOp kernels) {
+  // bf16/f16 products (gemm groups and lone matmuls): tensor cores.
+  if (isTensorCoreGemm(op))
+    return lowerGemmToKernels(op, t, kernels);
   if (isElementwiseKernelOp(op))
     return lowerElementwiseOp(op, t, kernels);
   // Reductions: row_reduction and reduction groups, single sum/mean/max.

@@ -35,12 +35,32 @@
 
 namespace tg::nvptx {
 
+/// A TMA descriptor parameter (sm_90a GEMMs): the kernel receives a device
+/// pointer to a 128-byte CUtensorMap over an operand's buffer that the
+/// runtime encodes once per buffer with Device::encodeTensorMap(map, base,
+/// bf16, rows, cols, boxRows, boxCols, batches): 16-bit elements, the
+/// buffer read as `batches` dense row-major rows x cols matrices one after
+/// the other (a 3-D map when batches > 1, batch outermost), boxRows x
+/// boxCols (x 1) boxes, 128-byte swizzle, zero fill out of bounds.
+struct TensorMapParam {
+  bool bf16 = true;
+  uint64_t rows = 0, cols = 0, batches = 1;
+  uint32_t boxRows = 0, boxCols = 0;
+};
+
 /// A pointer parameter of a generated kernel: the operand or result of the
-/// lowered op (top-level in its entry function) whose buffer it receives.
+/// lowered op (top-level in its entry function) whose buffer it receives,
+/// or (Kind::TensorMap) a TMA descriptor over operand `index`'s buffer.
 struct KernelParam {
-  enum class Kind { Operand, Result };
-  Kind kind = Kind::Operand;
-  unsigned index = 0;
+  enum class Kind { Operand, Result, TensorMap };
+  using TensorMap = TensorMapParam;
+  KernelParam(Kind kind = Kind::Operand, unsigned index = 0,
+              TensorMap map = {})
+      : kind(kind), index(index), map(map) {}
+  Kind kind;
+  unsigned index;
+  /// Kind::TensorMap only.
+  TensorMap map;
 };
 
 /// One launch of a generated kernel. Launches of one op run in order, each

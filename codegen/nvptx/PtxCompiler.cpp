@@ -85,11 +85,7 @@ buildGemmModule(mlir::MLIRContext &ctx,
   if (!kernels.empty())
     (*module)->setAttr("tg.target",
                        b.getStringAttr(toString(kernels.front().problem.target)));
-  // All kernels share the dynamic shared-memory symbol; each sizes it at launch.
-  mlir::LLVM::GlobalOp::create(
-      b, loc, mlir::LLVM::LLVMArrayType::get(b.getI8Type(), 0),
-      /*isConstant=*/false, mlir::LLVM::Linkage::External, "tg_smem",
-      mlir::Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
+  detail::declareSharedMemory(*module);
   std::set<std::string> seen;
   for (const GemmKernelSpec &k : kernels) {
     if (!seen.insert(kernelName(k.problem, k.config)).second)

@@ -10,6 +10,9 @@
 #ifdef TGC_HAVE_CPU
 #include "codegen/cpu/Registration.h"
 #endif
+#ifdef TGC_HAVE_NVPTX
+#include "codegen/nvptx/Registration.h"
+#endif
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -31,6 +34,9 @@ void mlir::tg::registerAllPasses() {
   registerPipelines();
 #ifdef TGC_HAVE_CPU
   cpu::registerCpuPasses();
+#endif
+#ifdef TGC_HAVE_NVPTX
+  ::tg::nvptx::registerNvptxPasses();
 #endif
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

@@ -690,3 +690,63 @@ func.func @f(%a: tensor<4xf32>) {
 // -----
 // expected-error @+1 {{'builtin.module' op 'tg.ranks' must be an integer of at least 1 (the number of ranks)}}
 module attributes {tg.ranks = 0 : i64} {}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // expected-error @+1 {{#tg.tile_config: target must be sm_80 or sm_90a, got 'sm_70'}}
+  %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_70">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // expected-error @+1 {{#tg.tile_config: on sm_80 each warp's tile (bm/warps_m x bn/warps_n) must be a multiple of 16x16}}
+  %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 8, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // expected-error @+1 {{#tg.tile_config: consumer_warpgroups and persistent are sm_90a's; on sm_80 they must be 0 and false}}
+  %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = true, target = "sm_80">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // expected-error @+1 {{#tg.tile_config: the operand ring needs 262144 bytes of shared memory, over sm_80's 166912}}
+  %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 128, bn = 128, bk = 64, stages = 8, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // expected-error @+1 {{#tg.tile_config: on sm_90a bm must be 64 x consumer_warpgroups (1 or 2)}}
+  %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 128, bn = 128, bk = 64, stages = 4, group_m = 8, warps_m = 1, warps_n = 1, consumer_warpgroups = 1, persistent = true, target = "sm_90a">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // expected-error @+1 {{#tg.tile_config: on sm_90a bn must be a multiple of 64 up to 256 and bk 64 (one 128-byte swizzle row)}}
+  %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 64, bn = 96, bk = 64, stages = 4, group_m = 8, warps_m = 1, warps_n = 1, consumer_warpgroups = 1, persistent = true, target = "sm_90a">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // expected-error @+1 {{#tg.tile_config: bk must be a multiple of 16 and stages at least 2}}
+  %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 24, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // expected-error @+1 {{'tg.matmul' op 'tg.tile_configs' has two configs for sm_80}}
+  %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80">, #tg.tile_config<bm = 128, bn = 128, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // expected-error @+1 {{'tg.relu' op 'tg.tile_configs' applies only to tg.matmul and gemm groups}}
+  %0 = tg.relu %a {tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80">]} : tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // expected-error @+1 {{'tg.matmul' op 'tg.tile_configs' must be a non-empty array of #tg.tile_config<...>}}
+  %0 = tg.matmul %a, %a {tg.tile_configs = [{bm = 64}]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}

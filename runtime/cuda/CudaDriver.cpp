@@ -221,21 +221,22 @@ Status Device::synchronize() const {
   return drv->check(drv->api().cuCtxSynchronize(), "cuCtxSynchronize");
 }
 
-Status Device::encodeTensorMap2D(CUtensorMap &map, CUdeviceptr base, bool bf16,
-                                 uint64_t rows, uint64_t cols,
-                                 unsigned boxRows, unsigned boxCols) const {
+Status Device::encodeTensorMap(CUtensorMap &map, CUdeviceptr base, bool bf16,
+                               uint64_t rows, uint64_t cols, unsigned boxRows,
+                               unsigned boxCols, uint64_t batches) const {
   if (!drv->api().cuTensorMapEncodeTiled)
     return Status::error("cuTensorMapEncodeTiled unavailable: the CUDA driver "
                          "predates TMA (needs CUDA 12+)");
-  uint64_t dims[2] = {cols, rows};        // innermost first
-  uint64_t strides[1] = {cols * 2};       // bytes, dims 1.. only
-  unsigned box[2] = {boxCols, boxRows};
-  unsigned elemStrides[2] = {1, 1};
+  uint64_t dims[3] = {cols, rows, batches};          // innermost first
+  uint64_t strides[2] = {cols * 2, rows * cols * 2}; // bytes, dims 1.. only
+  unsigned box[3] = {boxCols, boxRows, 1};
+  unsigned elemStrides[3] = {1, 1, 1};
+  unsigned rank = batches > 1 ? 3 : 2;
   return drv->check(
       drv->api().cuTensorMapEncodeTiled(
           &map,
           bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-          2, reinterpret_cast<void *>(base), dims, strides, box, elemStrides,
+          rank, reinterpret_cast<void *>(base), dims, strides, box, elemStrides,
           /*interleave=*/0, CU_TENSOR_MAP_SWIZZLE_128B,
           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, /*oobFill=zeros*/ 0),
       "cuTensorMapEncodeTiled");

@@ -154,11 +154,19 @@ public:
   Status download(void *dst, CUdeviceptr src, size_t bytes) const;
   Status fill(CUdeviceptr dst, unsigned char byte, size_t bytes) const;
   Status synchronize() const;
-  /// A 2-D, 16-bit, 128B-swizzled TMA descriptor for a row-major
-  /// rows×cols matrix at `base`, loading boxes of boxRows×boxCols.
+  /// A 16-bit, 128B-swizzled TMA descriptor for `batches` row-major
+  /// rows×cols matrices, one after the other, at `base` (2-D for one
+  /// matrix, else 3-D with the batch outermost), loading boxes of
+  /// boxRows×boxCols (×1).
+  Status encodeTensorMap(CUtensorMap &map, CUdeviceptr base, bool bf16,
+                         uint64_t rows, uint64_t cols, unsigned boxRows,
+                         unsigned boxCols, uint64_t batches = 1) const;
+  /// One matrix: encodeTensorMap with batches = 1.
   Status encodeTensorMap2D(CUtensorMap &map, CUdeviceptr base, bool bf16,
                            uint64_t rows, uint64_t cols, unsigned boxRows,
-                           unsigned boxCols) const;
+                           unsigned boxCols) const {
+    return encodeTensorMap(map, base, bf16, rows, cols, boxRows, boxCols);
+  }
   /// Times `fn` (which launches work) `iters` times with CUDA events, runs
   /// enqueued back to back; returns per-run milliseconds.
   template <typename Fn>

@@ -95,6 +95,7 @@ struct TensorMap {
   uint64_t base;
   uint64_t rows, cols; // row-major, 2-byte elements
   uint32_t boxRows, boxCols;
+  uint64_t batches = 1; // 3-D: matrices one after the other, batch outermost
 };
 
 /// A role of a warp-specialised kernel (producer or consumers), run on its
@@ -124,7 +125,7 @@ public:
 
   std::map<uint64_t, std::vector<uint8_t> *> globals;
   std::map<uint64_t, TensorMap> tmaps;
-  unsigned ctaid = 0, nctaid = 1;
+  unsigned ctaid = 0, nctaid = 1, ctaidY = 0, nctaidY = 1;
 
   void runFunction(LLVM::LLVMFuncOp f, const std::vector<Val> &args) {
     Block &entry = f.getBody().front();
@@ -547,14 +548,19 @@ void Interp::tma(Operation &op, const std::vector<char> &mask) {
     auto coords = t.getCoordinates();
     int64_t c0 = static_cast<int32_t>(u(coords[0], 0, th));
     int64_t c1 = static_cast<int32_t>(u(coords[1], 0, th));
+    if (coords.size() != (m.batches > 1 ? 3u : 2u))
+      fail("emulator: TMA with " + std::to_string(coords.size()) +
+           " coordinates through a " + (m.batches > 1 ? "3" : "2") + "-D tensor map");
+    int64_t c2 = coords.size() > 2 ? static_cast<int32_t>(u(coords[2], 0, th)) : 0;
     if (dst % 1024)
       fail("emulator: 128B-swizzled TMA destination not 1024-byte aligned");
     for (uint32_t r = 0; r < m.boxRows; ++r)
       for (uint32_t c = 0; c < m.boxCols; ++c) {
         int64_t gr = c1 + r, gc = c0 + c;
         uint16_t v = 0;
-        if (gr >= 0 && gc >= 0 && uint64_t(gr) < m.rows && uint64_t(gc) < m.cols)
-          std::memcpy(&v, mem(m.base + (gr * m.cols + gc) * 2, 2), 2);
+        if (gr >= 0 && gc >= 0 && c2 >= 0 && uint64_t(gr) < m.rows &&
+            uint64_t(gc) < m.cols && uint64_t(c2) < m.batches)
+          std::memcpy(&v, mem(m.base + ((c2 * m.rows + gr) * m.cols + gc) * 2, 2), 2);
         uint64_t off = uint64_t(r) * m.boxCols * 2 + c * 2;
         off ^= ((off >> 7) & 7) << 4;
         std::memcpy(mem(dst + off, 2), &v, 2);
@@ -663,6 +669,25 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
       default: fail("emulator: unsupported icmp predicate");
       }
     });
+  } else if (auto fc = dyn_cast<LLVM::FCmpOp>(op)) {
+    auto pred = fc.getPredicate();
+    Val r = make(res().getType());
+    for (int t = 0; t < T; ++t) {
+      double a = f(op.getOperand(0), 0, t), b = f(op.getOperand(1), 0, t);
+      bool v;
+      switch (pred) {
+      case LLVM::FCmpPredicate::olt: v = a < b; break;
+      case LLVM::FCmpPredicate::ole: v = a <= b; break;
+      case LLVM::FCmpPredicate::ogt: v = a > b; break;
+      case LLVM::FCmpPredicate::oge: v = a >= b; break;
+      case LLVM::FCmpPredicate::oeq: v = a == b; break;
+      case LLVM::FCmpPredicate::one: v = a < b || a > b; break;
+      case LLVM::FCmpPredicate::une: v = !(a == b); break;
+      default: fail("emulator: unsupported fcmp predicate");
+      }
+      r.s[t] = v;
+    }
+    env[res()] = r;
   } else if (name == "llvm.select") {
     Val r = make(res().getType());
     for (int e = 0; e < r.ti.n; ++e)
@@ -716,6 +741,13 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
     env[res()] = r;
   } else if (name == "llvm.fmul") { fltBin([](double a, double b) { return a * b; });
   } else if (name == "llvm.fadd") { fltBin([](double a, double b) { return a + b; });
+  } else if (name == "llvm.fsub") { fltBin([](double a, double b) { return a - b; });
+  } else if (name == "llvm.fdiv") { fltBin([](double a, double b) { return a / b; });
+  } else if (name == "llvm.intr.exp2") {
+    Val r = make(res().getType());
+    for (int t = 0; t < T; ++t)
+      r.s[t] = bitsOf(roundTo(r.ti.k, std::exp2(f(op.getOperand(0), 0, t))));
+    env[res()] = r;
   } else if (name == "llvm.intr.maxnum") { fltBin([](double a, double b) { return std::fmax(a, b); });
   } else if (name == "llvm.fpext" || name == "llvm.fptrunc") {
     Val r = make(res().getType());
@@ -742,10 +774,15 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
       if (mask[t])
         for (int e = 0; e < ti.n; ++e)
           storeScalar(u(op.getOperand(1), 0, t) + e * bytesOf(ti.k), ti.k, f(op.getOperand(0), e, t));
-  } else if (name.starts_with("nvvm.read.ptx.sreg.")) {
+  } else if (name.consume_front("nvvm.read.ptx.sreg.")) {
     Val r = scalarInt(0, 32);
     for (int t = 0; t < T; ++t)
-      r.s[t] = name.ends_with("tid.x") ? t : name.ends_with("nctaid.x") ? nctaid : ctaid;
+      r.s[t] = name == "tid.x"      ? t
+               : name == "ctaid.x"  ? ctaid
+               : name == "nctaid.x" ? nctaid
+               : name == "ctaid.y"  ? ctaidY
+               : name == "nctaid.y" ? nctaidY
+                                    : (fail("emulator: unsupported special register " + name.str()), 0);
     env[res()] = r;
   } else if (name == "nvvm.cp.async.shared.global") {
     for (int t = 0; t < T; ++t)
@@ -873,8 +910,14 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
 
 } // namespace
 
-std::string runGemm(const GemmProblem &p, const TileConfig &c, unsigned grid,
-                    GemmBuffers &buf) {
+namespace {
+
+/// Runs `symbol` of the kernel module `mlir` CTA by CTA over `grid`;
+/// `setup` registers the CTA's buffers with the interpreter and returns the
+/// kernel's arguments.
+std::string runCtas(const std::string &mlir, const std::string &symbol,
+                    std::array<unsigned, 2> grid, int threads, size_t smemBytes,
+                    llvm::function_ref<std::vector<Val>(Interp &)> setup) {
   DialectRegistry registry;
   registry.insert<LLVM::LLVMDialect, NVVM::NVVMDialect, scf::SCFDialect,
                   cf::ControlFlowDialect, arith::ArithDialect>();
@@ -885,53 +928,91 @@ std::string runGemm(const GemmProblem &p, const TileConfig &c, unsigned grid,
     diag += d.str() + "\n";
     return success();
   });
-  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(generateGemmMLIR(p, c), &ctx);
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(mlir, &ctx);
   if (!m)
     return "kernel IR does not parse: " + diag;
-  auto fn = m->lookupSymbol<LLVM::LLVMFuncOp>(kernelName(p, c));
+  auto fn = m->lookupSymbol<LLVM::LLVMFuncOp>(symbol);
   if (!fn)
-    return "no kernel function " + kernelName(p, c);
-
-  int threads = c.threads(p.target);
-  std::vector<uint8_t> smem(static_cast<size_t>(c.smemBytes(p.target)));
-  std::vector<uint8_t> tmapA(128), tmapB(128);
+    return "no kernel function " + symbol;
+  bool mbarriers = false;
+  fn->walk([&](Operation *o) {
+    mbarriers |= o->getName().getStringRef().starts_with("nvvm.mbarrier");
+  });
+  std::vector<uint8_t> smem(smemBytes);
   try {
-    for (unsigned cta = 0; cta < grid; ++cta) {
-      std::fill(smem.begin(), smem.end(), 0xA5); // stale data is visible
-      Interp in(threads, smem);
-      bool mbarriers = false;
-      fn->walk([&](Operation *o) {
-        mbarriers |= o->getName().getStringRef().starts_with("nvvm.mbarrier");
-      });
-      in.raceCheck = !mbarriers;
-      if (mbarriers)
-        in.enableHb();
-      in.ctaid = cta;
-      in.nctaid = grid;
-      uint64_t base[7];
-      std::vector<uint8_t> *bufs[7] = {&buf.a, &buf.b, &buf.c, &buf.bias,
-                                      &buf.residual, &tmapA, &tmapB};
-      for (int i = 0; i < 7; ++i) {
-        base[i] = (uint64_t(i) + 1) << 36;
-        if (!bufs[i]->empty())
-          in.globals[base[i]] = bufs[i];
+    for (unsigned y = 0; y < grid[1]; ++y)
+      for (unsigned cta = 0; cta < grid[0]; ++cta) {
+        std::fill(smem.begin(), smem.end(), 0xA5); // stale data is visible
+        Interp in(threads, smem);
+        in.raceCheck = !mbarriers;
+        if (mbarriers)
+          in.enableHb();
+        in.ctaid = cta;
+        in.nctaid = grid[0];
+        in.ctaidY = y;
+        in.nctaidY = grid[1];
+        std::vector<Val> args = setup(in);
+        in.runFunction(fn, args);
       }
-      bool aK = p.form != Form::TN, bK = p.form == Form::NT;
-      TmaBox ba = tmaBox(p, c, true), bb = tmaBox(p, c, false);
-      in.tmaps[base[5]] = {base[0], uint64_t(aK ? p.m : p.k), uint64_t(aK ? p.k : p.m), ba.outer, ba.inner};
-      in.tmaps[base[6]] = {base[1], uint64_t(bK ? p.n : p.k), uint64_t(bK ? p.k : p.n), bb.outer, bb.inner};
-      bool tma = p.target == Target::SM90a;
-      std::vector<Val> args = {
-          in.scalarInt(tma ? base[5] : base[0]), in.scalarInt(tma ? base[6] : base[1]),
-          in.scalarInt(base[2]), in.scalarInt(base[3]), in.scalarInt(base[4]),
-          in.scalarInt(uint64_t(p.m), 32), in.scalarInt(uint64_t(p.n), 32),
-          in.scalarInt(uint64_t(p.k), 32), in.scalarF32(buf.alpha)};
-      in.runFunction(fn, args);
-    }
   } catch (const std::exception &e) {
     return e.what();
   }
   return "";
+}
+
+/// Where buffer i lives in the emulated global address space.
+uint64_t bufferBase(size_t i) { return (uint64_t(i) + 1) << 36; }
+
+} // namespace
+
+std::string runGemm(const GemmProblem &p, const TileConfig &c, unsigned grid,
+                    GemmBuffers &buf) {
+  std::vector<uint8_t> tmapA(128), tmapB(128);
+  return runCtas(
+      generateGemmMLIR(p, c), kernelName(p, c), {grid, 1}, c.threads(p.target),
+      static_cast<size_t>(c.smemBytes(p.target)), [&](Interp &in) {
+        uint64_t base[7];
+        std::vector<uint8_t> *bufs[7] = {&buf.a, &buf.b, &buf.c, &buf.bias,
+                                        &buf.residual, &tmapA, &tmapB};
+        for (int i = 0; i < 7; ++i) {
+          base[i] = bufferBase(i);
+          if (!bufs[i]->empty())
+            in.globals[base[i]] = bufs[i];
+        }
+        bool aK = p.form != Form::TN, bK = p.form == Form::NT;
+        TmaBox ba = tmaBox(p, c, true), bb = tmaBox(p, c, false);
+        in.tmaps[base[5]] = {base[0], uint64_t(aK ? p.m : p.k), uint64_t(aK ? p.k : p.m), ba.outer, ba.inner};
+        in.tmaps[base[6]] = {base[1], uint64_t(bK ? p.n : p.k), uint64_t(bK ? p.k : p.n), bb.outer, bb.inner};
+        bool tma = p.target == Target::SM90a;
+        return std::vector<Val>{
+            in.scalarInt(tma ? base[5] : base[0]), in.scalarInt(tma ? base[6] : base[1]),
+            in.scalarInt(base[2]), in.scalarInt(base[3]), in.scalarInt(base[4]),
+            in.scalarInt(uint64_t(p.m), 32), in.scalarInt(uint64_t(p.n), 32),
+            in.scalarInt(uint64_t(p.k), 32), in.scalarF32(buf.alpha)};
+      });
+}
+
+std::string runKernel(const std::string &mlir, const std::string &symbol,
+                      std::array<unsigned, 2> grid, int threads,
+                      size_t smemBytes, const std::vector<KernelArg> &args) {
+  return runCtas(mlir, symbol, grid, threads, smemBytes, [&](Interp &in) {
+    std::vector<Val> vals;
+    // Buffers first (bases 0..n-1), then one descriptor slot per argument.
+    for (size_t i = 0; i < args.size(); ++i)
+      in.globals[bufferBase(i)] = args[i].buffer;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const KernelArg &a = args[i];
+      if (!a.tensorMap) {
+        vals.push_back(in.scalarInt(bufferBase(i)));
+        continue;
+      }
+      uint64_t desc = bufferBase(args.size() + i);
+      in.tmaps[desc] = {bufferBase(i), a.rows, a.cols, a.boxRows, a.boxCols,
+                        a.batches};
+      vals.push_back(in.scalarInt(desc));
+    }
+    return vals;
+  });
 }
 
 } // namespace tg::nvptx::emu

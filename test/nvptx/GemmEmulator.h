@@ -32,6 +32,7 @@
 
 #include "codegen/nvptx/GemmConfig.h"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,6 +50,23 @@ struct GemmBuffers {
 /// `grid` CTAs. Returns "" on success or what went wrong.
 std::string runGemm(const GemmProblem &p, const TileConfig &c, unsigned grid,
                     GemmBuffers &buf);
+
+/// One pointer argument of a kernel with pointer parameters only (those of
+/// the pipeline, KernelGen.h): a buffer, or a TMA descriptor over it.
+struct KernelArg {
+  std::vector<uint8_t> *buffer = nullptr;
+  bool tensorMap = false;
+  uint64_t rows = 0, cols = 0; ///< the descriptor's matrix (2-byte elements)
+  uint32_t boxRows = 0, boxCols = 0;
+  uint64_t batches = 1; ///< > 1: a 3-D map of that many matrices
+};
+
+/// Runs kernel `symbol` of the kernel module `mlir` (printed MLIR) over
+/// grid[0] x grid[1] CTAs of `threads` threads with `smemBytes` of dynamic
+/// shared memory. Returns "" on success or what went wrong.
+std::string runKernel(const std::string &mlir, const std::string &symbol,
+                      std::array<unsigned, 2> grid, int threads,
+                      size_t smemBytes, const std::vector<KernelArg> &args);
 
 /// bf16/f16 helpers (round to nearest even).
 using tg::nvptx::fromHalfBits;

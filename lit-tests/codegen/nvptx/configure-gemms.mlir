@@ -1,0 +1,87 @@
+// The pass is registered when codegen/nvptx is built, as tg-bench-gemm is.
+// REQUIRES: tg-bench-gemm
+// RUN: tg-opt %s --split-input-file --tg-configure-gemms | FileCheck %s
+// RUN: tg-opt %s --split-input-file --tg-configure-gemms=targets=sm_80 | FileCheck %s --check-prefix=SM80
+// RUN: not tg-opt %s --split-input-file --tg-configure-gemms=targets=sm_70 2>&1 | FileCheck %s --check-prefix=BADTARGET
+
+// tg-configure-gemms records chooseTileConfig's pick per target on every
+// 16-bit GEMM (docs/nvptx.md): wave quantisation x a per-tile prior.
+// BADTARGET: error: tg-configure-gemms: unknown target 'sm_70' (the GEMM generators know sm_80 and sm_90a)
+
+// A gemm group gets the configs; the matmul inside it does not. 256x1024
+// in 64x64 tiles is 64 CTAs, one wave on 108 SMs and the cheapest on sm_80;
+// on sm_90a 64x128 (32 tiles, one wave) beats the larger tiles.
+// CHECK-LABEL: func.func @group
+// CHECK: tg.fused <gemm>
+// CHECK-SAME: tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80">, #tg.tile_config<bm = 64, bn = 128, bk = 64, stages = 8, group_m = 8, warps_m = 1, warps_n = 1, consumer_warpgroups = 1, persistent = true, target = "sm_90a">]
+// CHECK: tg.matmul
+// CHECK-NOT: tile_config
+// CHECK: tg.yield
+// SM80-LABEL: func.func @group
+// SM80: tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80">]
+func.func @group(%x: tensor<256x512xbf16>, %w: tensor<512x1024xbf16>, %b: tensor<1024xbf16>) -> (tensor<256x1024xbf16>, tensor<256x1024xbf16>) {
+  %r:2 = tg.fused <gemm> ins(%x, %w, %b : tensor<256x512xbf16>, tensor<512x1024xbf16>, tensor<1024xbf16>) {
+  ^bb0(%a: tensor<256x512xbf16>, %c: tensor<512x1024xbf16>, %d: tensor<1024xbf16>):
+    %m = tg.matmul %a, %c {tg.acc = f32} : tensor<256x512xbf16>, tensor<512x1024xbf16> -> tensor<256x1024xbf16>
+    %s = tg.add %m, %d : tensor<256x1024xbf16>, tensor<1024xbf16> -> tensor<256x1024xbf16>
+    %y = tg.relu %s : tensor<256x1024xbf16>
+    tg.yield %s, %y : tensor<256x1024xbf16>, tensor<256x1024xbf16>
+  } -> tensor<256x1024xbf16>, tensor<256x1024xbf16>
+  return %r#0, %r#1 : tensor<256x1024xbf16>, tensor<256x1024xbf16>
+}
+
+// -----
+
+// A large lone f16 matmul (the transposed-rhs form): 8192x8192 fills
+// several waves of the largest tiles on both targets.
+// CHECK-LABEL: func.func @lone
+// CHECK: tg.matmul
+// CHECK-SAME: tg.tile_configs = [#tg.tile_config<bm = 128, bn = 256, bk = 32, stages = 3, group_m = 8, warps_m = 2, warps_n = 4, consumer_warpgroups = 0, persistent = false, target = "sm_80">, #tg.tile_config<bm = 128, bn = 256, bk = 64, stages = 4, group_m = 8, warps_m = 1, warps_n = 1, consumer_warpgroups = 2, persistent = true, target = "sm_90a">]
+func.func @lone(%a: tensor<8192x1024xf16>, %b: tensor<8192x1024xf16>) -> tensor<8192x8192xf16> {
+  %c = tg.matmul %a, %b {transpose_rhs, tg.acc = f32} : tensor<8192x1024xf16>, tensor<8192x1024xf16> -> tensor<8192x8192xf16>
+  return %c : tensor<8192x8192xf16>
+}
+
+// -----
+
+// The batch counts in the wave model: 48 heads of 128x128 on sm_80 are 192
+// tiles of 64x64 (two waves on 108 SMs) but 96 of 64x128 (one), so 64x128
+// wins; a single 128x128 product would take 64x64.
+// CHECK-LABEL: func.func @batched
+// CHECK: tg.matmul
+// CHECK-SAME: #tg.tile_config<bm = 64, bn = 128, bk = 32, {{.*}} target = "sm_80">
+// CHECK-SAME: #tg.tile_config<bm = 64, bn = 128, bk = 64, {{.*}} target = "sm_90a">
+func.func @batched(%q: tensor<48x128x64xbf16>, %k: tensor<48x128x64xbf16>) -> tensor<48x128x128xbf16> {
+  %s = tg.matmul %q, %k {transpose_rhs, tg.acc = f32} : tensor<48x128x64xbf16>, tensor<48x128x64xbf16> -> tensor<48x128x128xbf16>
+  return %s : tensor<48x128x128xbf16>
+}
+
+// CHECK-LABEL: func.func @single_head
+// CHECK: #tg.tile_config<bm = 64, bn = 64, bk = 32, {{.*}} target = "sm_80">
+func.func @single_head(%q: tensor<128x64xbf16>, %k: tensor<128x64xbf16>) -> tensor<128x128xbf16> {
+  %s = tg.matmul %q, %k {transpose_rhs, tg.acc = f32} : tensor<128x64xbf16>, tensor<128x64xbf16> -> tensor<128x128xbf16>
+  return %s : tensor<128x128xbf16>
+}
+
+// -----
+
+// fp32 products are the SIMT GEMM's: no tile config.
+// CHECK-LABEL: func.func @fp32
+// CHECK-NOT: tile_config
+// CHECK: return
+func.func @fp32(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %c = tg.matmul %a, %b : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  return %c : tensor<64x64xf32>
+}
+
+// -----
+
+// Both operands transposed: no kernel form computes it, so no config (the
+// lowering names the reason).
+// CHECK-LABEL: func.func @tt
+// CHECK-NOT: tile_config
+// CHECK: return
+func.func @tt(%a: tensor<64x32xbf16>, %b: tensor<16x64xbf16>) -> tensor<32x16xbf16> {
+  %c = tg.matmul %a, %b {transpose_lhs, transpose_rhs} : tensor<64x32xbf16>, tensor<16x64xbf16> -> tensor<32x16xbf16>
+  return %c : tensor<32x16xbf16>
+}

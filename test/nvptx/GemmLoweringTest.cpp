@@ -1,0 +1,570 @@
+//===- GemmLoweringTest.cpp - gemm groups as tensor-core kernels -*- C++ -*-===//
+//
+// The pipeline's GEMMs through lowerOpToKernels: a gemm group with a bias,
+// an activation and three results, batched products (both operands batched,
+// one broadcast, every form) and a lone matmul, for sm_80 and sm_90a. Each
+// kernel is configured by tg-configure-gemms, lowered, compiled to PTX and
+// assembled by ptxas (no spills, no performance warnings), and run by the
+// IR emulator (GemmEmulator.h) against a double-precision reference that
+// rounds where the group's types round. Refusals name the op and reason.
+//
+//===----------------------------------------------------------------------===//
+#include "GemmEmulator.h"
+
+#ifdef TG_HAVE_PTX_EMULATOR
+#include "EmuHarness.h"
+#include "runtime/emulator/Emulator.h"
+#endif
+
+#include "codegen/nvptx/Gemm.h"
+#include "codegen/nvptx/KernelGen.h"
+#include "codegen/nvptx/Passes.h"
+#include "codegen/nvptx/GemmLowering.h"
+#include "codegen/nvptx/Toolchain.h"
+#include "codegen/registry/InitAll.h"
+#include "dialects/TGOps.h"
+#include "frontend/Sema.h"
+#include "passes/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+
+using namespace tg::nvptx;
+
+namespace {
+
+/// A tg module with one entry function whose first op is the GEMM, lowered
+/// for one target.
+struct Lowered {
+  std::string kernels; ///< the kernel module, printed
+  std::vector<KernelLaunch> launches;
+  std::string error;   ///< diagnostics when lowering failed
+};
+
+Lowered lower(const std::string &src, Target t, bool configure = true) {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::tg::TGDialect, mlir::func::FuncDialect>();
+  mlir::MLIRContext ctx(registry);
+  Lowered out;
+  mlir::ScopedDiagnosticHandler h(&ctx, [&](mlir::Diagnostic &d) {
+    out.error += d.str() + "\n";
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> m =
+      mlir::parseSourceString<mlir::ModuleOp>(src, &ctx);
+  REQUIRE(m);
+  if (configure) {
+    mlir::PassManager pm(&ctx);
+    pm.addPass(createConfigureGemmsPass());
+    REQUIRE(mlir::succeeded(pm.run(*m)));
+  }
+  auto fn = *m->getOps<mlir::func::FuncOp>().begin();
+  mlir::Operation *op = &fn.getBody().front().front();
+  mlir::OwningOpRef<mlir::ModuleOp> kernels =
+      mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
+  auto launches = lowerOpToKernels(op, t, *kernels);
+  if (mlir::failed(launches))
+    return out;
+  out.launches = *launches;
+  llvm::raw_string_ostream os(out.kernels);
+  kernels->print(os);
+  return out;
+}
+
+/// Compiles the kernels to PTX and assembles them (skipped loudly without
+/// ptxas): the contract's "ptxas -v clean". Returns the PTX.
+std::string checkAssembles(const Lowered &l, Target t) {
+  std::string ptx, err;
+  bool ok = compileMLIRToPTX(l.kernels, t, ptx, err);
+  INFO(err);
+  REQUIRE(ok);
+  CHECK(ptx.find(t == Target::SM80 ? "mma.sync.aligned.m16n8k16"
+                                   : "wgmma.mma_async") != std::string::npos);
+  if (!haveCudaTool("ptxas")) {
+    WARN("SKIPPED: no ptxas at " << cudaHome() << "/bin; PTX not assembled");
+    return ptx;
+  }
+  PtxasReport r = assemblePtx(ptx, toString(t));
+  INFO(r.log);
+  REQUIRE(r.ok);
+  CHECK(r.spillStores == 0);
+  CHECK(r.spillLoads == 0);
+  CHECK(r.stackFrame == 0);
+  CHECK(r.perfWarnings.empty());
+  return ptx;
+}
+
+/// A host tensor: raw bytes of `type` plus the values as doubles.
+struct Tensor {
+  ElemType type = ElemType::F32;
+  std::vector<uint8_t> bytes;
+  size_t size() const { return bytes.size() / elemBytes(type); }
+  double at(size_t i) const {
+    if (type == ElemType::F32) {
+      float f;
+      std::memcpy(&f, bytes.data() + 4 * i, 4);
+      return f;
+    }
+    uint16_t h;
+    std::memcpy(&h, bytes.data() + 2 * i, 2);
+    return fromHalfBits(h, type);
+  }
+  void set(size_t i, double v) {
+    if (type == ElemType::F32) {
+      float f = static_cast<float>(v);
+      std::memcpy(bytes.data() + 4 * i, &f, 4);
+      return;
+    }
+    uint16_t h = toHalfBits(static_cast<float>(v), type);
+    std::memcpy(bytes.data() + 2 * i, &h, 2);
+  }
+};
+
+Tensor tensor(ElemType t, size_t n, unsigned seed) {
+  Tensor x{t, std::vector<uint8_t>(n * elemBytes(t))};
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (size_t i = 0; i < n; ++i)
+    x.set(i, d(rng));
+  return x;
+}
+
+/// Rounds like a tensor of type t stores.
+double roundTo(double v, ElemType t) {
+  if (t == ElemType::F32)
+    return static_cast<float>(v);
+  return fromHalfBits(toHalfBits(static_cast<float>(v), t), t);
+}
+
+void poison(std::vector<Tensor> &results) {
+  for (Tensor &r : results)
+    for (size_t i = 0; i < r.size(); ++i)
+      r.set(i, std::nan(""));
+}
+
+/// Runs the lowered kernel's IR on `operands` with the MLIR-level emulator,
+/// filling `results` (sized by the caller, poisoned with NaN so an
+/// unwritten element shows), and calls `check`. On sm_80 it runs the
+/// kernel's PTX again on the PTX emulator (runtime/emulator), the one
+/// tg-run --device emulator uses, and checks again.
+void emulate(const Lowered &l, const std::string &ptx,
+             std::vector<Tensor> &operands, std::vector<Tensor> &results,
+             Target t, const std::function<void()> &check) {
+  REQUIRE(l.launches.size() == 1);
+  const KernelLaunch &k = l.launches[0];
+  poison(results);
+  std::vector<emu::KernelArg> args;
+  for (const KernelParam &p : k.params) {
+    emu::KernelArg a;
+    bool result = p.kind == KernelParam::Kind::Result;
+    a.buffer = &(result ? results : operands).at(p.index).bytes;
+    if (p.kind == KernelParam::Kind::TensorMap) {
+      a.tensorMap = true;
+      a.rows = p.map.rows;
+      a.cols = p.map.cols;
+      a.boxRows = p.map.boxRows;
+      a.boxCols = p.map.boxCols;
+      a.batches = p.map.batches;
+      // The descriptor covers the operand exactly.
+      CHECK(a.rows * a.cols * a.batches == operands.at(p.index).size());
+    }
+    args.push_back(a);
+  }
+  CHECK(k.grid[2] == 1);
+  std::string err =
+      emu::runKernel(l.kernels, k.symbol, {k.grid[0], k.grid[1]},
+                     static_cast<int>(k.block[0]), k.dynamicSharedBytes, args);
+  INFO(err);
+  REQUIRE(err.empty());
+  check();
+#ifdef TG_HAVE_PTX_EMULATOR
+  if (t != Target::SM80)
+    return; // the PTX emulator has no wgmma/TMA
+  INFO("on the PTX emulator");
+  poison(results);
+  auto mod = tgrt::emu::PtxModule::parse(ptx, err);
+  INFO(err);
+  REQUIRE(mod);
+  tgrt::emu::Memory mem;
+  std::vector<uint64_t> params;
+  for (const KernelParam &p : k.params) {
+    auto &buf = (p.kind == KernelParam::Kind::Result ? results : operands)
+                    .at(p.index)
+                    .bytes;
+    mem.add(buf.data(), buf.size());
+    params.push_back(reinterpret_cast<uintptr_t>(buf.data()));
+  }
+  REQUIRE(mod->launch(k.symbol, k.grid, k.block, k.dynamicSharedBytes, params,
+                      mem, err));
+  check();
+#else
+  (void)ptx;
+#endif
+}
+
+/// Checks `got` against `want` within `tol` relative to the largest |want|.
+void checkClose(const Tensor &got, const std::vector<double> &want, double tol) {
+  REQUIRE(got.size() == want.size());
+  double scale = 1e-30;
+  for (double w : want)
+    scale = std::max(scale, std::fabs(w));
+  size_t bad = 0;
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    double e = std::fabs(got.at(i) - want[i]) / scale;
+    if (!(e <= tol)) // NaN (unwritten) counts as bad
+      ++bad;
+    worst = std::max(worst, std::isnan(e) ? 1e30 : e);
+  }
+  INFO("elements off: " << bad << " of " << want.size() << ", worst "
+                        << worst);
+  CHECK(bad == 0);
+}
+
+/// C[b][i][j] = Σ_k A·B in double for form `f`, batch count `batch`, with
+/// each operand batched or broadcast.
+std::vector<double> product(const Tensor &a, const Tensor &b, int64_t batch,
+                            bool batchA, bool batchB, int64_t m, int64_t n,
+                            int64_t k, Form f) {
+  std::vector<double> c(batch * m * n);
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    size_t ao = batchA ? bi * m * k : 0, bo = batchB ? bi * n * k : 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          double x = a.at(ao + (f == Form::TN ? kk * m + i : i * k + kk));
+          double y = b.at(bo + (f == Form::NT ? j * k + kk : kk * n + j));
+          s += x * y;
+        }
+        c[(bi * m + i) * n + j] = s;
+      }
+  }
+  return c;
+}
+
+const Target kTargets[] = {Target::SM80, Target::SM90a};
+
+} // namespace
+
+TEST_CASE("lowered gemm group: bias, relu and three results",
+          "[nvptx][lowering][emulate]") {
+  // 96 x 40 over K = 72: ragged in M for every tile, bf16 throughout, the
+  // pre-activation kept for the backward, a cast to f32 as a third result.
+  const char *src = R"mlir(
+func.func @f(%x: tensor<96x72xbf16>, %w: tensor<72x40xbf16>, %b: tensor<40xbf16>)
+    -> (tensor<96x40xbf16>, tensor<96x40xbf16>, tensor<96x40xf32>) {
+  %r:3 = tg.fused <gemm> ins(%x, %w, %b : tensor<96x72xbf16>, tensor<72x40xbf16>, tensor<40xbf16>) {
+  ^bb0(%a: tensor<96x72xbf16>, %c: tensor<72x40xbf16>, %d: tensor<40xbf16>):
+    %m = tg.matmul %a, %c {tg.acc = f32} : tensor<96x72xbf16>, tensor<72x40xbf16> -> tensor<96x40xbf16>
+    %s = tg.add %m, %d : tensor<96x40xbf16>, tensor<40xbf16> -> tensor<96x40xbf16>
+    %y = tg.relu %s : tensor<96x40xbf16>
+    %z = tg.cast %s : tensor<96x40xbf16> to tensor<96x40xf32>
+    tg.yield %s, %y, %z : tensor<96x40xbf16>, tensor<96x40xbf16>, tensor<96x40xf32>
+  } -> tensor<96x40xbf16>, tensor<96x40xbf16>, tensor<96x40xf32>
+  return %r#0, %r#1, %r#2 : tensor<96x40xbf16>, tensor<96x40xbf16>, tensor<96x40xf32>
+})mlir";
+  const int64_t M = 96, N = 40, K = 72;
+  for (Target t : kTargets) {
+    INFO(toString(t));
+    Lowered l = lower(src, t);
+    INFO(l.error);
+    REQUIRE(l.launches.size() == 1);
+    std::string ptx = checkAssembles(l, t);
+    std::vector<Tensor> ops = {tensor(ElemType::BF16, M * K, 1),
+                               tensor(ElemType::BF16, K * N, 2),
+                               tensor(ElemType::BF16, N, 3)};
+    std::vector<Tensor> res = {{ElemType::BF16, std::vector<uint8_t>(M * N * 2)},
+                               {ElemType::BF16, std::vector<uint8_t>(M * N * 2)},
+                               {ElemType::F32, std::vector<uint8_t>(M * N * 4)}};
+    std::vector<double> c = product(ops[0], ops[1], 1, true, true, M, N, K, Form::NN);
+    std::vector<double> s(c.size()), y(c.size());
+    for (size_t i = 0; i < c.size(); ++i) {
+      s[i] = roundTo(roundTo(c[i], ElemType::BF16) + ops[2].at(i % N), ElemType::BF16);
+      y[i] = std::max(s[i], 0.0);
+    }
+    // One bf16 ulp: the kernel's f32 sum may round the product the other way.
+    emulate(l, ptx, ops, res, t, [&] {
+      checkClose(res[0], s, 1.0 / 128);
+      checkClose(res[1], y, 1.0 / 128);
+      checkClose(res[2], s, 1.0 / 128);
+    });
+  }
+}
+
+TEST_CASE("lowered batched GEMMs: every form, batched and broadcast operands",
+          "[nvptx][lowering][emulate]") {
+  // Attention's products: [B, H, T, d] x [B, H, T, d]^T (NT, both batched),
+  // P x V (NN), a weight shared by every batch (rhs broadcast: TN batched,
+  // NN/NT folded into one tall GEMM) and a shared lhs.
+  // K = 56: TMA boxes along K (MN-major operands) run past each matrix,
+  // which the 3-D descriptors of sm_90a fill with zeros.
+  struct Case {
+    const char *name;
+    Form form;
+    bool batchA, batchB;
+    std::string lhsTy, rhsTy, attrs;
+  };
+  const int64_t M = 48, N = 40, K = 56;
+  const Case cases[] = {
+      {"nt", Form::NT, true, true, "2x3x48x56", "2x3x40x56", "{transpose_rhs, tg.acc = f32}"},
+      {"nn", Form::NN, true, true, "2x3x48x56", "2x3x56x40", "{tg.acc = f32}"},
+      {"tn, rhs broadcast", Form::TN, true, false, "2x3x56x48", "56x40", "{transpose_lhs, tg.acc = f32}"},
+      {"nn, lhs broadcast", Form::NN, false, true, "48x56", "2x3x56x40", "{tg.acc = f32}"},
+      // A linear layer: folded into one GEMM of 6 x 48 rows.
+      {"nt, rhs broadcast (folded)", Form::NT, true, false, "2x3x48x56", "40x56", "{transpose_rhs, tg.acc = f32}"},
+      {"nn, rhs broadcast (folded)", Form::NN, true, false, "2x3x48x56", "56x40", "{tg.acc = f32}"},
+  };
+  for (const Case &cs : cases)
+    for (Target t : kTargets) {
+      INFO(cs.name << " on " << toString(t));
+      // A scale by a constant and a residual of the output's shape.
+      std::string src =
+          "func.func @f(%a: tensor<" + cs.lhsTy + "xf16>, %b: tensor<" + cs.rhsTy +
+          "xf16>, %r: tensor<2x3x48x40xf32>) -> tensor<2x3x48x40xf32> {\n"
+          "  %y = tg.fused <gemm> ins(%a, %b, %r : tensor<" + cs.lhsTy + "xf16>, tensor<" +
+          cs.rhsTy + "xf16>, tensor<2x3x48x40xf32>) {\n"
+          "  ^bb0(%x: tensor<" + cs.lhsTy + "xf16>, %w: tensor<" + cs.rhsTy +
+          "xf16>, %q: tensor<2x3x48x40xf32>):\n"
+          "    %p = tg.matmul %x, %w " + cs.attrs + " : tensor<" + cs.lhsTy +
+          "xf16>, tensor<" + cs.rhsTy + "xf16> -> tensor<2x3x48x40xf16>\n"
+          "    %m = tg.cast %p : tensor<2x3x48x40xf16> to tensor<2x3x48x40xf32>\n"
+          "    %h = tg.constant dense<0.125> : tensor<f32>\n"
+          "    %s = tg.mul %m, %h : tensor<2x3x48x40xf32>, tensor<f32> -> tensor<2x3x48x40xf32>\n"
+          "    %o = tg.add %s, %q : tensor<2x3x48x40xf32>, tensor<2x3x48x40xf32> -> tensor<2x3x48x40xf32>\n"
+          "    tg.yield %o : tensor<2x3x48x40xf32>\n"
+          "  } -> tensor<2x3x48x40xf32>\n"
+          "  return %y : tensor<2x3x48x40xf32>\n}\n";
+      Lowered l = lower(src, t);
+      INFO(l.error);
+      REQUIRE(l.launches.size() == 1);
+      std::string ptx = checkAssembles(l, t);
+      const int64_t B = 6;
+      std::vector<Tensor> ops = {
+          tensor(ElemType::F16, (cs.batchA ? B : 1) * M * K, 4),
+          tensor(ElemType::F16, (cs.batchB ? B : 1) * K * N, 5),
+          tensor(ElemType::F32, B * M * N, 6)};
+      std::vector<Tensor> res = {{ElemType::F32, std::vector<uint8_t>(B * M * N * 4)}};
+      std::vector<double> c =
+          product(ops[0], ops[1], B, cs.batchA, cs.batchB, M, N, K, cs.form);
+      for (size_t i = 0; i < c.size(); ++i)
+        c[i] = roundTo(c[i], ElemType::F16) * 0.125 + ops[2].at(i);
+      // The product rounds to f16 (one ulp either way by summation order).
+      emulate(l, ptx, ops, res, t, [&] { checkClose(res[0], c, 1.0 / 1024); });
+    }
+}
+
+TEST_CASE("lowered lone matmul and kernel deduplication", "[nvptx][lowering]") {
+  const char *src = R"mlir(
+func.func @f(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>) -> tensor<64x16xbf16> {
+  %c = tg.matmul %a, %b : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return %c : tensor<64x16xbf16>
+})mlir";
+  for (Target t : kTargets) {
+    Lowered l = lower(src, t);
+    INFO(l.error);
+    REQUIRE(l.launches.size() == 1);
+    const KernelLaunch &k = l.launches[0];
+    // A, B, then the result; sm_90a reads the matrices through TMA.
+    REQUIRE(k.params.size() == 3);
+    auto mapKind = t == Target::SM90a ? KernelParam::Kind::TensorMap
+                                      : KernelParam::Kind::Operand;
+    CHECK(k.params[0].kind == mapKind);
+    CHECK(k.params[1].kind == mapKind);
+    CHECK(k.params[1].index == 1);
+    CHECK(k.params[2].kind == KernelParam::Kind::Result);
+    CHECK(k.symbol.rfind("tg_gemm_" + toString(t) + "_", 0) == 0);
+    std::vector<Tensor> ops = {tensor(ElemType::BF16, 64 * 32, 7),
+                               tensor(ElemType::BF16, 32 * 16, 8)};
+    std::vector<Tensor> res = {{ElemType::BF16, std::vector<uint8_t>(64 * 16 * 2)}};
+    std::vector<double> c =
+        product(ops[0], ops[1], 1, true, true, 64, 16, 32, Form::NN);
+    emulate(l, checkAssembles(l, t), ops, res, t,
+            [&] { checkClose(res[0], c, 1.0 / 128); });
+  }
+}
+
+TEST_CASE("GEMMs the tensor-core path refuses, by name", "[nvptx][lowering]") {
+  auto refusal = [](const std::string &body, bool configure = true) {
+    std::string src = "func.func @f(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, "
+                      "%c: tensor<16x64xbf16>, %d: tensor<32x10xbf16>) {\n" +
+                      body + "  return\n}\n";
+    Lowered l = lower(src, Target::SM80, configure);
+    CHECK(l.launches.empty());
+    return l.error;
+  };
+  // No tile config: the pass has not run.
+  CHECK_THAT(refusal("  %0 = tg.matmul %a, %b : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>\n",
+                     false),
+             Catch::Contains("'tg.matmul' op has no #tg.tile_config for sm_80 (run "
+                             "tg-configure-gemms{targets=sm_80} first)"));
+  // A^T B^T has no kernel form.
+  CHECK_THAT(refusal("  %0 = tg.matmul %c, %b {transpose_lhs, transpose_rhs} : tensor<16x64xbf16>, tensor<32x16xbf16> -> tensor<64x32xbf16>\n"),
+             Catch::Contains("cannot become a tensor-core GEMM: both operands are transposed"));
+  // N = 10: rows of B and C are not 16-byte aligned for the async copies.
+  CHECK_THAT(refusal("  %0 = tg.matmul %a, %d : tensor<64x32xbf16>, tensor<32x10xbf16> -> tensor<64x10xbf16>\n"),
+             Catch::Contains("(M = 64, N = 10, K = 32): N must be a multiple of 8"));
+  // The plan puts the product in place of its own lhs (function argument
+  // #0): other CTAs would read overwritten tiles.
+  CHECK_THAT(lower("func.func @f(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>) {\n"
+                   "  %0 = tg.matmul %a, %b {tg.alias_arg = 0 : i64} : tensor<64x64xbf16>, "
+                   "tensor<64x64xbf16> -> tensor<64x64xbf16>\n  return\n}\n",
+                   Target::SM80)
+                 .error,
+             Catch::Contains("the memory plan puts result #0 in the buffer of "
+                             "operand #0, a matrix the kernel still reads"));
+  // A reduction is no per-element epilogue (tg-fuse never puts one in a
+  // gemm group; a hand-written group is refused by name).
+  std::string sum =
+      "  %0 = tg.fused <gemm> ins(%a, %b : tensor<64x32xbf16>, tensor<32x16xbf16>) {\n"
+      "  ^bb0(%x: tensor<64x32xbf16>, %y: tensor<32x16xbf16>):\n"
+      "    %m = tg.matmul %x, %y {tg.acc = f32} : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>\n"
+      "    %g = tg.sum %m axes = [1] keepdims : tensor<64x16xbf16> -> tensor<64x1xbf16>\n"
+      "    tg.yield %g : tensor<64x1xbf16>\n"
+      "  } -> tensor<64x1xbf16>\n";
+  CHECK_THAT(refusal(sum),
+             Catch::Contains("cannot become a tensor-core GEMM: its epilogue "
+                             "op 'tg.sum'") &&
+                 Catch::Contains("has no per-element GPU form"));
+}
+
+namespace {
+
+/// The bf16 training step of examples/<name>.tg with `defines`, fused,
+/// planned and configured for both targets, lowered op by op: every 16-bit
+/// GEMM becomes a kernel (none is refused), and each target's kernels
+/// assemble. Returns the launches of sm_80 by symbol prefix count.
+std::vector<KernelLaunch>
+lowerExampleGemms(const std::string &name,
+                  std::vector<std::pair<std::string, std::string>> defines) {
+  const char *root = std::getenv("TGC_SOURCE_DIR");
+  REQUIRE(root);
+  std::string path = std::string(root) + "/examples/" + name + ".tg";
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  REQUIRE(buffer);
+  mlir::DialectRegistry registry;
+  mlir::tg::registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  std::string errors;
+  mlir::ScopedDiagnosticHandler h(&ctx, [&](mlir::Diagnostic &d) {
+    errors += d.str() + "\n";
+    return mlir::success();
+  });
+  tgc::SourceFile file(path, (*buffer)->getBuffer().str());
+  tgc::DiagEngine diag(file);
+  tgc::FrontendOptions opts;
+  opts.defines = std::move(defines);
+  opts.context = &ctx;
+  std::unique_ptr<tgc::Builder> builder = tgc::parseAndElaborate(file, diag, opts);
+  REQUIRE(builder);
+  mlir::OwningOpRef<mlir::ModuleOp> module = builder->build();
+  REQUIRE(module);
+  mlir::PassManager pm(&ctx);
+  mlir::tg::TrainingPipelineOptions options;
+  options.precision = "bf16";
+  options.fuse = true;
+  options.decompose = true;
+  options.planMemory = true;
+  mlir::tg::buildTrainingPipeline(pm, options);
+  pm.addPass(createConfigureGemmsPass());
+  INFO(errors);
+  REQUIRE(mlir::succeeded(pm.run(*module)));
+  auto step = module->lookupSymbol<mlir::func::FuncOp>("train_step");
+  REQUIRE(step);
+  std::vector<KernelLaunch> sm80;
+  for (Target t : kTargets) {
+    INFO(toString(t));
+    mlir::OwningOpRef<mlir::ModuleOp> kernels =
+        mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
+    size_t gemms = 0;
+    size_t checked = 0;
+    uint64_t stream = 0;
+    step.walk([&](mlir::Operation *op) {
+      if (!isTensorCoreGemm(op))
+        return;
+      ++gemms;
+      auto launches = lowerOpToKernels(op, t, *kernels);
+      INFO(errors);
+      REQUIRE(mlir::succeeded(launches));
+      if (t != Target::SM80)
+        return;
+      sm80.insert(sm80.end(), launches->begin(), launches->end());
+#ifdef TG_HAVE_PTX_EMULATOR
+      // The group's numerics on the PTX emulator against the reference
+      // evaluator (EmuHarness.h), as the SIMT generators' tests do.
+      std::vector<tgtest::Tensor> in, got;
+      for (mlir::Value v : op->getOperands()) {
+        auto type = mlir::cast<mlir::RankedTensorType>(v.getType());
+        in.push_back(tgtest::Tensor::random(
+            type.getShape(), *mlir::tg::ref::dtypeOf(type.getElementType()), 11,
+            stream++, -1, 1));
+      }
+      mlir::OwningOpRef<mlir::ModuleOp> alone = tgtest::standaloneFunction(op);
+      auto want = mlir::tg::ref::evaluate(
+          alone->lookupSymbol<mlir::func::FuncOp>("f"), in);
+      REQUIRE(mlir::succeeded(want));
+      std::string err;
+      bool ran = tgtest::runOnEmulator(op, in, got, err);
+      INFO(err);
+      REQUIRE(ran);
+      // Every result within 4x the tolerance of its dtype or, when it is
+      // computed from the product rounded to a narrower type, of that type:
+      // the kernel's f32 sum runs in another order than the reference's,
+      // so the rounded product may differ by an ulp (worstError <= 1).
+      REQUIRE(got.size() == want->size());
+      mlir::Operation *matmul = op;
+      op->walk([&](mlir::tg::MatmulOp m) { matmul = m; });
+      std::pair<double, double> productTol = tgtest::tolerance(*mlir::tg::ref::dtypeOf(
+          mlir::getElementTypeOrSelf(matmul->getResult(0).getType())));
+      std::vector<double> worst;
+      for (auto [g, w] : llvm::zip(got, *want)) {
+        std::pair<double, double> tol = tgtest::tolerance(w.dtype);
+        tol = {std::max(tol.first, productTol.first),
+               std::max(tol.second, productTol.second)};
+        worst.push_back(tgtest::worstError(g, w, 4 * tol.first, 4 * tol.second));
+      }
+      INFO("worst error per result (1 = the tolerance): "
+           << llvm::join(llvm::map_range(worst, [](double e) { return std::to_string(e); }), ", "));
+      CHECK(llvm::all_of(worst, [](double e) { return e <= 1; }));
+      ++checked;
+#endif
+    });
+    CHECK(gemms > 0);
+#ifdef TG_HAVE_PTX_EMULATOR
+    if (t == Target::SM80)
+      CHECK(checked == gemms);
+#endif
+    Lowered l;
+    llvm::raw_string_ostream os(l.kernels);
+    kernels->print(os);
+    checkAssembles(l, t);
+  }
+  return sm80;
+}
+
+} // namespace
+
+TEST_CASE("every GEMM of bf16 MLP and GPT training steps lowers and assembles",
+          "[nvptx][lowering]") {
+  std::vector<KernelLaunch> mlp = lowerExampleGemms(
+      "mlp", {{"batch", "16"}, {"pixels", "64"}, {"hidden", "32"}, {"classes", "16"}});
+  // Forward, the two weight gradients and the input gradient (fc2 only;
+  // fc1's input needs none).
+  CHECK(mlp.size() >= 5);
+  std::vector<KernelLaunch> gpt = lowerExampleGemms(
+      "gpt", {{"layers", "1"}, {"d_model", "64"}, {"heads", "2"}, {"seq", "32"},
+              {"batch", "2"}, {"vocab", "256"}, {"ctx", "32"}, {"accumulate", "1"}});
+  // The weight gradients of [B, T, C] activations are batched products.
+  CHECK(llvm::any_of(gpt, [](const KernelLaunch &k) { return k.grid[1] > 1; }));
+}
