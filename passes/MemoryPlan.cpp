@@ -357,7 +357,11 @@ bool writesInPlaceOver(Operation *op, Value v, Value r) {
   auto fused = dyn_cast<FusedOp>(op);
   if (!fused)
     return writesInPlaceOver(op, v);
-  if (v.getType() != r.getType())
+  // The GPU GEMM generators write no result over an input, not even one
+  // that only their epilogue reads element by element (KernelGen.h: "a
+  // GEMM writing over its own input" is refused), so a GEMM group's
+  // results get buffers of their own.
+  if (v.getType() != r.getType() || fused.getKind() == KernelKind::gemm)
     return false;
   Block &body = fused.getBodyBlock();
   Operation *def =
@@ -443,6 +447,12 @@ void aliasUpdatesToArguments(func::FuncOp fn, Block &block,
     if (!name || !argByName.count(name.getValue()) || !bufferOf.count(v))
       continue;
     unsigned argIndex = argByName[name.getValue()];
+    // The argument's next value has its role too: forward_grad's gradient
+    // of `w` (role grad) is named `w` like the parameter it must not
+    // overwrite.
+    if (fn.getResultAttrOfType<RoleAttr>(i, attr::role) !=
+        fn.getArgAttrOfType<RoleAttr>(argIndex, attr::role))
+      continue;
     BlockArgument arg = block.getArgument(argIndex);
     size_t id = bufferOf.lookup(v);
     Buffer &buf = buffers[id];
@@ -596,15 +606,21 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
       const Buffer &buf = plan.buffers[id];
       // In-place updates name the argument they overwrite instead.
       TGDialect &tgd = dialect(b.getContext());
-      if (buf.aliasOf >= 0)
-        tgd.getAliasArgAttrHelper().setAttr(def,
-                                            b.getI64IntegerAttr(buf.aliasOf));
-      else
-        tgd.getOffsetAttrHelper().setAttr(def, b.getI64IntegerAttr(buf.offset));
-      tgd.getBytesAttrHelper().setAttr(def, b.getI64IntegerAttr(buf.bytes));
-      // A multi-result op (the accumulation loop) needs one offset per
-      // result: tg.offset alone would name only one of them.
-      if (def->getNumResults() > 1) {
+      if (def->getNumResults() == 1) {
+        if (buf.aliasOf >= 0)
+          tgd.getAliasArgAttrHelper().setAttr(def,
+                                              b.getI64IntegerAttr(buf.aliasOf));
+        else
+          tgd.getOffsetAttrHelper().setAttr(def,
+                                            b.getI64IntegerAttr(buf.offset));
+        tgd.getBytesAttrHelper().setAttr(def, b.getI64IntegerAttr(buf.bytes));
+      } else {
+        // A multi-result op (a fusion group, the accumulation loop) has one
+        // offset per result; a tg.offset or tg.alias_arg beside them would
+        // be some one result's, and a backend reading it would put every
+        // result there.
+        tgd.getOffsetAttrHelper().removeAttr(def);
+        tgd.getAliasArgAttrHelper().removeAttr(def);
         SmallVector<int64_t> offs(def->getNumResults(), -1);
         if (auto old = tgd.getOffsetsAttrHelper().getAttr(def))
           if (old.size() == static_cast<int64_t>(offs.size()))
