@@ -156,21 +156,23 @@ mlir::tg::buildManifest(ModuleOp module, const llvm::json::Object *memory) {
   return manifest;
 }
 
-bool mlir::tg::writeArtifact(const llvm::json::Object &manifest,
-                             StringRef cpuSo, StringRef gpuFatbin,
-                             const std::string &path, std::string &error) {
+bool mlir::tg::writeArtifact(
+    const llvm::json::Object &manifest, StringRef cpuSo,
+    ArrayRef<std::pair<std::string, std::string>> sections,
+    const std::string &path, std::string &error) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object(manifest)));
   tgrt::ArtifactWriter writer;
-  if (!writer.addSection("manifest", text, error) ||
+  if (!writer.addSection("manifest", text, error))
+    return false;
+  // A GPU-only artifact (tgc --target=sm_80) has no CPU code.
+  if (!cpuSo.empty() &&
       !writer.addSection("cpu.so", std::string_view(cpuSo.data(), cpuSo.size()),
                          error))
     return false;
-  if (!gpuFatbin.empty() &&
-      !writer.addSection("gpu.fatbin",
-                         std::string_view(gpuFatbin.data(), gpuFatbin.size()),
-                         error))
-    return false;
+  for (const auto &[name, bytes] : sections)
+    if (!writer.addSection(name, bytes, error))
+      return false;
   return writer.write(path, error);
 }

@@ -55,11 +55,13 @@ FailureOr<CpuArtifact> buildCpuArtifact(ModuleOp module,
                                         const MemoryPlan *unplanned,
                                         std::string &error);
 
-/// Writes a `.tgx` file with the manifest, the CPU shared object and, if
-/// non-empty, a GPU fat binary. `error` gets one line on failure.
-bool writeArtifact(const llvm::json::Object &manifest, llvm::StringRef cpuSo,
-                   llvm::StringRef gpuFatbin, const std::string &path,
-                   std::string &error);
+/// Writes a `.tgx` file with the manifest, the CPU shared object (if
+/// non-empty) and `sections` (name, bytes; the GPU backend's "gpu.fatbin"
+/// and "gpu.sm_80.ptx"). `error` gets one line on failure.
+bool writeArtifact(
+    const llvm::json::Object &manifest, llvm::StringRef cpuSo,
+    llvm::ArrayRef<std::pair<std::string, std::string>> sections,
+    const std::string &path, std::string &error);
 
 } // namespace mlir::tg
 

@@ -102,8 +102,12 @@ buildGemmModule(mlir::MLIRContext &ctx,
   return module;
 }
 
+bool compileModuleToPTX(mlir::ModuleOp module, Target t, std::string &ptx,
+                        std::string &error, const std::string &diags);
 bool compileModuleToPTX(KernelContext &kc, mlir::ModuleOp module, Target t,
-                        std::string &ptx, std::string &error);
+                        std::string &ptx, std::string &error) {
+  return compileModuleToPTX(module, t, ptx, error, kc.diags);
+}
 
 } // namespace
 
@@ -177,17 +181,15 @@ bool compileMLIRToPTX(const std::string &text, Target t, std::string &ptx,
 
 namespace {
 
-bool compileModuleToPTX(KernelContext &kc, mlir::ModuleOp module, Target t,
-                        std::string &ptx, std::string &error) {
-  std::string &diags = kc.diags;
+bool compileModuleToPTX(mlir::ModuleOp module, Target t, std::string &ptx,
+                        std::string &error, const std::string &diags) {
   // The builders check each op's operands and attributes as it is made; the
   // verifier checks what they cannot (dominance, region terminators, ...).
   if (mlir::failed(mlir::verify(module))) {
     error = "generated kernel IR does not verify: " + diags;
     return false;
   }
-  mlir::MLIRContext &ctx = kc.ctx;
-  mlir::PassManager pm(&ctx);
+  mlir::PassManager pm(module.getContext());
   pm.addPass(mlir::createSCFToControlFlowPass());
   pm.addPass(mlir::createArithToLLVMConversionPass());
   pm.addPass(mlir::createConvertControlFlowToLLVMPass());
@@ -267,6 +269,21 @@ bool generateGemmPTX(const GemmProblem &p, const TileConfig &c,
   KernelContext kc;
   return compileModuleToPTX(kc, *buildGemmModule(kc.ctx, {{p, c}}), p.target,
                             ptx, error);
+}
+
+bool compileKernelsToPTX(mlir::ModuleOp kernels, Target t, std::string &ptx,
+                         std::string &error) {
+  // The kernels live in the model's context (the schedule builder's): give
+  // it the translations to LLVM IR and collect its diagnostics meanwhile.
+  mlir::MLIRContext *ctx = kernels.getContext();
+  ctx->appendDialectRegistry(KernelContext::makeRegistry());
+  std::string diags;
+  llvm::raw_string_ostream os(diags);
+  mlir::ScopedDiagnosticHandler handler(ctx, [&](mlir::Diagnostic &d) {
+    os << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  return compileModuleToPTX(kernels, t, ptx, error, diags);
 }
 
 } // namespace tg::nvptx

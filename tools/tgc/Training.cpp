@@ -408,17 +408,69 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
   return std::nullopt;
 }
 
+std::optional<tgc::Targets> tgc::parseTargets(llvm::StringRef list,
+                                              std::string &error) {
+  Targets t;
+  t.cpu = false;
+  llvm::SmallVector<llvm::StringRef> names;
+  list.split(names, ',');
+  for (llvm::StringRef n : names) {
+    n = n.trim();
+    bool gpu = n == "sm_80" || n == "sm_90a";
+    if (n != "cpu" && !gpu) {
+      error = "unknown --target '" + n.str() +
+              "' (supported: cpu, sm_80, sm_90a, as a comma-separated list)";
+      return std::nullopt;
+    }
+    if ((n == "cpu" && t.cpu) || llvm::is_contained(t.gpus, n)) {
+      error = "--target names '" + n.str() + "' twice";
+      return std::nullopt;
+    }
+    if (gpu)
+      t.gpus.push_back(n.str());
+    else
+      t.cpu = true;
+  }
+  return t;
+}
+
 bool tgc::writeArtifactFile(ModuleOp module, const tg::MemoryPlan &reported,
                             const std::string &path,
-                            const tg::CpuObjectOptions &cpu) {
+                            const tg::CpuObjectOptions &cpu,
+                            const Targets &targets) {
   std::string error;
-  FailureOr<tg::CpuArtifact> artifact =
-      tg::buildCpuArtifact(module, cpu, &reported, error);
-  if (failed(artifact) ||
-      !tg::writeArtifact(artifact->manifest, artifact->cpuSo, "", path, error)) {
+  auto fail = [&]() {
     if (!error.empty())
       llvm::errs() << "tgc: error: " << error << "\n";
     return false;
+  };
+  // The GPU step first: it works on its own copy of the training module
+  // (fused, planned per entry), before the CPU backend plans in place.
+  llvm::json::Object gpuManifest;
+  std::vector<std::pair<std::string, std::string>> sections;
+  if (!targets.gpus.empty() &&
+      !buildGpuSections(module, targets.gpus, gpuManifest, sections, error))
+    return fail();
+  llvm::json::Object manifest;
+  std::string cpuSo;
+  if (targets.cpu) {
+    FailureOr<tg::CpuArtifact> artifact =
+        tg::buildCpuArtifact(module, cpu, &reported, error);
+    if (failed(artifact))
+      return fail();
+    manifest = std::move(artifact->manifest);
+    cpuSo = std::move(artifact->cpuSo);
+  } else {
+    // No CPU code: the interface alone (no CPU arena, nothing in place).
+    llvm::json::Object memory = tg::memorySummaryJson(reported);
+    FailureOr<llvm::json::Object> m = tg::buildManifest(module, &memory);
+    if (failed(m))
+      return fail();
+    manifest = std::move(*m);
   }
+  if (!targets.gpus.empty())
+    manifest["gpu"] = std::move(gpuManifest);
+  if (!tg::writeArtifact(manifest, cpuSo, sections, path, error))
+    return fail();
   return true;
 }

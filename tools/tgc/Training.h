@@ -16,6 +16,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/JSON.h"
 
 #include <functional>
 #include <optional>
@@ -62,12 +63,36 @@ struct BudgetFit {
 std::optional<BudgetFit> fitBudget(const CompileFn &compile,
                                    std::optional<int64_t> budget);
 
-/// Compiles the training module for the CPU and writes the `.tgx` artifact
-/// at `path` (manifest with the memory plan, CPU shared object). Prints one
-/// `tgc: error:` line and returns false on failure.
+/// What `--target` asks for: CPU code, and the GPU architectures.
+struct Targets {
+  bool cpu = true;
+  std::vector<std::string> gpus; ///< "sm_80", "sm_90a"
+};
+
+/// Parses `--target=LIST` (comma-separated cpu, sm_80, sm_90a; each at most
+/// once); nullopt and `error` set when malformed.
+std::optional<Targets> parseTargets(llvm::StringRef list, std::string &error);
+
+/// The GPU step of an artifact for the architectures `gpus`
+/// (codegen/nvptx/Schedule.h): the manifest's "gpu" member and the sections
+/// "gpu.fatbin" and "gpu.sm_80.ptx". False with `error` set, or empty where
+/// a located diagnostic was printed.
+bool buildGpuSections(mlir::ModuleOp module,
+                      const std::vector<std::string> &gpus,
+                      llvm::json::Object &manifest,
+                      std::vector<std::pair<std::string, std::string>> &sections,
+                      std::string &error);
+
+/// Compiles the training module for `targets` and writes the `.tgx`
+/// artifact at `path`: the manifest with the memory plan, the CPU shared
+/// object and, for GPU targets, the launch schedules (manifest "gpu"), the
+/// fat binary and the sm_80 PTX (docs/artifact.md). Prints one
+/// `tgc: error:` line (or the IR's located diagnostic) and returns false on
+/// failure.
 bool writeArtifactFile(mlir::ModuleOp module, const mlir::tg::MemoryPlan &plan,
                        const std::string &path,
-                       const mlir::tg::CpuObjectOptions &cpu = {});
+                       const mlir::tg::CpuObjectOptions &cpu = {},
+                       const Targets &targets = {});
 
 } // namespace tgc
 

@@ -1,7 +1,7 @@
 //===- tgc.cpp - the TGC compiler driver ------------------------*- C++ -*-===//
 //
 // `tgc MODEL.tg [--emit=tg|train] [--report=params|memory] [-o FILE]
-// [-D k=v ...] [--memory-budget SIZE]`. Reads a model, checks it, and prints
+// [-D k=v ...] [--memory-budget SIZE] [--target=cpu,sm_80,sm_90a]`. Reads a model, checks it, and prints
 // the forward graph or the training module as tg IR, a parameter table, or
 // the memory plan, or writes the compiled artifact. The command line is
 // llvm::cl's (one parser for every LLVM-side tool); its messages are turned
@@ -108,6 +108,13 @@ struct DriverOptions {
       "bucket-size",
       cl::desc("gradient bytes per all_reduce with --ranks (default 25MiB)"),
       cl::value_desc("SIZE"), cl::init("25MiB"), cl::cat(tgcCategory)};
+  cl::opt<std::string> targetList{
+      "target",
+      cl::desc("what the artifact holds code for, a comma-separated list of "
+               "cpu, sm_80 and sm_90a (default cpu); GPU targets add the "
+               "launch schedules, the fat binary and the sm_80 PTX"),
+      cl::value_desc("LIST"), cl::init("cpu"), cl::cat(tgcCategory)};
+  tgc::Targets targets;
   cl::opt<bool> debugInfo{"mlir-print-debuginfo",
                           cl::desc("print source locations in the IR"),
                           cl::cat(tgcCategory)};
@@ -228,6 +235,14 @@ bool checkArgs(DriverOptions &opts, std::string &error) {
   }
   if (artifact && opts.report != Report::None) {
     error = "reports go to stdout; drop -o " + opts.output + " or the --report";
+    return false;
+  }
+  std::optional<tgc::Targets> targets = tgc::parseTargets(opts.targetList, error);
+  if (!targets)
+    return false;
+  opts.targets = *targets;
+  if (opts.targetList.getNumOccurrences() && !artifact) {
+    error = "--target chooses the code of an artifact; give -o MODEL.tgx";
     return false;
   }
   if (artifact)
@@ -389,8 +404,10 @@ int main(int argc, char **argv) {
     mlir::tg::CpuObjectOptions cpu;
     cpu.optLevel = opts.optLevel;
     cpu.arena = !opts.noArena;
-    return tgc::writeArtifactFile(*module, fit->plan, opts.output, cpu) ? 0
-                                                                        : 1;
+    return tgc::writeArtifactFile(*module, fit->plan, opts.output, cpu,
+                                  opts.targets)
+               ? 0
+               : 1;
   }
 
   std::error_code ec;

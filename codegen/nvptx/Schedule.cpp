@@ -1,0 +1,334 @@
+//===- Schedule.cpp - planned entry points as GPU launch schedules -*- C++ -*-===//
+//
+// See Schedule.h. The schedule builder trusts the plan's attributes
+// (tg.offset/tg.offsets in the arena, tg.alias_arg(s) in an argument's
+// storage) for every value an op writes, and maps the function's arguments
+// and constants itself; it never invents a buffer, so a value the plan did
+// not place is an error at the op that needs it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/nvptx/Schedule.h"
+#include "codegen/nvptx/Toolchain.h"
+
+#include "dialects/TGDialect.h"
+#include "dialects/TGOps.h"
+#include "passes/MemoryPlan.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+
+namespace tg::nvptx {
+
+LogicalResult prepareGpuModule(ModuleOp module, ArrayRef<StringRef> entries) {
+  PassManager pm(module.getContext());
+  pm.addPass(mlir::tg::createFusePass());
+  if (failed(pm.run(module)))
+    return failure();
+  // Every entry point gets its own plan (tgc plans train_step and eval for
+  // the CPU the same way); init is planned too, so its random tensors have
+  // arena slots.
+  for (StringRef name : entries) {
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    if (!fn || fn.isExternal())
+      continue;
+    if (failed(mlir::tg::planMemory(fn, {})))
+      return failure();
+  }
+  return success();
+}
+
+namespace {
+
+/// Assigns buffers to the values of one entry function and records its
+/// steps.
+class EntryBuilder {
+public:
+  EntryBuilder(GpuSchedule &schedule, ModuleOp kernels, const LowerOpFn &lower)
+      : schedule(schedule), kernels(kernels), lower(lower) {}
+
+  FailureOr<EntrySchedule> build(func::FuncOp fn) {
+    EntrySchedule entry;
+    entry.name = fn.getName().str();
+    if (auto plan = mlir::tg::getMemoryPlan(fn))
+      entry.arenaBytes = plan.getTransientBytes();
+    for (BlockArgument a : fn.getArguments())
+      where[a] = BufferRef{BufferRef::Kind::Arg, a.getArgNumber(), 0,
+                           mlir::tg::tensorBytes(a.getType())};
+    for (Operation &op : fn.getBody().front()) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+          FailureOr<BufferRef> r = bufferOf(v, &op, "result", i);
+          if (failed(r))
+            return failure();
+          entry.results.push_back(*r);
+        }
+        continue;
+      }
+      if (failed(lowerOp(&op, entry)))
+        return failure();
+    }
+    return entry;
+  }
+
+private:
+  /// The plan's place for result `i` of `op`, if it has one.
+  std::optional<BufferRef> planned(Operation *op, unsigned i) {
+    int64_t bytes = mlir::tg::tensorBytes(op->getResult(i).getType());
+    auto aliasArgs = op->getAttrOfType<DenseI64ArrayAttr>(mlir::tg::attr::aliasArgs);
+    auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(mlir::tg::attr::offsets);
+    if (aliasArgs && i < aliasArgs.size() && aliasArgs[i] >= 0)
+      return BufferRef{BufferRef::Kind::Arg, aliasArgs[i], 0, bytes};
+    if (offsets && i < offsets.size() && offsets[i] >= 0)
+      return BufferRef{BufferRef::Kind::Arena, 0, offsets[i], bytes};
+    if (op->getNumResults() == 1) {
+      if (auto a = op->getAttrOfType<IntegerAttr>(mlir::tg::attr::aliasArg))
+        return BufferRef{BufferRef::Kind::Arg, a.getInt(), 0, bytes};
+      if (auto o = op->getAttrOfType<IntegerAttr>(mlir::tg::attr::offset))
+        return BufferRef{BufferRef::Kind::Arena, 0, o.getInt(), bytes};
+    }
+    return std::nullopt;
+  }
+
+  /// The buffer `v` lives in when `user` reads it (its `what` #`i`).
+  FailureOr<BufferRef> bufferOf(Value v, Operation *user, StringRef what,
+                                unsigned i) {
+    auto it = where.find(v);
+    if (it != where.end())
+      return it->second;
+    return user->emitOpError()
+           << what << " #" << i
+           << " has no buffer in the GPU memory plan (the value is not "
+              "placed by tg-plan-memory), so no kernel can read it";
+  }
+
+  /// A constant becomes one of the schedule's constants (deduplicated).
+  LogicalResult addConstant(mlir::tg::ConstantOp c) {
+    auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+    if (!dense)
+      return c.emitOpError() << "has a constant the GPU schedule cannot hold "
+                                "(not dense elements)";
+    ScheduleConstant k;
+    Type elt = dense.getElementType();
+    if (elt.isInteger(1)) {
+      // i1 is one byte per element in every buffer (docs/artifact.md).
+      if (dense.isSplat()) {
+        k.element.assign(1, char(dense.getSplatValue<bool>()));
+      } else {
+        for (bool b : dense.getValues<bool>())
+          k.element.push_back(char(b));
+      }
+    } else {
+      ArrayRef<char> raw = dense.getRawData();
+      k.element.assign(raw.begin(), raw.end());
+    }
+    k.repeat = dense.isSplat() ? dense.getNumElements() : 1;
+    int64_t index = -1;
+    for (auto [j, e] : llvm::enumerate(schedule.constants))
+      if (e.element == k.element && e.repeat == k.repeat)
+        index = int64_t(j);
+    if (index < 0) {
+      index = int64_t(schedule.constants.size());
+      schedule.constants.push_back(k);
+    }
+    where[c.getResult()] =
+        BufferRef{BufferRef::Kind::Const, index, 0, k.bytes()};
+    return success();
+  }
+
+  LogicalResult lowerOp(Operation *op, EntrySchedule &entry) {
+    if (auto c = dyn_cast<mlir::tg::ConstantOp>(op))
+      return addConstant(c);
+    for (unsigned i = 0; i < op->getNumResults(); ++i)
+      if (std::optional<BufferRef> r = planned(op, i))
+        where[op->getResult(i)] = *r;
+    FailureOr<std::vector<KernelLaunch>> launches =
+        lower(op, schedule.target, kernels);
+    if (failed(launches))
+      return failure(); // the generator's located error
+    if (launches->empty())
+      return viewOrCopy(op, entry);
+    for (KernelLaunch &l : *launches) {
+      ScheduleStep step;
+      for (auto [i, p] : llvm::enumerate(l.params)) {
+        bool operand = p.kind == KernelParam::Kind::Operand;
+        unsigned n = operand ? op->getNumOperands() : op->getNumResults();
+        if (p.index >= n)
+          return op->emitOpError()
+                 << "kernel '" << l.symbol << "' parameter #" << i << " names "
+                 << (operand ? "operand" : "result") << " #" << p.index
+                 << ", which the op does not have";
+        Value v = operand ? op->getOperand(p.index) : op->getResult(p.index);
+        FailureOr<BufferRef> b =
+            bufferOf(v, op, operand ? "operand" : "result", p.index);
+        if (failed(b))
+          return failure();
+        step.params.push_back(*b);
+      }
+      step.launch = std::move(l);
+      entry.steps.push_back(std::move(step));
+    }
+    return success();
+  }
+
+  /// An op without kernels moves no data: its one result is its one
+  /// operand's bytes (a reshape). Where the plan placed the result apart
+  /// from the operand, the operand's buffer may be reused while the result
+  /// is alive, so the bytes are copied to the planned place.
+  LogicalResult viewOrCopy(Operation *op, EntrySchedule &entry) {
+    if (op->getNumResults() == 0)
+      return success();
+    if (op->getNumResults() != 1 || op->getNumOperands() != 1 ||
+        mlir::tg::tensorBytes(op->getResult(0).getType()) !=
+            mlir::tg::tensorBytes(op->getOperand(0).getType()))
+      return op->emitOpError()
+             << "the GPU backend generated no kernel for this op, and its "
+                "results are not a view of its operand";
+    FailureOr<BufferRef> src = bufferOf(op->getOperand(0), op, "operand", 0);
+    if (failed(src))
+      return failure();
+    Value result = op->getResult(0);
+    auto it = where.find(result);
+    if (it == where.end()) {
+      where[result] = *src;
+      return success();
+    }
+    if (it->second == *src)
+      return success();
+    ScheduleStep copy;
+    copy.isCopy = true;
+    copy.src = *src;
+    copy.dst = it->second;
+    entry.steps.push_back(std::move(copy));
+    return success();
+  }
+
+  GpuSchedule &schedule;
+  ModuleOp kernels;
+  const LowerOpFn &lower;
+  llvm::DenseMap<Value, BufferRef> where;
+};
+
+llvm::json::Value refJson(const BufferRef &r) {
+  static const char *kinds[] = {"arg", "arena", "const"};
+  llvm::json::Object o{{"buffer", kinds[int(r.kind)]},
+                       {"offset", r.offset},
+                       {"bytes", r.bytes}};
+  if (r.kind != BufferRef::Kind::Arena)
+    o["index"] = r.index;
+  return llvm::json::Value(std::move(o));
+}
+
+llvm::json::Array dims(const std::array<uint32_t, 3> &d) {
+  return llvm::json::Array{d[0], d[1], d[2]};
+}
+
+} // namespace
+
+FailureOr<GpuSchedule> buildGpuSchedule(ModuleOp module, Target t,
+                                        ModuleOp kernels,
+                                        ArrayRef<StringRef> entries,
+                                        const LowerOpFn &lower) {
+  GpuSchedule schedule;
+  schedule.target = t;
+  for (StringRef name : entries) {
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    if (!fn || fn.isExternal())
+      continue;
+    if (!llvm::hasSingleElement(fn.getBody()))
+      return fn.emitOpError() << "has control flow between its ops, which the "
+                                 "GPU schedule cannot express";
+    EntryBuilder builder(schedule, kernels, lower);
+    FailureOr<EntrySchedule> e = builder.build(fn);
+    if (failed(e))
+      return failure();
+    schedule.entries.push_back(std::move(*e));
+  }
+  return schedule;
+}
+
+llvm::json::Object scheduleJson(const GpuSchedule &s) {
+  llvm::json::Array constants;
+  for (const ScheduleConstant &c : s.constants)
+    constants.push_back(llvm::json::Object{
+        {"hex", llvm::toHex(c.element, /*LowerCase=*/true)},
+        {"repeat", c.repeat}});
+  llvm::json::Object entries;
+  for (const EntrySchedule &e : s.entries) {
+    llvm::json::Array steps, results;
+    for (const ScheduleStep &st : e.steps) {
+      if (st.isCopy) {
+        steps.push_back(llvm::json::Object{
+            {"op", "copy"}, {"src", refJson(st.src)}, {"dst", refJson(st.dst)}});
+        continue;
+      }
+      llvm::json::Array params;
+      for (const BufferRef &p : st.params)
+        params.push_back(refJson(p));
+      steps.push_back(llvm::json::Object{
+          {"op", "launch"},
+          {"kernel", st.launch.symbol},
+          {"grid", dims(st.launch.grid)},
+          {"block", dims(st.launch.block)},
+          {"shared_bytes", st.launch.dynamicSharedBytes},
+          {"params", std::move(params)}});
+    }
+    for (const BufferRef &r : e.results)
+      results.push_back(refJson(r));
+    entries[e.name] = llvm::json::Object{{"arena_bytes", e.arenaBytes},
+                                         {"steps", std::move(steps)},
+                                         {"results", std::move(results)}};
+  }
+  return llvm::json::Object{{"constants", std::move(constants)},
+                            {"entries", std::move(entries)}};
+}
+
+FailureOr<GpuArtifact> buildGpuArtifact(ModuleOp module,
+                                        ArrayRef<Target> targets,
+                                        ArrayRef<StringRef> entries,
+                                        std::string &error, bool assemble,
+                                        const LowerOpFn &lower) {
+  MLIRContext *ctx = module.getContext();
+  // The generators build llvm/nvvm/scf/arith ops in the model's context.
+  ctx->loadDialect<LLVM::LLVMDialect, NVVM::NVVMDialect, scf::SCFDialect,
+                   arith::ArithDialect, cf::ControlFlowDialect>();
+  OwningOpRef<ModuleOp> gpu = cast<ModuleOp>(module->clone());
+  if (failed(prepareGpuModule(*gpu, entries)))
+    return failure();
+  GpuArtifact out;
+  llvm::json::Object schedules;
+  llvm::json::Array targetNames;
+  std::vector<std::pair<std::string, std::string>> archPtx;
+  for (Target t : targets) {
+    OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
+    FailureOr<GpuSchedule> s = buildGpuSchedule(*gpu, t, *kernels, entries, lower);
+    if (failed(s))
+      return failure();
+    std::string ptx;
+    if (!compileKernelsToPTX(*kernels, t, ptx, error))
+      return failure();
+    if (t == Target::SM80)
+      out.ptxSm80 = ptx;
+    archPtx.push_back({toString(t), std::move(ptx)});
+    schedules[toString(t)] = scheduleJson(*s);
+    targetNames.push_back(toString(t));
+  }
+  if (assemble && !buildFatbinFromPtx(archPtx, out.fatbin, error))
+    return failure();
+  out.manifest = llvm::json::Object{{"targets", std::move(targetNames)},
+                                    {"schedules", std::move(schedules)}};
+  return out;
+}
+
+} // namespace tg::nvptx

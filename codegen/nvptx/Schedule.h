@@ -1,0 +1,127 @@
+//===- Schedule.h - planned entry points as GPU launch schedules -*- C++ -*-===//
+//
+// The GPU step of `tgc --target=sm_80,...`: the training module is fused and
+// planned for the GPU (its own plan, every entry point), each top-level op
+// of each entry point becomes kernel launches (KernelGen.h), and every
+// kernel parameter and every function result is mapped to a buffer: an
+// argument of the entry, an offset in the entry's arena, or a constant of
+// the schedule. The result is a schedule the runtime replays without
+// deciding anything (docs/artifact.md, "GPU schedule"), plus one kernels
+// module per target, lowered to PTX, assembled and bundled into the fat
+// binary.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TG_CODEGEN_NVPTX_SCHEDULE_H
+#define TG_CODEGEN_NVPTX_SCHEDULE_H
+
+#include "codegen/nvptx/KernelGen.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace tg::nvptx {
+
+/// Where a tensor lives while an entry point runs.
+struct BufferRef {
+  enum class Kind { Arg, Arena, Const };
+  Kind kind = Kind::Arena;
+  /// The argument (Arg) or the schedule's constant (Const); 0 for Arena.
+  int64_t index = 0;
+  /// Byte offset in that buffer (the arena offset for Arena).
+  int64_t offset = 0;
+  /// Bytes of the tensor (dense, row-major; i1 one byte per element).
+  int64_t bytes = 0;
+  bool operator==(const BufferRef &o) const {
+    return kind == o.kind && index == o.index && offset == o.offset &&
+           bytes == o.bytes;
+  }
+};
+
+/// One step of an entry's schedule: a kernel launch, or a copy between
+/// buffers (a reshape whose result the plan placed apart from its operand).
+struct ScheduleStep {
+  bool isCopy = false;
+  KernelLaunch launch;            ///< a launch (params unused: see below)
+  std::vector<BufferRef> params;  ///< one per kernel parameter
+  BufferRef src, dst;             ///< a copy
+};
+
+/// The schedule of one entry point for one target.
+struct EntrySchedule {
+  std::string name;
+  int64_t arenaBytes = 0; ///< the GPU plan's transient bytes
+  std::vector<ScheduleStep> steps;
+  std::vector<BufferRef> results; ///< where each function result lives
+};
+
+/// A constant the schedule reads: `element` (raw little-endian bytes of one
+/// element, or of the whole tensor) repeated `repeat` times.
+struct ScheduleConstant {
+  std::string element;
+  int64_t repeat = 1;
+  int64_t bytes() const { return int64_t(element.size()) * repeat; }
+};
+
+/// Every entry point of one target.
+struct GpuSchedule {
+  Target target = Target::SM80;
+  std::vector<EntrySchedule> entries;
+  std::vector<ScheduleConstant> constants;
+};
+
+/// Lowers one top-level op to launches (lowerOpToKernels; tests pass their
+/// own).
+using LowerOpFn = std::function<mlir::FailureOr<std::vector<KernelLaunch>>(
+    mlir::Operation *, Target, mlir::ModuleOp)>;
+
+/// Fuses (tg-fuse) `module`, a training module after the training pipeline
+/// (decomposed, unfused, unplanned), in place and plans each of its
+/// `entries` that it has for the GPU (tg.memory on each: the arena of its
+/// schedule). Fails with diagnostics on the IR.
+mlir::LogicalResult prepareGpuModule(mlir::ModuleOp module,
+                                     llvm::ArrayRef<llvm::StringRef> entries);
+
+/// The schedule of each of `entries` that `module` (prepared by
+/// prepareGpuModule) has, for target `t`; the kernels go into `kernels` (a
+/// module in the same context). Fails with a located diagnostic on the op
+/// no generator takes or a value without a buffer.
+mlir::FailureOr<GpuSchedule>
+buildGpuSchedule(mlir::ModuleOp module, Target t, mlir::ModuleOp kernels,
+                 llvm::ArrayRef<llvm::StringRef> entries,
+                 const LowerOpFn &lower = lowerOpToKernels);
+
+/// The manifest's form of a schedule (docs/artifact.md).
+llvm::json::Object scheduleJson(const GpuSchedule &s);
+
+/// Lowers `kernels` (llvm.func kernels with scf/arith/nvvm inside, in any
+/// context) to PTX for `t`. False and a one-line `error` on failure.
+bool compileKernelsToPTX(mlir::ModuleOp kernels, Target t, std::string &ptx,
+                         std::string &error);
+
+/// What the GPU backend adds to an artifact.
+struct GpuArtifact {
+  llvm::json::Object manifest; ///< the manifest's "gpu" member
+  std::string fatbin;          ///< the "gpu.fatbin" section
+  std::string ptxSm80;         ///< the "gpu.sm_80.ptx" section ("" if none)
+};
+
+/// The whole GPU step for `targets`: prepareGpuModule on a copy of
+/// `module`, a schedule and a kernels module per target, PTX, ptxas and
+/// fatbinary. With `assemble` false the fat binary is not built (no CUDA
+/// toolkit needed: for tests of the schedule). On failure `error` has one
+/// line, or is empty where a diagnostic was emitted on the IR.
+mlir::FailureOr<GpuArtifact> buildGpuArtifact(mlir::ModuleOp module,
+                                              llvm::ArrayRef<Target> targets,
+                                              llvm::ArrayRef<llvm::StringRef> entries,
+                                              std::string &error,
+                                              bool assemble = true,
+                                              const LowerOpFn &lower =
+                                                  lowerOpToKernels);
+
+} // namespace tg::nvptx
+
+#endif // TG_CODEGEN_NVPTX_SCHEDULE_H

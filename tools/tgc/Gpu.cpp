@@ -1,0 +1,49 @@
+//===- Gpu.cpp - tgc's GPU targets ------------------------------*- C++ -*-===//
+//
+// `tgc --target=sm_80,sm_90a`: the artifact's GPU part, from the GPU
+// backend (codegen/nvptx/Schedule.h). Apart from Training.cpp because the
+// backend's namespace (tg::nvptx) and the dialect's (mlir::tg) meet there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/artifact/Manifest.h"
+#include "codegen/nvptx/Schedule.h"
+#include "passes/MemoryPlan.h"
+#include "tools/tgc/Training.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/raw_ostream.h"
+
+bool tgc::buildGpuSections(
+    mlir::ModuleOp module, const std::vector<std::string> &gpus,
+    llvm::json::Object &manifest,
+    std::vector<std::pair<std::string, std::string>> &sections,
+    std::string &error) {
+  llvm::SmallVector<tg::nvptx::Target> archs;
+  for (const std::string &g : gpus)
+    archs.push_back(g == "sm_80" ? tg::nvptx::Target::SM80
+                                 : tg::nvptx::Target::SM90a);
+  llvm::SmallVector<llvm::StringRef> entries(std::begin(mlir::tg::kEntryPoints),
+                                             std::end(mlir::tg::kEntryPoints));
+  // An op no generator takes is the user's to see as one line with the
+  // model's file:line:col, like every other tgc error.
+  mlir::ScopedDiagnosticHandler handler(
+      module.getContext(), [](mlir::Diagnostic &d) {
+        std::string where = mlir::tg::locString(d.getLocation());
+        llvm::errs() << "tgc: "
+                     << (d.getSeverity() == mlir::DiagnosticSeverity::Error
+                             ? "error: "
+                             : "note: ")
+                     << (where.empty() ? "" : where + ": ") << d << "\n";
+        return mlir::success();
+      });
+  mlir::FailureOr<tg::nvptx::GpuArtifact> gpu =
+      tg::nvptx::buildGpuArtifact(module, archs, entries, error);
+  if (mlir::failed(gpu))
+    return false;
+  manifest = std::move(gpu->manifest);
+  sections.push_back({"gpu.fatbin", std::move(gpu->fatbin)});
+  if (!gpu->ptxSm80.empty())
+    sections.push_back({"gpu.sm_80.ptx", std::move(gpu->ptxSm80)});
+  return true;
+}
