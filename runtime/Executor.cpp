@@ -175,7 +175,7 @@ static bool checkCodeSignature(void *handle, const Manifest &manifest,
 }
 
 std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
-                                         std::string &err) {
+                                         std::string &err, DeviceKind device) {
   auto ex = std::unique_ptr<Executor>(new Executor());
   ex->label_ = artifact.path();
   auto fail = [&](const std::string &msg) {
@@ -245,6 +245,12 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
   }
   if (ex->manifest_.entries.empty())
     return ex;
+  if (device == DeviceKind::Emulator) {
+    ex->device_ = makeEmulatorDevice(artifact, ex->manifest_, err);
+    if (!ex->device_)
+      return fail(err);
+    return ex;
+  }
   if (!artifact.has("cpu.so"))
     return fail("no 'cpu.so' section (this artifact has no CPU code)");
   ex->handle_ = loadSharedObject(artifact.section("cpu.so"), ex->fd_, err);
@@ -391,6 +397,11 @@ bool Executor::setCommunicator(Communicator *comm, std::string &err) {
                             std::to_string(ranks));
     return false;
   }
+  if (manifest_.ranks > 1 && device_) {
+    err = label_ + ": data-parallel training runs on the CPU only; the " +
+          device_->describe() + " has no collectives yet";
+    return false;
+  }
   if (manifest_.ranks > 1 && !setAllReduce_) {
     err = label_ + ": cpu.so has no symbol 'tgx_set_all_reduce' for the "
                    "collectives of its " +
@@ -417,7 +428,7 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
   for (auto &f : fns_)
     if (f.first == name)
       fn = f.second;
-  if (!e || !fn) {
+  if (!e || (!fn && !device_)) {
     err = label_ + ": the model has no entry point '" + std::string(name) + "'";
     return false;
   }
@@ -457,7 +468,9 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
     }
     buffers.push_back(const_cast<Tensor &>(t).data());
   }
-  if (e->arenaBytes > 0)
+  // The CPU code takes its arena after the arguments; a device has its own.
+  bool cpuArena = e->arenaBytes > 0 && !device_;
+  if (cpuArena)
     buffers.push_back(arena_.data());
   for (const auto &in : inputs) {
     bool known = false;
@@ -483,7 +496,14 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
         alias |= a.role == s.role && a.name == s.name;
     buffers.push_back(alias ? data(slots_.at(s.name)) : results[i].data());
   }
-  fn(buffers.data());
+  if (device_) {
+    if (!device_->run(*e, buffers, err)) {
+      err = label_ + ": " + err;
+      return false;
+    }
+  } else {
+    fn(buffers.data());
+  }
   outputs.clear();
   for (size_t i = 0; i < e->results.size(); ++i) {
     const TensorSpec &s = e->results[i];
@@ -491,7 +511,7 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
       outputs[s.name] = std::move(results[i]);
       continue;
     }
-    size_t slot = e->args.size() + (e->arenaBytes > 0 ? 1 : 0) + i;
+    size_t slot = e->args.size() + (cpuArena ? 1 : 0) + i;
     if (buffers[slot] == results[i].data())
       std::memcpy(data(slots_.at(s.name)), results[i].data(),
                   results[i].bytes.size());
@@ -584,7 +604,8 @@ std::string Executor::roleOf(const std::string &name) const {
 
 Executor::MemoryUse Executor::memoryUse() const {
   MemoryUse use;
-  use.arenaBytes = static_cast<int64_t>(arena_.size());
+  use.arenaBytes = device_ ? device_->arenaBytes()
+                           : static_cast<int64_t>(arena_.size());
   use.persistentBytes = static_cast<int64_t>(persistent_.size());
   if (heapStats_) {
     int64_t stats[3] = {0, 0, 0};

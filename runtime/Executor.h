@@ -22,6 +22,7 @@
 #include "runtime/Artifact.h"
 #include "runtime/Comm.h"
 #include "runtime/Data.h"
+#include "runtime/Device.h"
 #include "runtime/Manifest.h"
 #include "runtime/Tensor.h"
 
@@ -33,14 +34,21 @@ namespace tgrt {
 /// The CPU executor of one artifact.
 class Executor {
 public:
-  /// Parses the manifest, loads cpu.so and resolves every entry's symbol.
+  /// Parses the manifest and prepares `device`: for the CPU, loads cpu.so
+  /// and resolves every entry's symbol; for a GPU backend (Device.h), checks
+  /// the artifact's launch schedule and loads its code.
   static std::unique_ptr<Executor> load(const Artifact &artifact,
-                                        std::string &err);
+                                        std::string &err,
+                                        DeviceKind device = DeviceKind::Cpu);
   ~Executor();
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
 
   const Manifest &manifest() const { return manifest_; }
+  /// What runs the entry points ("cpu", "emulator (PTX sm_80)").
+  std::string deviceDescription() const {
+    return device_ ? device_->describe() : "cpu";
+  }
   bool hasEntry(std::string_view name) const {
     return manifest_.entry(name) != nullptr;
   }
@@ -148,6 +156,8 @@ private:
   /// artifacts built before collectives existed).
   void (*setAllReduce_)(void (*)(void *, float *, int64_t), void *) = nullptr;
   Communicator *comm_ = nullptr;
+  /// A GPU backend running the entries instead of cpu.so (null: the CPU).
+  std::unique_ptr<Device> device_;
   std::map<std::string, std::vector<Tensor>> scratch_; ///< results, by entry
   std::map<std::string, std::string> roles_;
   std::map<std::string, IndexRange> ranges_; ///< integer inputs, by name

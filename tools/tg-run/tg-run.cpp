@@ -74,12 +74,16 @@ const char *kUsage =
     "              [--save-grads G.safetensors] [--print-loss] [--seed S]\n"
     "              [--memory]\n"
     "  (--load may be left out: the parameters then come from init(--seed))\n"
+    "  --device cpu|emulator: where the entry points run (default cpu; the\n"
+    "  emulator runs the artifact's sm_80 GPU code, tgc --target=sm_80)\n"
     "  mpirun -n N tg-run ... [--comm-timeout SECONDS]: data-parallel, for a\n"
     "  model compiled with tgc --ranks N\n";
 
 struct Options {
   std::string model, data, dataDir = kFashionMnistDir, save, resume, metrics;
   std::string load, batch, saveParams, saveGrads, initFrom;
+  DeviceKind device = DeviceKind::Cpu;
+  bool deviceGiven = false; ///< --device was given: say which one runs
   int64_t epochs = 1, batchLimit = -1, steps = 1, seed = 0;
   int64_t commTimeout = 300; ///< seconds a collective may wait
   bool describe = false, printLoss = false, memory = false;
@@ -109,7 +113,7 @@ Options parseArgs(int argc, char **argv) {
   app.add_flag("--print-loss", o.printLoss);
   app.add_flag("--memory", o.memory);
   app.add_option("model", o.model);
-  std::string epochs, batchLimit, steps, seed, commTimeout;
+  std::string epochs, batchLimit, steps, seed, commTimeout, device;
   std::vector<std::pair<CLI::Option *, std::string *>> valued;
   auto value = [&](const char *name, std::string &into) {
     CLI::Option *opt = app.add_option(name, into)->expected(0, 1)->multi_option_policy(
@@ -131,6 +135,7 @@ Options parseArgs(int argc, char **argv) {
   value("--save-params", o.saveParams);
   value("--save-grads", o.saveGrads);
   value("--comm-timeout", commTimeout);
+  value("--device", device);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -153,6 +158,11 @@ Options parseArgs(int argc, char **argv) {
   if (!seed.empty()) o.seed = parseInt("--seed", seed, INT64_MIN);
   if (!commTimeout.empty())
     o.commTimeout = parseInt("--comm-timeout", commTimeout, 1);
+  o.deviceGiven = !device.empty();
+  if (device == "emulator")
+    o.device = DeviceKind::Emulator;
+  else if (!device.empty() && device != "cpu")
+    die("unknown --device '" + device + "' (supported: cpu, emulator)");
   if (o.model.empty())
     die("no model given; usage: tg-run MODEL.tgx --describe | --data ... | "
         "--load ... --batch ...");
@@ -246,15 +256,16 @@ void checkOutputs(const Options &o) {
 // Modes
 //===----------------------------------------------------------------------===//
 
-std::unique_ptr<Executor> loadModel(const std::string &path,
+std::unique_ptr<Executor> loadModel(const Options &o,
                                     std::unique_ptr<Artifact> &artifact) {
+  const std::string &path = o.model;
   std::string err;
   // A file may be missing or broken on one node only: this rank's error.
   gSameOnAllRanks = false;
   artifact = Artifact::open(path, err);
   if (!artifact)
     die(err);
-  auto ex = Executor::load(*artifact, err);
+  auto ex = Executor::load(*artifact, err, o.device);
   if (!ex)
     die(err);
   gSameOnAllRanks = true;
@@ -274,6 +285,14 @@ std::unique_ptr<Executor> loadModel(const std::string &path,
   if (!ex->setCommunicator(gComm.get(), err))
     die(err);
   return ex;
+}
+
+/// With --device, the first line of the output says what runs the model,
+/// once the checks of the arguments and data have passed (an error stays
+/// one line).
+void announceDevice(const Options &o, const Executor &ex) {
+  if (o.deviceGiven && isRoot())
+    std::printf("device: %s\n", ex.deviceDescription().c_str());
 }
 
 int describe(const Options &o) {
@@ -351,7 +370,7 @@ void shardData(DataSource &data, const Executor &ex) {
 
 int train(const Options &o) {
   std::unique_ptr<Artifact> artifact;
-  auto ex = loadModel(o.model, artifact);
+  auto ex = loadModel(o, artifact);
   if (!ex->hasEntry("train_step"))
     die(o.model + ": the model has no entry point 'train_step'");
   DataSource data;
@@ -361,6 +380,7 @@ int train(const Options &o) {
     die(err);
   if (gComm)
     shardData(data, *ex);
+  announceDevice(o, *ex);
   gSameOnAllRanks = false;
   return finish(trainer.train(data));
 }
@@ -394,7 +414,7 @@ void shardBatch(const Executor &ex, const std::string &path, TensorMap &file) {
 /// Cross-check mode: parameters from --load, one batch from --batch.
 int crossCheck(const Options &o) {
   std::unique_ptr<Artifact> artifact;
-  auto ex = loadModel(o.model, artifact);
+  auto ex = loadModel(o, artifact);
   std::string err;
   TrainOptions options = trainOptions(o);
   options.resume = o.load;
@@ -406,6 +426,7 @@ int crossCheck(const Options &o) {
     die(err);
   if (gComm)
     shardBatch(*ex, o.batch, file);
+  announceDevice(o, *ex);
   if (!o.saveGrads.empty()) {
     if (!ex->hasEntry("forward_grad"))
       die(o.model + ": --save-grads needs a 'forward_grad' entry point, which "

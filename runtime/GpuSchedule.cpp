@@ -1,0 +1,310 @@
+//===- GpuSchedule.cpp - the launch schedule of a GPU artifact ------------===//
+//
+// Strict validation, like Manifest.cpp: every number is range-checked before
+// it becomes a size, an offset or a launch dimension, so a corrupt manifest
+// is one line of error and never an out-of-bounds access in a backend.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/GpuSchedule.h"
+
+namespace tgrt {
+
+const GpuEntry *GpuSchedule::entry(std::string_view name) const {
+  for (const GpuEntry &e : entries)
+    if (e.name == name)
+      return &e;
+  return nullptr;
+}
+
+int64_t GpuSchedule::maxArenaBytes() const {
+  int64_t most = 0;
+  for (const GpuEntry &e : entries)
+    most = std::max(most, e.arenaBytes);
+  return most;
+}
+
+std::vector<std::string> gpuTargets(const Manifest &m) {
+  std::vector<std::string> out;
+  const Json *gpu = jsonGet(m.raw, "gpu");
+  const Json *targets = gpu ? jsonGet(*gpu, "targets") : nullptr;
+  if (targets && targets->is_array())
+    for (const Json &t : *targets)
+      if (t.is_string())
+        out.push_back(t.get<std::string>());
+  return out;
+}
+
+std::set<std::string> ptxKernelNames(std::string_view ptx) {
+  std::set<std::string> names;
+  for (size_t at = ptx.find(".entry"); at != std::string_view::npos;
+       at = ptx.find(".entry", at + 6)) {
+    size_t start = at + 6;
+    while (start < ptx.size() && (ptx[start] == ' ' || ptx[start] == '\t'))
+      ++start;
+    size_t end = start;
+    while (end < ptx.size() && (std::isalnum((unsigned char)ptx[end]) ||
+                                ptx[end] == '_' || ptx[end] == '$'))
+      ++end;
+    if (end > start)
+      names.insert(std::string(ptx.substr(start, end - start)));
+  }
+  return names;
+}
+
+namespace {
+
+/// Parses the schedule's JSON with one error prefix per field.
+class Parser {
+public:
+  Parser(const Manifest &m, const std::set<std::string> &kernels,
+         std::string &err)
+      : m(m), kernels(kernels), err(err) {}
+
+  bool fail(const std::string &where, const std::string &msg) {
+    err = "manifest: " + where + ": " + msg;
+    return false;
+  }
+
+  /// An integer member of `j` in [lo, hi].
+  bool integer(const Json &j, const char *key, const std::string &where,
+               int64_t lo, int64_t hi, int64_t &out) {
+    const Json *v = jsonGet(j, key);
+    std::optional<int64_t> n = v ? jsonInt(*v) : std::nullopt;
+    if (!n || *n < lo || *n > hi)
+      return fail(where + "." + key, "expected an integer from " +
+                                         std::to_string(lo) + " to " +
+                                         std::to_string(hi));
+    out = *n;
+    return true;
+  }
+
+  bool dims(const Json &j, const char *key, const std::string &where,
+            std::array<uint32_t, 3> &out) {
+    const Json *v = jsonGet(j, key);
+    if (!v || !v->is_array() || v->size() != 3)
+      return fail(where + "." + key, "expected 3 dimensions");
+    for (size_t i = 0; i < 3; ++i) {
+      std::optional<int64_t> n = jsonInt((*v)[i]);
+      if (!n || *n < 1 || *n > 0x7fffffff)
+        return fail(where + "." + key,
+                    "dimensions must be integers from 1 to 2^31-1");
+      out[i] = uint32_t(*n);
+    }
+    return true;
+  }
+
+  /// A buffer range, checked against the sizes of `entry`'s buffers.
+  bool buffer(const Json &j, const std::string &where, const EntrySpec &entry,
+              int64_t arenaBytes, GpuBuffer &out) {
+    if (!j.is_object())
+      return fail(where, "expected an object");
+    const Json *kind = jsonGet(j, "buffer");
+    std::string k = kind && kind->is_string() ? kind->get<std::string>() : "";
+    const int64_t big = int64_t(1) << 40;
+    if (!integer(j, "offset", where, 0, big, out.offset) ||
+        !integer(j, "bytes", where, 0, big, out.bytes))
+      return false;
+    int64_t size = 0;
+    std::string what;
+    if (k == "arena") {
+      out.kind = GpuBuffer::Kind::Arena;
+      size = arenaBytes;
+      what = "the arena of " + std::to_string(arenaBytes) + " bytes";
+    } else if (k == "arg") {
+      out.kind = GpuBuffer::Kind::Arg;
+      if (!integer(j, "index", where, 0, int64_t(entry.args.size()) - 1,
+                   out.index))
+        return false;
+      const TensorSpec &s = entry.args[size_t(out.index)];
+      size = int64_t(s.byteSize());
+      what = "argument '" + s.name + "' (" + std::to_string(size) + " bytes)";
+    } else if (k == "const") {
+      out.kind = GpuBuffer::Kind::Const;
+      if (!integer(j, "index", where, 0, int64_t(constants.size()) - 1,
+                   out.index))
+        return false;
+      size = int64_t(constants[size_t(out.index)].size());
+      what = "constant " + std::to_string(out.index) + " (" +
+             std::to_string(size) + " bytes)";
+    } else {
+      return fail(where + ".buffer", "expected \"arg\", \"arena\" or \"const\"");
+    }
+    if (out.offset > size || out.bytes > size - out.offset)
+      return fail(where, "bytes " + std::to_string(out.offset) + ".." +
+                             std::to_string(out.offset + out.bytes) +
+                             " lie outside " + what);
+    return true;
+  }
+
+  bool step(const Json &j, const std::string &where, const EntrySpec &entry,
+            int64_t arena, GpuStep &out) {
+    if (!j.is_object())
+      return fail(where, "expected an object");
+    const Json *op = jsonGet(j, "op");
+    std::string o = op && op->is_string() ? op->get<std::string>() : "";
+    if (o == "copy") {
+      out.copy = true;
+      const Json *src = jsonGet(j, "src"), *dst = jsonGet(j, "dst");
+      if (!src || !dst)
+        return fail(where, "a copy needs src and dst");
+      if (!buffer(*src, where + ".src", entry, arena, out.src) ||
+          !buffer(*dst, where + ".dst", entry, arena, out.dst))
+        return false;
+      if (out.src.bytes != out.dst.bytes)
+        return fail(where, "a copy's src and dst differ in size");
+      return true;
+    }
+    if (o != "launch")
+      return fail(where + ".op", "expected \"launch\" or \"copy\"");
+    const Json *kernel = jsonGet(j, "kernel");
+    if (!kernel || !kernel->is_string())
+      return fail(where + ".kernel", "expected a string");
+    out.kernel = kernel->get<std::string>();
+    if (!kernels.count(out.kernel))
+      return fail(where + ".kernel",
+                  "no kernel '" + out.kernel + "' in the artifact's code");
+    int64_t shared = 0;
+    if (!dims(j, "grid", where, out.grid) ||
+        !dims(j, "block", where, out.block) ||
+        !integer(j, "shared_bytes", where, 0, 232448, shared))
+      return false;
+    out.sharedBytes = uint32_t(shared);
+    uint64_t threads = uint64_t(out.block[0]) * out.block[1] * out.block[2];
+    if (threads > 1024)
+      return fail(where + ".block", "more than 1024 threads per block");
+    const Json *params = jsonGet(j, "params");
+    if (!params || !params->is_array() || params->size() > 4096)
+      return fail(where + ".params", "expected an array of buffers");
+    for (size_t i = 0; i < params->size(); ++i) {
+      GpuBuffer b;
+      if (!buffer((*params)[i], where + ".params[" + std::to_string(i) + "]",
+                  entry, arena, b))
+        return false;
+      out.params.push_back(b);
+    }
+    return true;
+  }
+
+  bool parse(const std::string &target, GpuSchedule &out) {
+    const Json *gpu = jsonGet(m.raw, "gpu");
+    if (!gpu || !gpu->is_object())
+      return fail("gpu", "expected an object (the artifact has no GPU code)");
+    std::string at = "gpu.schedules." + target;
+    const Json *schedules = jsonGet(*gpu, "schedules");
+    const Json *s = schedules ? jsonGet(*schedules, target) : nullptr;
+    if (!s || !s->is_object())
+      return fail(at, "missing");
+    out = GpuSchedule();
+    out.target = target;
+    const Json *consts = jsonGet(*s, "constants");
+    if (!consts || !consts->is_array())
+      return fail(at + ".constants", "expected an array");
+    int64_t total = 0;
+    for (size_t i = 0; i < consts->size(); ++i) {
+      std::string w = at + ".constants[" + std::to_string(i) + "]";
+      const Json &c = (*consts)[i];
+      const Json *hex = c.is_object() ? jsonGet(c, "hex") : nullptr;
+      int64_t repeat = 0;
+      if (!hex || !hex->is_string() || hex->get_ref<const std::string &>().empty() ||
+          hex->get_ref<const std::string &>().size() % 2)
+        return fail(w + ".hex", "expected an even number of hex digits");
+      if (!integer(c, "repeat", w, 1, int64_t(1) << 40, repeat))
+        return false;
+      const std::string &h = hex->get_ref<const std::string &>();
+      std::string element;
+      for (size_t k = 0; k < h.size(); k += 2) {
+        auto nibble = [](char ch) -> int {
+          if (ch >= '0' && ch <= '9')
+            return ch - '0';
+          if (ch >= 'a' && ch <= 'f')
+            return ch - 'a' + 10;
+          if (ch >= 'A' && ch <= 'F')
+            return ch - 'A' + 10;
+          return -1;
+        };
+        int hi = nibble(h[k]), lo = nibble(h[k + 1]);
+        if (hi < 0 || lo < 0)
+          return fail(w + ".hex", "expected hex digits");
+        element.push_back(char(hi * 16 + lo));
+      }
+      // Constants are small (splats of scalars, short tables): 1 GiB in
+      // all is a corrupt file, not a model.
+      if (repeat > ((int64_t(1) << 30) - total) / int64_t(element.size()))
+        return fail(w, "the constants exceed 1 GiB");
+      total += repeat * int64_t(element.size());
+      std::string bytes;
+      bytes.reserve(size_t(repeat) * element.size());
+      for (int64_t r = 0; r < repeat; ++r)
+        bytes += element;
+      constants.push_back(bytes);
+    }
+    out.constants = constants;
+    const Json *entries = jsonGet(*s, "entries");
+    if (!entries || !entries->is_object())
+      return fail(at + ".entries", "expected an object");
+    for (const auto &[name, e] : entries->items()) {
+      std::string w = at + ".entries." + name;
+      const EntrySpec *spec = m.entry(name);
+      if (!spec)
+        return fail(w, "the manifest has no entry '" + name + "'");
+      if (!e.is_object())
+        return fail(w, "expected an object");
+      GpuEntry ge;
+      ge.name = name;
+      if (!integer(e, "arena_bytes", w, 0, int64_t(1) << 40, ge.arenaBytes))
+        return false;
+      const Json *steps = jsonGet(e, "steps"), *results = jsonGet(e, "results");
+      if (!steps || !steps->is_array())
+        return fail(w + ".steps", "expected an array");
+      for (size_t i = 0; i < steps->size(); ++i) {
+        GpuStep st;
+        if (!step((*steps)[i], w + ".steps[" + std::to_string(i) + "]", *spec,
+                  ge.arenaBytes, st))
+          return false;
+        ge.steps.push_back(std::move(st));
+      }
+      if (!results || !results->is_array() ||
+          results->size() != spec->results.size())
+        return fail(w + ".results",
+                    "expected " + std::to_string(spec->results.size()) +
+                        " buffers, one per result of the entry");
+      for (size_t i = 0; i < results->size(); ++i) {
+        std::string rw = w + ".results[" + std::to_string(i) + "]";
+        GpuBuffer b;
+        if (!buffer((*results)[i], rw, *spec, ge.arenaBytes, b))
+          return false;
+        if (uint64_t(b.bytes) != spec->results[i].byteSize())
+          return fail(rw, "holds " + std::to_string(b.bytes) +
+                              " bytes but result '" + spec->results[i].name +
+                              "' has " +
+                              std::to_string(spec->results[i].byteSize()));
+        ge.results.push_back(b);
+      }
+      out.entries.push_back(std::move(ge));
+    }
+    for (const EntrySpec &e : m.entries)
+      if (!out.entry(e.name))
+        return fail(at + ".entries", "no schedule for the entry '" + e.name + "'");
+    return true;
+  }
+
+private:
+  const Manifest &m;
+  const std::set<std::string> &kernels;
+  std::string &err;
+  std::vector<std::string> constants;
+};
+
+} // namespace
+
+bool parseGpuSchedule(const Manifest &m, const std::string &target,
+                      const std::set<std::string> &kernels, GpuSchedule &out,
+                      std::string &err) {
+  GpuSchedule s;
+  if (!Parser(m, kernels, err).parse(target, s))
+    return false;
+  out = std::move(s);
+  return true;
+}
+
+} // namespace tgrt

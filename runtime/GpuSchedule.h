@@ -1,0 +1,81 @@
+//===- GpuSchedule.h - the launch schedule of a GPU artifact ----*- C++ -*-===//
+//
+// `tgc --target=sm_80,...` writes, in the manifest's "gpu" member, one
+// schedule per GPU target and entry point: the arena bytes, the steps (a
+// kernel launch with grid, block, dynamic shared bytes and one buffer per
+// pointer parameter; or a copy between buffers), and where each result
+// lives (docs/artifact.md, "GPU schedule"). A buffer is a byte range of an
+// argument, of the entry's arena, or of one of the schedule's constants.
+// The runtime decides nothing: it checks here that every range lies inside
+// its buffer and every kernel exists, so a device backend (the emulator,
+// CUDA) can replay the steps without further checks.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TG_RUNTIME_GPUSCHEDULE_H
+#define TG_RUNTIME_GPUSCHEDULE_H
+
+#include "runtime/Manifest.h"
+
+#include <array>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tgrt {
+
+/// A byte range of one buffer of an entry call.
+struct GpuBuffer {
+  enum class Kind { Arg, Arena, Const };
+  Kind kind = Kind::Arena;
+  int64_t index = 0;  ///< the argument or constant (0 for the arena)
+  int64_t offset = 0; ///< bytes from the buffer's start
+  int64_t bytes = 0;  ///< length of the range
+};
+
+/// One step: a launch or a copy.
+struct GpuStep {
+  bool copy = false;
+  std::string kernel;
+  std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  uint32_t sharedBytes = 0;
+  std::vector<GpuBuffer> params;
+  GpuBuffer src, dst; ///< a copy of src.bytes bytes
+};
+
+/// The schedule of one entry point.
+struct GpuEntry {
+  std::string name;
+  int64_t arenaBytes = 0;
+  std::vector<GpuStep> steps;
+  std::vector<GpuBuffer> results; ///< one per manifest result
+};
+
+/// The schedule of one target: its entries and its constants (bytes).
+struct GpuSchedule {
+  std::string target;
+  std::vector<std::string> constants;
+  std::vector<GpuEntry> entries;
+  const GpuEntry *entry(std::string_view name) const;
+  /// The largest arena of its entries (one allocation serves them all).
+  int64_t maxArenaBytes() const;
+};
+
+/// The GPU targets the manifest has schedules for ("sm_80", ...), in order.
+std::vector<std::string> gpuTargets(const Manifest &m);
+
+/// The `.entry` names of a PTX module's text.
+std::set<std::string> ptxKernelNames(std::string_view ptx);
+
+/// Parses and checks the schedule of `target` in `m`'s "gpu" member against
+/// the manifest's entries (argument and result sizes) and `kernels` (the
+/// names the code defines). False with one line in `err`, naming the field
+/// ("manifest: gpu.schedules.sm_80.entries.train_step.steps[3].params[1]:
+/// bytes 64..320 lie outside the arena of 256 bytes").
+bool parseGpuSchedule(const Manifest &m, const std::string &target,
+                      const std::set<std::string> &kernels, GpuSchedule &out,
+                      std::string &err);
+
+} // namespace tgrt
+
+#endif // TG_RUNTIME_GPUSCHEDULE_H
