@@ -1,13 +1,14 @@
 //===- FuzzRuntime.cpp - libFuzzer target for the runtime's parsers -------===//
 //
 // Every byte string goes through the JSON parser, the manifest parser, the
-// .tgx container reader, the safetensors parser and the code signature
-// table. They must return an
+// .tgx container reader, the safetensors parser, the GPU launch schedule
+// and the code signature table. They must return an
 // error, never crash, hang or read out of bounds (ASan). A JSON document
 // that parses must also survive dump + parse unchanged.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Artifact.h"
+#include "runtime/GpuSchedule.h"
 #include "runtime/Json.h"
 #include "runtime/Manifest.h"
 #include "runtime/Safetensors.h"
@@ -27,8 +28,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         __builtin_trap();
   }
   tgrt::Manifest m;
-  if (tgrt::Manifest::parse(text, m, err))
+  if (tgrt::Manifest::parse(text, m, err)) {
     (void)tgrt::dumpJson(m.describe());
+    // The GPU schedules, against the kernels named in the same bytes.
+    std::set<std::string> kernels = tgrt::ptxKernelNames(text);
+    tgrt::GpuSchedule s;
+    for (const std::string &t : tgrt::gpuTargets(m))
+      (void)tgrt::parseGpuSchedule(m, t, kernels, s, err);
+  }
   if (auto a = tgrt::Artifact::fromBytes(std::string(text), "fuzz.tgx", err))
     for (const auto &s : a->sections())
       (void)a->section(s.name);

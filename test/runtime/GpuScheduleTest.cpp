@@ -1,0 +1,179 @@
+//===- GpuScheduleTest.cpp - the GPU launch schedule of a manifest --------===//
+//
+// parseGpuSchedule on a small hand-written schedule, and one corruption per
+// check: each is one line naming the field, never an out-of-range buffer
+// handed to a device backend.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Device.h"
+#include "runtime/GpuSchedule.h"
+#include "runtime/Json.h"
+
+#include <catch2/catch.hpp>
+
+using namespace tgrt;
+
+namespace {
+
+/// One entry `step(x: f32[4]) -> (y: f32[4])`: a launch of `k` reading x
+/// and writing the arena, a copy of a constant, y in the arena.
+Json scheduleManifest() {
+  Json m;
+  std::string err;
+  REQUIRE(parseJson(R"({
+    "format": 1,
+    "entries": {"step": {
+      "args": [{"name": "x", "role": "input", "dtype": "f32", "shape": [4]}],
+      "results": [{"name": "y", "role": "output", "dtype": "f32", "shape": [4]}]}},
+    "gpu": {"targets": ["sm_80"], "schedules": {"sm_80": {
+      "constants": [{"hex": "0000803f", "repeat": 4}],
+      "entries": {"step": {
+        "arena_bytes": 256,
+        "steps": [
+          {"op": "launch", "kernel": "k", "grid": [1, 1, 1], "block": [4, 1, 1],
+           "shared_bytes": 0,
+           "params": [{"buffer": "arg", "index": 0, "offset": 0, "bytes": 16},
+                      {"buffer": "arena", "offset": 0, "bytes": 16}]},
+          {"op": "copy", "src": {"buffer": "const", "index": 0, "offset": 0, "bytes": 16},
+           "dst": {"buffer": "arena", "offset": 16, "bytes": 16}}],
+        "results": [{"buffer": "arena", "offset": 16, "bytes": 16}]}}}}}
+  })",
+                    m, err));
+  return m;
+}
+
+/// The value at a '/'-separated path (numbers index arrays).
+Json &at(Json &j, const std::string &path) {
+  Json *v = &j;
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    std::string key = path.substr(start, end == std::string::npos
+                                             ? std::string::npos
+                                             : end - start);
+    v = v->is_array() ? &(*v)[std::stoul(key)] : &(*v)[key];
+    if (end == std::string::npos)
+      break;
+    start = end + 1;
+  }
+  return *v;
+}
+
+bool parse(const Json &j, GpuSchedule &s, std::string &err) {
+  Manifest m;
+  if (!Manifest::parse(dumpJson(j), m, err))
+    return false;
+  return parseGpuSchedule(m, "sm_80", {"k"}, s, err);
+}
+
+} // namespace
+
+TEST_CASE("gpu schedule: a valid schedule parses", "[gpu-schedule]") {
+  GpuSchedule s;
+  std::string err;
+  REQUIRE(parse(scheduleManifest(), s, err));
+  REQUIRE(s.entries.size() == 1);
+  const GpuEntry *e = s.entry("step");
+  REQUIRE(e);
+  CHECK(e->arenaBytes == 256);
+  REQUIRE(e->steps.size() == 2);
+  CHECK(e->steps[0].kernel == "k");
+  CHECK(e->steps[0].block[0] == 4);
+  CHECK(e->steps[0].params[0].kind == GpuBuffer::Kind::Arg);
+  CHECK(e->steps[1].copy);
+  REQUIRE(s.constants.size() == 1);
+  // 1.0f four times.
+  CHECK(s.constants[0] == std::string("\x00\x00\x80\x3f", 4) + std::string("\x00\x00\x80\x3f", 4) +
+                             std::string("\x00\x00\x80\x3f", 4) + std::string("\x00\x00\x80\x3f", 4));
+  CHECK(s.maxArenaBytes() == 256);
+  Manifest m;
+  REQUIRE(Manifest::parse(dumpJson(scheduleManifest()), m, err));
+  CHECK(gpuTargets(m) == std::vector<std::string>{"sm_80"});
+}
+
+TEST_CASE("gpu schedule: PTX kernel names", "[gpu-schedule]") {
+  std::string ptx = ".version 8.0\n.target sm_80\n.visible .entry tg_ew_1(\n"
+                    "\t.param .u64 p0\n)\n{\n}\n.visible .entry  tg_rr_2 (\n)\n";
+  CHECK(ptxKernelNames(ptx) == std::set<std::string>{"tg_ew_1", "tg_rr_2"});
+}
+
+TEST_CASE("gpu schedule: every corruption is one line naming the field",
+          "[gpu-schedule]") {
+  const char *step0 = "/gpu/schedules/sm_80/entries/step/steps/0";
+  struct Case {
+    std::string pointer; ///< JSON pointer of the value to replace
+    Json value;
+    std::string message;
+  } cases[] = {
+      {std::string(step0) + "/params/1/offset", 248,
+       "steps[0].params[1]: bytes 248..264 lie outside the arena of 256 bytes"},
+      {std::string(step0) + "/params/0/bytes", 20,
+       "lie outside argument 'x' (16 bytes)"},
+      {std::string(step0) + "/params/0/index", 1, "params[0].index: expected an integer from 0 to 0"},
+      {std::string(step0) + "/params/0/buffer", "heap", "expected \"arg\", \"arena\" or \"const\""},
+      {std::string(step0) + "/kernel", "missing", "no kernel 'missing' in the artifact's code"},
+      {std::string(step0) + "/grid", Json::array({0, 1, 1}), "grid: dimensions must be"},
+      {std::string(step0) + "/block", Json::array({64, 32, 1}), "more than 1024 threads"},
+      {std::string(step0) + "/shared_bytes", -1, "shared_bytes: expected an integer"},
+      {std::string(step0) + "/op", "sync", "expected \"launch\" or \"copy\""},
+      {"/gpu/schedules/sm_80/entries/step/steps/1/src/index", 3,
+       "src.index: expected an integer from 0 to 0"},
+      {"/gpu/schedules/sm_80/entries/step/steps/1/dst/bytes", 8,
+       "differ in size"},
+      {"/gpu/schedules/sm_80/entries/step/results", Json::array(),
+       "results: expected 1 buffers, one per result of the entry"},
+      {"/gpu/schedules/sm_80/entries/step/results/0/bytes", 8,
+       "holds 8 bytes but result 'y' has 16"},
+      {"/gpu/schedules/sm_80/entries/step/arena_bytes", "big",
+       "arena_bytes: expected an integer"},
+      {"/gpu/schedules/sm_80/constants/0/hex", "0g", "expected hex digits"},
+      {"/gpu/schedules/sm_80/constants/0/hex", "000", "even number of hex digits"},
+      {"/gpu/schedules/sm_80/constants/0/repeat", int64_t(1) << 40,
+       "the constants exceed 1 GiB"},
+      {"/gpu/schedules/sm_80/entries", Json::object(),
+       "no schedule for the entry 'step'"},
+      {"/gpu/schedules", Json::object(), "gpu.schedules.sm_80: missing"},
+  };
+  for (const Case &c : cases) {
+    Json j = scheduleManifest();
+    at(j, c.pointer) = c.value;
+    GpuSchedule s;
+    std::string err;
+    INFO(c.pointer);
+    CHECK_FALSE(parse(j, s, err));
+    CHECK(err.find(c.message) != std::string::npos);
+    CHECK(err.rfind("manifest: gpu", 0) == 0);
+    CHECK(err.find('\n') == std::string::npos);
+  }
+  // An entry the manifest does not have.
+  Json j = scheduleManifest();
+  j["gpu"]["schedules"]["sm_80"]["entries"]["eval"] =
+      j["gpu"]["schedules"]["sm_80"]["entries"]["step"];
+  GpuSchedule s;
+  std::string err;
+  CHECK_FALSE(parse(j, s, err));
+  CHECK(err == "manifest: gpu.schedules.sm_80.entries.eval: the manifest has "
+               "no entry 'eval'");
+}
+
+TEST_CASE("gpu schedule: the targets an artifact has", "[gpu-schedule]") {
+  std::string err;
+  Manifest m;
+  REQUIRE(Manifest::parse(dumpJson(scheduleManifest()), m, err));
+  ArtifactWriter w;
+  REQUIRE(w.addSection("manifest", dumpJson(scheduleManifest()), err));
+  auto gpuOnly = Artifact::fromBytes(w.bytes(), "g.tgx", err);
+  REQUIRE(gpuOnly);
+  CHECK(artifactTargets(*gpuOnly, m) == "sm_80");
+  Manifest plain;
+  REQUIRE(Manifest::parse(R"({"format": 1, "entries": {}})", plain, err));
+  REQUIRE(w.addSection("cpu.so", "x", err));
+  auto both = Artifact::fromBytes(w.bytes(), "b.tgx", err);
+  REQUIRE(both);
+  CHECK(artifactTargets(*both, m) == "cpu, sm_80");
+  CHECK(artifactTargets(*both, plain) == "cpu");
+  // The emulator refuses an artifact without sm_80 code, naming what it has.
+  auto dev = makeEmulatorDevice(*both, plain, err);
+  CHECK_FALSE(dev);
+  CHECK(err.find("emulator") != std::string::npos);
+}
