@@ -240,6 +240,10 @@ FailureOr<GpuSchedule> buildGpuSchedule(ModuleOp module, Target t,
                                         ModuleOp kernels,
                                         ArrayRef<StringRef> entries,
                                         const LowerOpFn &lower) {
+  // The generators build llvm/nvvm/scf/arith ops in the model's context.
+  module.getContext()
+      ->loadDialect<LLVM::LLVMDialect, NVVM::NVVMDialect, scf::SCFDialect,
+                    arith::ArithDialect, cf::ControlFlowDialect>();
   GpuSchedule schedule;
   schedule.target = t;
   for (StringRef name : entries) {
@@ -299,10 +303,6 @@ FailureOr<GpuArtifact> buildGpuArtifact(ModuleOp module,
                                         ArrayRef<StringRef> entries,
                                         std::string &error, bool assemble,
                                         const LowerOpFn &lower) {
-  MLIRContext *ctx = module.getContext();
-  // The generators build llvm/nvvm/scf/arith ops in the model's context.
-  ctx->loadDialect<LLVM::LLVMDialect, NVVM::NVVMDialect, scf::SCFDialect,
-                   arith::ArithDialect, cf::ControlFlowDialect>();
   OwningOpRef<ModuleOp> gpu = cast<ModuleOp>(module->clone());
   if (failed(prepareGpuModule(*gpu, entries)))
     return failure();

@@ -1,0 +1,228 @@
+//===- ScheduleTest.cpp - planned entries as GPU launch schedules -*- C++ -*-===//
+//
+// The schedule builder (codegen/nvptx/Schedule.h) with a small stand-in
+// generator of its own (one thread per element of a binary f32 op), so the
+// mapping of parameters and results to buffers is tested apart from the
+// real generators: arguments, arena offsets, constants, an in-place
+// parameter update, a reshape copied to its planned slot. The schedule then
+// runs through the runtime on the PTX emulator and matches plain C++.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/artifact/Manifest.h"
+#include "codegen/nvptx/GemmCommon.h"
+#include "codegen/nvptx/Schedule.h"
+#include "codegen/nvptx/Toolchain.h"
+#include "codegen/registry/InitAll.h"
+#include "dialects/TGOps.h"
+#include "passes/MemoryPlan.h"
+#include "runtime/Executor.h"
+#include "runtime/GpuSchedule.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/JSON.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+using namespace mlir;
+using namespace ::tg::nvptx;
+
+namespace {
+
+const char *kStep = R"mlir(
+func.func @train_step(
+    %w: tensor<4x8xf32> {tg.name = "w", tg.role = #tg.role<param>},
+    %x: tensor<4x8xf32> {tg.name = "x", tg.role = #tg.role<input>})
+    -> (tensor<32xf32> {tg.name = "y", tg.role = #tg.role<output>},
+        tensor<4x8xf32> {tg.name = "w", tg.role = #tg.role<param>},
+        tensor<4x8xf32> {tg.name = "c", tg.role = #tg.role<output>}) {
+  %c = tg.constant dense<2.0> : tensor<4x8xf32>
+  %0 = tg.mul %x, %c : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %1 = tg.add %0, %w : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %2 = tg.reshape %1 : tensor<4x8xf32> to tensor<32xf32>
+  %3 = tg.sub %w, %x : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return %2, %3, %c : tensor<32xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+)mlir";
+
+/// The stand-in generator: `out[i] = lhs[i] op rhs[i]` for tg.add, tg.sub
+/// and tg.mul on f32 operands of the result's shape, one thread per
+/// element; other ops move no data (a reshape) or are refused.
+FailureOr<std::vector<KernelLaunch>> lowerBinary(Operation *op, Target t,
+                                                 ModuleOp kernels) {
+  if (isa<mlir::tg::ReshapeOp>(op))
+    return std::vector<KernelLaunch>{};
+  if (!isa<mlir::tg::AddOp, mlir::tg::SubOp, mlir::tg::MulOp>(op))
+    return op->emitOpError() << "the test generator cannot compile this op";
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t n = type.getNumElements();
+  std::string symbol = kernelSymbol(op, "tg_test", t);
+  if (!hasKernel(kernels, symbol)) {
+    MLIRContext *ctx = kernels.getContext();
+    OpBuilder mb = OpBuilder::atBlockEnd(kernels.getBody());
+    Type ptr1 = LLVM::LLVMPointerType::get(ctx, 1);
+    auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                            {ptr1, ptr1, ptr1});
+    auto fn = LLVM::LLVMFuncOp::create(mb, op->getLoc(), symbol, fnTy);
+    fn->setAttr("nvvm.kernel", mb.getUnitAttr());
+    Block *entry = fn.addEntryBlock(mb);
+    ::tg::nvptx::detail::KernelBuilder w(entry, op->getLoc());
+    Value tid = NVVM::ThreadIdXOp::create(w.b, w.loc, w.i32);
+    Value cta = NVVM::BlockIdXOp::create(w.b, w.loc, w.i32);
+    Value i = w.add(w.muli(cta, 128), tid);
+    w.openIf(w.ult(i, w.i32c(n)));
+    Value i64 = w.zext64(i);
+    Value a = LLVM::LoadOp::create(w.b, w.loc, w.f32,
+                                   w.gep(entry->getArgument(0), i64, w.f32));
+    Value b = LLVM::LoadOp::create(w.b, w.loc, w.f32,
+                                   w.gep(entry->getArgument(1), i64, w.f32));
+    Value r = isa<mlir::tg::AddOp>(op)   ? w.fadd(a, b)
+              : isa<mlir::tg::MulOp>(op) ? w.fmul(a, b)
+                                         : LLVM::FSubOp::create(w.b, w.loc, a, b)
+                                               .getResult();
+    LLVM::StoreOp::create(w.b, w.loc, r, w.gep(entry->getArgument(2), i64, w.f32));
+    w.b.setInsertionPointToEnd(entry);
+    LLVM::ReturnOp::create(w.b, w.loc, ValueRange{});
+  }
+  KernelLaunch l;
+  l.symbol = symbol;
+  l.grid = {uint32_t((n + 127) / 128), 1, 1};
+  l.block = {128, 1, 1};
+  l.params = {{KernelParam::Kind::Operand, 0},
+              {KernelParam::Kind::Operand, 1},
+              {KernelParam::Kind::Result, 0}};
+  return std::vector<KernelLaunch>{l};
+}
+
+struct Fixture {
+  DialectRegistry registry;
+  std::unique_ptr<MLIRContext> ctx;
+  OwningOpRef<ModuleOp> module;
+  Fixture() {
+    mlir::tg::registerAllDialects(registry);
+    ctx = std::make_unique<MLIRContext>(registry);
+    ctx->loadAllAvailableDialects();
+    module = parseSourceString<ModuleOp>(kStep, ctx.get());
+    REQUIRE(module);
+    auto step = module->lookupSymbol<func::FuncOp>("train_step");
+    REQUIRE(succeeded(mlir::tg::planMemory(step, {})));
+  }
+};
+
+} // namespace
+
+TEST_CASE("schedule: parameters and results map to the plan's buffers",
+          "[nvptx][schedule]") {
+  Fixture f;
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(f.module->getLoc());
+  FailureOr<GpuSchedule> s = buildGpuSchedule(
+      *f.module, Target::SM80, *kernels, {"train_step"}, lowerBinary);
+  REQUIRE(succeeded(s));
+  REQUIRE(s->entries.size() == 1);
+  const EntrySchedule &e = s->entries[0];
+  CHECK(e.arenaBytes > 0);
+  // The splat 2.0 is one constant of 32 floats.
+  REQUIRE(s->constants.size() == 1);
+  CHECK(s->constants[0].repeat == 32);
+  CHECK(s->constants[0].bytes() == 128);
+  int launches = 0, copies = 0;
+  bool readsConstant = false;
+  for (const ScheduleStep &st : e.steps) {
+    if (st.isCopy) {
+      ++copies;
+      CHECK(st.src.bytes == 128);
+      continue;
+    }
+    ++launches;
+    REQUIRE(st.params.size() == 3);
+    for (const BufferRef &p : st.params) {
+      CHECK(p.bytes == 128);
+      readsConstant |= p.kind == BufferRef::Kind::Const;
+    }
+  }
+  CHECK(launches == 3);
+  CHECK(readsConstant);
+  REQUIRE(e.results.size() == 3);
+  // w's next value is planned in w's own storage (argument 0).
+  CHECK(e.results[1].kind == BufferRef::Kind::Arg);
+  CHECK(e.results[1].index == 0);
+  CHECK(e.results[2].kind == BufferRef::Kind::Const);
+  // The reshape's result: copied to its own slot, or read where it is.
+  CHECK(copies <= 1);
+  llvm::json::Object j = scheduleJson(*s);
+  CHECK(j.getArray("constants")->size() == 1);
+}
+
+TEST_CASE("schedule: an op no generator takes is a located error",
+          "[nvptx][schedule]") {
+  Fixture f;
+  std::string diag;
+  ScopedDiagnosticHandler h(f.ctx.get(), [&](Diagnostic &d) {
+    diag = d.str();
+    return success();
+  });
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(f.module->getLoc());
+  FailureOr<GpuSchedule> s =
+      buildGpuSchedule(*f.module, Target::SM80, *kernels, {"train_step"});
+  CHECK(failed(s));
+  CHECK(diag.find("the GPU backend cannot compile") != std::string::npos);
+}
+
+TEST_CASE("schedule: the kernels run on the emulator through the runtime",
+          "[nvptx][schedule][emulator]") {
+  Fixture f;
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(f.module->getLoc());
+  FailureOr<GpuSchedule> s = buildGpuSchedule(
+      *f.module, Target::SM80, *kernels, {"train_step"}, lowerBinary);
+  REQUIRE(succeeded(s));
+  std::string ptx, err;
+  bool compiled = compileKernelsToPTX(*kernels, Target::SM80, ptx, err);
+  INFO(err);
+  REQUIRE(compiled);
+  if (haveCudaTool("ptxas")) {
+    PtxasReport r = assemblePtx(ptx, "sm_80");
+    INFO(r.log);
+    CHECK(r.ok);
+    CHECK(r.spillStores == 0);
+    CHECK(r.perfWarnings.empty());
+  }
+  FailureOr<llvm::json::Object> manifest = mlir::tg::buildManifest(*f.module, nullptr);
+  REQUIRE(succeeded(manifest));
+  (*manifest)["gpu"] = llvm::json::Object{
+      {"targets", llvm::json::Array{"sm_80"}},
+      {"schedules", llvm::json::Object{{"sm_80", scheduleJson(*s)}}}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(*manifest));
+  tgrt::ArtifactWriter w;
+  REQUIRE(w.addSection("manifest", text, err));
+  REQUIRE(w.addSection("gpu.sm_80.ptx", ptx, err));
+  auto artifact = tgrt::Artifact::fromBytes(w.bytes(), "step.tgx", err);
+  REQUIRE(artifact);
+  // Without cpu.so the CPU cannot run it, and says why.
+  CHECK_FALSE(tgrt::Executor::load(*artifact, err));
+  auto ex = tgrt::Executor::load(*artifact, err, tgrt::DeviceKind::Emulator);
+  INFO(err);
+  REQUIRE(ex);
+  CHECK(ex->deviceDescription() == "emulator (PTX sm_80)");
+  tgrt::Tensor wv = tgrt::Tensor::zeros(tgrt::DType::F32, {4, 8});
+  tgrt::Tensor xv = tgrt::Tensor::zeros(tgrt::DType::F32, {4, 8});
+  for (int i = 0; i < 32; ++i) {
+    wv.set(i, 0.5 * i);
+    xv.set(i, 1.0 - 0.25 * i);
+  }
+  REQUIRE(ex->setState("w", wv, err));
+  tgrt::TensorMap out;
+  REQUIRE(ex->call("train_step", {{"x", xv}}, out, err));
+  const tgrt::Tensor &y = out.at("y"), &c = out.at("c");
+  const tgrt::Tensor &w2 = ex->state().at("w");
+  for (int i = 0; i < 32; ++i) {
+    CHECK(y.at(i) == 2 * xv.at(i) + wv.at(i));
+    CHECK(c.at(i) == 2.0);
+    CHECK(w2.at(i) == wv.at(i) - xv.at(i));
+  }
+}
