@@ -443,6 +443,12 @@ void aliasUpdatesToArguments(func::FuncOp fn, Block &block,
     if (!name || !argByName.count(name.getValue()) || !bufferOf.count(v))
       continue;
     unsigned argIndex = argByName[name.getValue()];
+    // The argument's next value has its role too: forward_grad's gradient
+    // of `w` (role grad) is named `w` like the parameter it must not
+    // overwrite.
+    if (fn.getResultAttrOfType<RoleAttr>(i, attr::role) !=
+        fn.getArgAttrOfType<RoleAttr>(argIndex, attr::role))
+      continue;
     BlockArgument arg = block.getArgument(argIndex);
     size_t id = bufferOf.lookup(v);
     Buffer &buf = buffers[id];
