@@ -165,11 +165,31 @@ TEST_CASE("schedule: an op no generator takes is a located error",
     diag = d.str();
     return success();
   });
+  // A generator that takes no subtraction: the schedule fails at the op.
+  auto noSub = [](Operation *op, Target t, ModuleOp kernels)
+      -> FailureOr<std::vector<KernelLaunch>> {
+    if (isa<mlir::tg::SubOp>(op))
+      return op->emitOpError() << "the GPU backend cannot compile this op yet";
+    return lowerBinary(op, t, kernels);
+  };
   OwningOpRef<ModuleOp> kernels = ModuleOp::create(f.module->getLoc());
-  FailureOr<GpuSchedule> s =
-      buildGpuSchedule(*f.module, Target::SM80, *kernels, {"train_step"});
+  FailureOr<GpuSchedule> s = buildGpuSchedule(*f.module, Target::SM80,
+                                              *kernels, {"train_step"}, noSub);
   CHECK(failed(s));
-  CHECK(diag.find("the GPU backend cannot compile") != std::string::npos);
+  CHECK(diag == "'tg.sub' op the GPU backend cannot compile this op yet");
+  // A kernel parameter naming an operand the op does not have.
+  auto badParam = [](Operation *op, Target t, ModuleOp kernels)
+      -> FailureOr<std::vector<KernelLaunch>> {
+    FailureOr<std::vector<KernelLaunch>> l = lowerBinary(op, t, kernels);
+    if (succeeded(l) && !l->empty())
+      (*l)[0].params[0].index = 7;
+    return l;
+  };
+  kernels = ModuleOp::create(f.module->getLoc());
+  CHECK(failed(buildGpuSchedule(*f.module, Target::SM80, *kernels,
+                                {"train_step"}, badParam)));
+  CHECK(diag.find("parameter #0 names operand #7, which the op does not "
+                  "have") != std::string::npos);
 }
 
 TEST_CASE("schedule: the kernels run on the emulator through the runtime",
