@@ -22,6 +22,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
@@ -150,6 +151,12 @@ private:
   LogicalResult lowerOp(Operation *op, EntrySchedule &entry) {
     if (auto c = dyn_cast<mlir::tg::ConstantOp>(op))
       return addConstant(c);
+    if (op->getNumResults() == 1 && op->getResult(0).getType().isIndex())
+      return evaluateIndex(op);
+    if (auto loop = dyn_cast<scf::ForOp>(op))
+      return unroll(loop, entry);
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op))
+      return lowerSlice(slice, entry);
     for (unsigned i = 0; i < op->getNumResults(); ++i)
       if (std::optional<BufferRef> r = planned(op, i))
         where[op->getResult(i)] = *r;
@@ -214,10 +221,176 @@ private:
     return success();
   }
 
+  /// The value of an index computation (the accumulation loop's micro-batch
+  /// offset: constants, +, -, * of the induction variable).
+  LogicalResult evaluateIndex(Operation *op) {
+    auto known = [&](Value v) -> std::optional<int64_t> {
+      auto it = indices.find(v);
+      return it == indices.end() ? std::nullopt
+                                 : std::optional<int64_t>(it->second);
+    };
+    std::optional<int64_t> value;
+    if (auto c = dyn_cast<arith::ConstantIndexOp>(op))
+      value = c.value();
+    else if (op->getNumOperands() == 2) {
+      std::optional<int64_t> a = known(op->getOperand(0)),
+                             b = known(op->getOperand(1));
+      if (a && b && isa<arith::AddIOp>(op))
+        value = *a + *b;
+      else if (a && b && isa<arith::SubIOp>(op))
+        value = *a - *b;
+      else if (a && b && isa<arith::MulIOp>(op))
+        value = *a * *b;
+    }
+    if (!value)
+      return op->emitOpError() << "computes an index the GPU schedule cannot "
+                                  "evaluate at compile time";
+    indices[op->getResult(0)] = *value;
+    return success();
+  }
+
+  /// A contiguous slice (the accumulation loop's micro-batch of an input):
+  /// a view of its source at the slice's byte offset, or a copy to the slot
+  /// the plan gave it.
+  LogicalResult lowerSlice(tensor::ExtractSliceOp slice, EntrySchedule &entry) {
+    RankedTensorType src = slice.getSourceType();
+    ArrayRef<int64_t> shape = src.getShape();
+    SmallVector<int64_t> offsets;
+    for (OpFoldResult o : slice.getMixedOffsets()) {
+      if (auto a = dyn_cast<Attribute>(o)) {
+        offsets.push_back(cast<IntegerAttr>(a).getInt());
+        continue;
+      }
+      auto it = indices.find(cast<Value>(o));
+      if (it == indices.end())
+        return slice.emitOpError() << "has an offset the GPU schedule cannot "
+                                      "evaluate at compile time";
+      offsets.push_back(it->second);
+    }
+    SmallVector<int64_t> sizes(slice.getStaticSizes());
+    // Contiguous: after the first dimension of more than one element, every
+    // dimension is whole; strides are 1.
+    bool contiguous = llvm::all_of(slice.getStaticStrides(),
+                                   [](int64_t s) { return s == 1; });
+    bool whole = false;
+    int64_t linear = 0;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (whole && (sizes[d] != shape[d] || offsets[d] != 0))
+        contiguous = false;
+      whole |= sizes[d] != 1;
+      linear = linear * shape[d] + offsets[d];
+    }
+    if (!contiguous || ShapedType::isDynamicShape(sizes))
+      return slice.emitOpError() << "is not a contiguous slice, which the GPU "
+                                    "schedule cannot view";
+    FailureOr<BufferRef> base = bufferOf(slice.getSource(), slice, "operand", 0);
+    if (failed(base))
+      return failure();
+    BufferRef view = *base;
+    view.offset += linear * mlir::tg::tensorBytes(RankedTensorType::get(
+                                {1}, src.getElementType()));
+    view.bytes = mlir::tg::tensorBytes(slice.getType());
+    std::optional<BufferRef> slot = planned(slice, 0);
+    if (!slot || *slot == view) {
+      where[slice.getResult()] = view;
+      return success();
+    }
+    where[slice.getResult()] = *slot;
+    ScheduleStep copy;
+    copy.isCopy = true;
+    copy.src = view;
+    copy.dst = *slot;
+    entry.steps.push_back(std::move(copy));
+    return success();
+  }
+
+  /// Copies each of `moves` (source, destination); refused where one's
+  /// destination is another's source, which the order would clobber.
+  LogicalResult moveAll(Operation *op,
+                        ArrayRef<std::pair<BufferRef, BufferRef>> moves,
+                        EntrySchedule &entry) {
+    auto overlap = [](const BufferRef &a, const BufferRef &b) {
+      return a.kind == b.kind && a.index == b.index &&
+             a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+    };
+    for (auto [i, m] : llvm::enumerate(moves))
+      for (auto [j, n] : llvm::enumerate(moves))
+        if (i != j && overlap(m.second, n.first))
+          return op->emitOpError()
+                 << "carries values through each other's buffers, which the "
+                    "GPU schedule cannot order";
+    for (const auto &[src, dst] : moves)
+      if (!(src == dst)) {
+        ScheduleStep copy;
+        copy.isCopy = true;
+        copy.src = src;
+        copy.dst = dst;
+        entry.steps.push_back(std::move(copy));
+      }
+    return success();
+  }
+
+  /// The accumulation loop, unrolled: each carried value lives in the slot
+  /// the plan gave the loop's result (the next value is computed over the
+  /// current one, or copied there at the end of an iteration).
+  LogicalResult unroll(scf::ForOp loop, EntrySchedule &entry) {
+    auto bound = [&](Value v) -> std::optional<int64_t> {
+      auto it = indices.find(v);
+      return it == indices.end() ? std::nullopt
+                                 : std::optional<int64_t>(it->second);
+    };
+    std::optional<int64_t> lb = bound(loop.getLowerBound()),
+                           ub = bound(loop.getUpperBound()),
+                           step = bound(loop.getStep());
+    if (!lb || !ub || !step || *step <= 0)
+      return loop.emitOpError()
+             << "has bounds the GPU schedule cannot evaluate at compile time";
+    SmallVector<BufferRef> slots;
+    for (unsigned k = 0; k < loop.getNumResults(); ++k) {
+      std::optional<BufferRef> slot = planned(loop, k);
+      if (!slot)
+        return loop.emitOpError() << "result #" << k
+                                  << " has no buffer in the GPU memory plan";
+      slots.push_back(*slot);
+    }
+    SmallVector<std::pair<BufferRef, BufferRef>> moves;
+    for (auto [k, init] : llvm::enumerate(loop.getInitArgs())) {
+      FailureOr<BufferRef> b = bufferOf(init, loop, "operand", k);
+      if (failed(b))
+        return failure();
+      moves.push_back({*b, slots[k]});
+    }
+    if (failed(moveAll(loop, moves, entry)))
+      return failure();
+    Block *body = loop.getBody();
+    for (int64_t iv = *lb; iv < *ub; iv += *step) {
+      indices[loop.getInductionVar()] = iv;
+      for (auto [k, arg] : llvm::enumerate(loop.getRegionIterArgs()))
+        where[arg] = slots[k];
+      for (Operation &op : body->without_terminator())
+        if (failed(lowerOp(&op, entry)))
+          return failure();
+      moves.clear();
+      auto yield = cast<scf::YieldOp>(body->getTerminator());
+      for (auto [k, v] : llvm::enumerate(yield.getOperands())) {
+        FailureOr<BufferRef> b = bufferOf(v, yield, "operand", k);
+        if (failed(b))
+          return failure();
+        moves.push_back({*b, slots[k]});
+      }
+      if (failed(moveAll(loop, moves, entry)))
+        return failure();
+    }
+    for (auto [k, r] : llvm::enumerate(loop.getResults()))
+      where[r] = slots[k];
+    return success();
+  }
+
   GpuSchedule &schedule;
   ModuleOp kernels;
   const LowerOpFn &lower;
   llvm::DenseMap<Value, BufferRef> where;
+  llvm::DenseMap<Value, int64_t> indices; ///< index values, when known
 };
 
 llvm::json::Value refJson(const BufferRef &r) {
