@@ -47,6 +47,16 @@ std::string kernelSymbol(Operation *op, llvm::StringRef prefix, Target t) {
   copy->print(os, OpPrintingFlags().printGenericOpForm().elideLargeElementsAttrs(
                       1 << 20));
   copy->destroy();
+  // The clone has no operands, so its text lacks their types (a concat of
+  // 64 + 32 columns printed like one of 32 + 32 + 32, and shared their
+  // kernels) and which of them are one value (mul(x, x) against mul(x, y)):
+  // both are part of what the kernel computes.
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    os << (i ? ", " : " operands: ") << v.getType();
+    size_t first = llvm::find(op->getOperands(), v) - op->operand_begin();
+    if (first != i)
+      os << " = #" << first;
+  }
   llvm::SmallString<64> name(prefix);
   name += "_";
   name += toString(t);

@@ -246,3 +246,37 @@ TEST_CASE("schedule: the kernels run on the emulator through the runtime",
     CHECK(w2.at(i) == wv.at(i) - xv.at(i));
   }
 }
+
+TEST_CASE("schedule: kernel symbols tell apart ops whose operands differ",
+          "[nvptx][schedule]") {
+  DialectRegistry registry;
+  mlir::tg::registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(R"mlir(
+func.func @f(%a: tensor<2x64xf32>, %b: tensor<2x32xf32>, %c: tensor<2x32xf32>)
+    -> (tensor<2x96xf32>, tensor<2x96xf32>, tensor<2x32xf32>, tensor<2x32xf32>,
+        tensor<2x32xf32>) {
+  %0 = tg.concat %a, %b axis = 1 : tensor<2x64xf32>, tensor<2x32xf32> -> tensor<2x96xf32>
+  %1 = tg.concat %b, %c, %b axis = 1 : tensor<2x32xf32>, tensor<2x32xf32>, tensor<2x32xf32> -> tensor<2x96xf32>
+  %2 = tg.mul %b, %b : tensor<2x32xf32>, tensor<2x32xf32> -> tensor<2x32xf32>
+  %3 = tg.mul %b, %c : tensor<2x32xf32>, tensor<2x32xf32> -> tensor<2x32xf32>
+  %4 = tg.mul %c, %b {tg.offset = 256 : i64} : tensor<2x32xf32>, tensor<2x32xf32> -> tensor<2x32xf32>
+  return %0, %1, %2, %3, %4 : tensor<2x96xf32>, tensor<2x96xf32>, tensor<2x32xf32>, tensor<2x32xf32>, tensor<2x32xf32>
+}
+)mlir",
+                                                    &ctx);
+  REQUIRE(m);
+  std::vector<std::string> sym;
+  m->walk([&](Operation *op) {
+    if (isa<mlir::tg::ConcatOp, mlir::tg::MulOp>(op))
+      sym.push_back(kernelSymbol(op, "k", Target::SM80));
+  });
+  REQUIRE(sym.size() == 5);
+  // A concat of 64 + 32 columns is not one of 32 + 32 + 32 (their kernels
+  // put the inputs at other columns).
+  CHECK(sym[0] != sym[1]);
+  // x * x is not x * y; x * y on other buffers is the same kernel.
+  CHECK(sym[2] != sym[3]);
+  CHECK(sym[3] == sym[4]);
+}
