@@ -357,7 +357,11 @@ bool writesInPlaceOver(Operation *op, Value v, Value r) {
   auto fused = dyn_cast<FusedOp>(op);
   if (!fused)
     return writesInPlaceOver(op, v);
-  if (v.getType() != r.getType())
+  // The GPU GEMM generators write no result over an input, not even one
+  // that only their epilogue reads element by element (KernelGen.h: "a
+  // GEMM writing over its own input" is refused), so a GEMM group's
+  // results get buffers of their own.
+  if (v.getType() != r.getType() || fused.getKind() == KernelKind::gemm)
     return false;
   Block &body = fused.getBodyBlock();
   Operation *def =
@@ -602,15 +606,21 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
       const Buffer &buf = plan.buffers[id];
       // In-place updates name the argument they overwrite instead.
       TGDialect &tgd = dialect(b.getContext());
-      if (buf.aliasOf >= 0)
-        tgd.getAliasArgAttrHelper().setAttr(def,
-                                            b.getI64IntegerAttr(buf.aliasOf));
-      else
-        tgd.getOffsetAttrHelper().setAttr(def, b.getI64IntegerAttr(buf.offset));
-      tgd.getBytesAttrHelper().setAttr(def, b.getI64IntegerAttr(buf.bytes));
-      // A multi-result op (the accumulation loop) needs one offset per
-      // result: tg.offset alone would name only one of them.
-      if (def->getNumResults() > 1) {
+      if (def->getNumResults() == 1) {
+        if (buf.aliasOf >= 0)
+          tgd.getAliasArgAttrHelper().setAttr(def,
+                                              b.getI64IntegerAttr(buf.aliasOf));
+        else
+          tgd.getOffsetAttrHelper().setAttr(def,
+                                            b.getI64IntegerAttr(buf.offset));
+        tgd.getBytesAttrHelper().setAttr(def, b.getI64IntegerAttr(buf.bytes));
+      } else {
+        // A multi-result op (a fusion group, the accumulation loop) has one
+        // offset per result; a tg.offset or tg.alias_arg beside them would
+        // be some one result's, and a backend reading it would put every
+        // result there.
+        tgd.getOffsetAttrHelper().removeAttr(def);
+        tgd.getAliasArgAttrHelper().removeAttr(def);
         SmallVector<int64_t> offs(def->getNumResults(), -1);
         if (auto old = tgd.getOffsetsAttrHelper().getAttr(def))
           if (old.size() == static_cast<int64_t>(offs.size()))
