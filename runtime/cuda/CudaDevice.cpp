@@ -187,15 +187,20 @@ public:
       return false;
     double need = double(arena) + double(bytes) + double(consts) + 2.0 * double(io);
     if (need > double(freeBefore)) {
+      // The budget bounds the plan (arena and block); the constants and
+      // the staging come on top. Rounded down to a whole unit tgc reads.
       double room = double(freeBefore) - (double(consts) + 2.0 * double(io));
-      std::string budget =
-          room >= double(1ull << 30)
-              ? std::to_string(int64_t(room / double(1ull << 30))) + "GiB"
-              : std::to_string(std::max<int64_t>(0, int64_t(room / double(1ull << 20)))) +
-                    "MiB";
+      const char *units[] = {"GiB", "MiB", "KiB"};
+      std::string budget;
+      for (int u = 0; u < 3 && budget.empty(); ++u) {
+        double unit = double(1ull << (30 - 10 * u));
+        if (room >= unit)
+          budget = std::to_string(int64_t(room / unit)) + units[u];
+      }
       err = "needs " + sizeText(need) + ", the device has " +
-            sizeText(double(freeBefore)) + " free; compile with --memory-budget " +
-            budget;
+            sizeText(double(freeBefore)) + " free; " +
+            (budget.empty() ? "free memory on the device first"
+                            : "compile with --memory-budget " + budget);
       return false;
     }
     auto alloc = [&](size_t n, cu::CUdeviceptr &p) {
@@ -302,6 +307,12 @@ public:
         moves.push_back({src, dst, s.byteSize()});
     }
     int &seen = seen_[entry.name];
+    // An asynchronous error after a graph launch cannot name its kernel:
+    // the first, checked call ran the same kernels one by one.
+    std::string stage =
+        seen ? who + "the step's CUDA graph (" + std::to_string(e->steps.size()) +
+                   " steps, checked one by one on the first call): "
+             : who;
     if (seen++ == 0) {
       // Launch by launch, checked: a failing kernel is named.
       if (!enqueue(*e, argPtr, moves, /*checked=*/true, who, err))
@@ -316,7 +327,7 @@ public:
       if (!g.exec && !capture(*e, argPtr, moves, g, who, err))
         return false;
       if (!check(driver().check(f.cuGraphLaunch(g.exec, stream_), "cuGraphLaunch"),
-                 who + "the step's CUDA graph: ", err))
+                 stage, err))
         return false;
     }
     // Non-persistent results (the loss) come down through pinned memory.
@@ -330,12 +341,12 @@ public:
                                          at(e->results[i], argPtr), s.byteSize(),
                                          stream_),
                      "cuMemcpyDtoHAsync"),
-                 who, err))
+                 stage, err))
         return false;
       out += align256(s.byteSize());
     }
     if (!check(driver().check(f.cuStreamSynchronize(stream_), "cuStreamSynchronize"),
-               who + (seen > 1 ? "the step's CUDA graph: " : ""), err))
+               stage, err))
       return false;
     out = 0;
     for (size_t i = 0; i < entry.results.size(); ++i) {
@@ -520,9 +531,12 @@ std::unique_ptr<Device> makeCudaDevice(const Artifact &artifact,
     }
   }
   if (target.empty()) {
+    // tgc compiles for sm_80 (any newer GPU runs its PTX) and sm_90a.
     err = "the artifact has no code for " + dev->name + " (" + arch +
           "): its fat binary holds " + cu::describeImages(images) +
-          "; compile it with tgc --target=" + arch;
+          (major < 8 ? "; tgc's GPU code needs sm_80 or newer"
+                     : "; compile it with tgc --target=" +
+                           std::string(major == 9 && minor == 0 ? "sm_90a" : "sm_80"));
     return nullptr;
   }
   GpuSchedule schedule;

@@ -13,7 +13,7 @@
 // Environment, for the error paths of the tests:
 //   TG_FAKE_CUDA_CC=90            the compute capability it reports (80)
 //   TG_FAKE_CUDA_FREE_BYTES=N     its free memory (16 GiB)
-//   TG_FAKE_CUDA_FAIL_KERNEL=K    kernel K faults at its Nth launch ...
+//   TG_FAKE_CUDA_FAIL_KERNEL=K    kernels named K... fault at the Nth launch
 //   TG_FAKE_CUDA_FAIL_AT=N        ... (1: the first)
 //   TG_FAKE_CUDA_LOG=FILE         appends one line per driver event
 //                                 (launch, capture, graph launch, copies)
@@ -107,11 +107,11 @@ int submit(void *s, Work w) {
 int launchNow(Function *fn, std::array<uint32_t, 3> grid,
               std::array<uint32_t, 3> block, unsigned smem,
               std::vector<uint64_t> params) {
-  int n = ++gLaunches[fn->name];
-  log("launch " + fn->name);
   const char *failK = std::getenv("TG_FAKE_CUDA_FAIL_KERNEL");
-  if (failK && fn->name == failK &&
-      n == int(envSize("TG_FAKE_CUDA_FAIL_AT", 1))) {
+  bool chosen = failK && fn->name.rfind(failK, 0) == 0;
+  int n = ++gLaunches[chosen ? std::string(failK) : fn->name];
+  log("launch " + fn->name);
+  if (chosen && n == int(envSize("TG_FAKE_CUDA_FAIL_AT", 1))) {
     gSticky = kIllegalAddress;
     return kSuccess; // asynchronous: the launch itself succeeds
   }
