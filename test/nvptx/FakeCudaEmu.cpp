@@ -15,8 +15,10 @@
 //   TG_FAKE_CUDA_FREE_BYTES=N     its free memory (16 GiB)
 //   TG_FAKE_CUDA_FAIL_KERNEL=K    kernels named K... fault at the Nth launch
 //   TG_FAKE_CUDA_FAIL_AT=N        ... (1: the first)
-//   TG_FAKE_CUDA_LOG=FILE         appends one line per driver event
-//                                 (launch, capture, graph launch, copies)
+//   TG_FAKE_CUDA_LOG=FILE         appends one line per driver event: a
+//                                 launch enqueued (launch K) or captured
+//                                 (record K), a kernel run (run K), a
+//                                 capture, a graph launch, a copy
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaDriver.h"
@@ -110,7 +112,7 @@ int launchNow(Function *fn, std::array<uint32_t, 3> grid,
   const char *failK = std::getenv("TG_FAKE_CUDA_FAIL_KERNEL");
   bool chosen = failK && fn->name.rfind(failK, 0) == 0;
   int n = ++gLaunches[chosen ? std::string(failK) : fn->name];
-  log("launch " + fn->name);
+  log("run " + fn->name);
   if (chosen && n == int(envSize("TG_FAKE_CUDA_FAIL_AT", 1))) {
     gSticky = kIllegalAddress;
     return kSuccess; // asynchronous: the launch itself succeeds
@@ -254,6 +256,7 @@ int cuLaunchKernelEx(const cu::CUlaunchConfig *cfg, void *f, void **args,
   std::array<uint32_t, 3> grid{cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},
       block{cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ};
   unsigned smem = cfg->sharedMemBytes;
+  log((streamOf(cfg->hStream)->capturing ? "record " : "launch ") + fn->name);
   return submit(cfg->hStream, [=] { return launchNow(fn, grid, block, smem, params); });
 }
 int cuTensorMapEncodeTiled() { return kInvalidValue; }
