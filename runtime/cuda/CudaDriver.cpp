@@ -227,6 +227,11 @@ Status Device::launch(CUfunction f, unsigned grid, unsigned block,
 Status Device::alloc(size_t bytes, CUdeviceptr &p) const {
   return drv->check(drv->api().cuMemAlloc(&p, bytes), "cuMemAlloc");
 }
+Status Device::memInfo(size_t &freeBytes, size_t &totalBytes) const {
+  return drv->check(drv->api().cuMemGetInfo(&freeBytes, &totalBytes),
+                    "cuMemGetInfo");
+}
+
 Status Device::free(CUdeviceptr p) const {
   return drv->check(drv->api().cuMemFree(p), "cuMemFree");
 }
@@ -241,11 +246,6 @@ Status Device::fill(CUdeviceptr dst, unsigned char byte, size_t bytes) const {
 }
 Status Device::synchronize() const {
   return drv->check(drv->api().cuCtxSynchronize(), "cuCtxSynchronize");
-}
-
-Status Device::memInfo(size_t &freeBytes, size_t &totalBytes) const {
-  return drv->check(drv->api().cuMemGetInfo(&freeBytes, &totalBytes),
-                    "cuMemGetInfo");
 }
 
 Status Device::encodeTensorMap2D(CUtensorMap &map, CUdeviceptr base, bool bf16,

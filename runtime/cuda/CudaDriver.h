@@ -179,13 +179,13 @@ public:
   Status launch(CUfunction f, unsigned grid, unsigned block, unsigned smem,
                 void **args, unsigned cluster = 1, CUstream s = nullptr) const;
   Status alloc(size_t bytes, CUdeviceptr &p) const;
+  /// Free and total bytes of the device's memory (cuMemGetInfo).
+  Status memInfo(size_t &freeBytes, size_t &totalBytes) const;
   Status free(CUdeviceptr p) const;
   Status upload(CUdeviceptr dst, const void *src, size_t bytes) const;
   Status download(void *dst, CUdeviceptr src, size_t bytes) const;
   Status fill(CUdeviceptr dst, unsigned char byte, size_t bytes) const;
   Status synchronize() const;
-  /// Free and total bytes of the device's memory (cuMemGetInfo).
-  Status memInfo(size_t &freeBytes, size_t &totalBytes) const;
   /// A 2-D, 16-bit, 128B-swizzled TMA descriptor for a row-major
   /// rows×cols matrix at `base`, loading boxes of boxRows×boxCols.
   Status encodeTensorMap2D(CUtensorMap &map, CUdeviceptr base, bool bf16,
