@@ -257,14 +257,18 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
     if (!ex->device_)
       return fail(err);
   }
-  if (ex->device_) {
-    // Before any launch: the device's memory for the block (a CUDA device
-    // refuses here when the plan does not fit its free memory).
-    if (!ex->device_->bindState(ex->persistent_.data(), ex->persistent_.size(),
-                                err))
+  // Before any launch: the device's memory for the block (a CUDA device
+  // refuses here when the plan does not fit its free memory; auto then
+  // runs on the CPU and says why).
+  if (ex->device_ && !ex->device_->bindState(ex->persistent_.data(),
+                                             ex->persistent_.size(), err)) {
+    if (device != DeviceKind::Auto)
       return fail(err);
-    return ex;
+    ex->device_.reset();
+    ex->fallback_ = err;
   }
+  if (ex->device_)
+    return ex;
   if (!artifact.has("cpu.so"))
     return fail("no 'cpu.so' section (this artifact has no CPU code)");
   ex->handle_ = loadSharedObject(artifact.section("cpu.so"), ex->fd_, err);
