@@ -23,7 +23,10 @@ bool Cta::releaseBarriers() {
         count = t.barCount;
         break;
       }
-    if (count ? arrived < count : arrived < n_)
+    // Without a count the barrier waits for every thread that has not
+    // exited (the PTX ISA's `exit`: exiting threads release a barrier they
+    // alone hold up).
+    if (count ? arrived < count : arrived < live_)
       continue;
     for (Thread &t : threads_)
       if (t.st == St::Bar && t.barId == id) {

@@ -240,6 +240,7 @@ private:
   std::vector<uint8_t> shared_, local_;
   uint64_t lastLo_ = 0, lastHi_ = 0; // the global buffer last accessed
   uint32_t barArrived_[16] = {};      // threads waiting at each barrier
+  uint32_t live_ = 0;                 // threads not exited
   // The race check: one Shadow per shared word; epochs only grow (a new
   // CTA starts a new one), so records of earlier CTAs never match.
   bool raceCheck_ = true;

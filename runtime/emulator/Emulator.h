@@ -12,7 +12,7 @@
 //    reaches a collective (bar.sync/barrier.sync for the CTA; shfl.sync,
 //    vote.sync, bar.warp.sync, ldmatrix and mma.sync for the warp) or exits,
 //    then the next. A CTA barrier completes when every thread of the CTA
-//    (or the count it names) has arrived; a warp collective executes when
+//    that has not exited (or the count it names) has arrived; a warp collective executes when
 //    every lane of its member mask has arrived at one. Divergence thus needs
 //    no reconvergence logic. When every live thread waits and no collective
 //    can complete, the launch fails with a deadlock error naming the kernel

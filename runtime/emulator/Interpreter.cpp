@@ -98,15 +98,15 @@ void Cta::run(std::array<uint32_t, 3> ctaid) {
     for (auto [r, v] : k_.constRegs)
       regsOf(t)[r] = v;
   }
-  uint32_t live = n_;
-  while (live) {
+  live_ = n_;
+  while (live_) {
     bool progress = false;
     for (Thread &t : threads_)
       if (t.st == St::Ready) {
         progress = true;
         step(t);
         if (t.st == St::Done)
-          --live;
+          --live_;
       }
     progress |= releaseBarriers();
     progress |= releaseWarps();

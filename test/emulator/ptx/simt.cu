@@ -185,9 +185,22 @@ K void spin(volatile int *flag, int *out) {
   out[0] = n;
 }
 
-// Only half the threads reach the barrier: a deadlock.
+// Half the threads wait at barrier 0, the other half at barrier 1: a
+// deadlock.
 K void halfBarrier(int *out) {
   if (threadIdx.x < blockDim.x / 2)
     __syncthreads();
+  else
+    asm volatile("bar.sync 1;" ::: "memory");
   out[threadIdx.x] = 1;
+}
+
+// Half the threads exit, the others meet at a barrier: the exited threads
+// do not hold it up (the PTX ISA's exit).
+K void halfExit(int *out) {
+  if (threadIdx.x >= blockDim.x / 2)
+    return;
+  out[threadIdx.x] = 1;
+  __syncthreads();
+  out[threadIdx.x] += 1;
 }
