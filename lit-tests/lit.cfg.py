@@ -28,6 +28,12 @@ if os.access(ptxas, os.X_OK):
 # ASan say `UNSUPPORTED: sanitized`.
 if lit_config.params.get("sanitized"):
     config.available_features.add("sanitized")
+# tg-run --device cuda without a GPU: a libcuda that runs kernels on the PTX
+# emulator (test/nvptx/FakeCudaEmu.cpp), loaded through TG_CUDA_LIBRARY.
+fake_cuda = os.path.join(config.tg_tools_dir, "..", "lib", "libtg_fake_cuda_emu.so")
+if os.path.exists(fake_cuda):
+    config.available_features.add("fake-cuda")
+    config.substitutions.append(("%fake_cuda", os.path.abspath(fake_cuda)))
 for tool in ["tgc", "tg-run", "tg-bench-gemm"]:
     if os.path.exists(os.path.join(config.tg_tools_dir, tool)):
         config.available_features.add(tool)

@@ -9,7 +9,17 @@
 namespace tgrt {
 
 const char *deviceName(DeviceKind kind) {
-  return kind == DeviceKind::Cpu ? "cpu" : "emulator";
+  switch (kind) {
+  case DeviceKind::Cpu:
+    return "cpu";
+  case DeviceKind::Emulator:
+    return "emulator";
+  case DeviceKind::Cuda:
+    return "cuda";
+  case DeviceKind::Auto:
+    break;
+  }
+  return "auto";
 }
 
 std::string artifactTargets(const Artifact &artifact, const Manifest &m) {

@@ -21,10 +21,11 @@
 
 namespace tgrt {
 
-/// The devices tg-run can run a model on.
-enum class DeviceKind { Cpu, Emulator };
+/// The devices tg-run can run a model on. Auto: CUDA where a GPU, its
+/// driver and code for it exist, else the CPU (docs/runtime.md).
+enum class DeviceKind { Cpu, Emulator, Cuda, Auto };
 
-/// "cpu", "emulator".
+/// "cpu", "emulator", "cuda", "auto".
 const char *deviceName(DeviceKind kind);
 
 /// A backend that runs entry points.
@@ -41,6 +42,38 @@ public:
   virtual int64_t arenaBytes() const = 0;
   /// What runs, for the first line of tg-run ("emulator (PTX sm_80)").
   virtual std::string describe() const = 0;
+
+  // Resident mode: the persistent block (parameters, optimizer state, step;
+  // the Executor's layout) lives in the device's memory across calls, so a
+  // train_step moves only its batch up and its loss down. The Executor keeps
+  // a host mirror of the block; a buffer of run() that points into the
+  // mirror names the device's copy at the same offset (read and written
+  // there, the mirror untouched), so the Executor passes the mirror's slot
+  // for every persistent argument and result. pullState/pushState move byte
+  // ranges of the block between the device and the mirror.
+
+  /// Binds the mirror (`bytes` long, zero-filled) and allocates the
+  /// device's block, zeroed. True with nothing done for a device that is not
+  /// resident (resident() false).
+  virtual bool bindState(uint8_t *mirror, size_t bytes, std::string &err) {
+    (void)mirror, (void)bytes, (void)err;
+    return true;
+  }
+  virtual bool resident() const { return false; }
+  /// Copies bytes [offset, offset + bytes) of the block, device -> mirror.
+  virtual bool pullState(size_t offset, size_t bytes, std::string &err) {
+    (void)offset, (void)bytes, (void)err;
+    return true;
+  }
+  /// Copies bytes [offset, offset + bytes) of the block, mirror -> device.
+  virtual bool pushState(size_t offset, size_t bytes, std::string &err) {
+    (void)offset, (void)bytes, (void)err;
+    return true;
+  }
+  /// Bytes the device allocated (arena, block, constants, staging), as
+  /// measured (for CUDA: the drop of cuMemGetInfo's free memory); -1 when
+  /// the device has no memory of its own.
+  virtual int64_t deviceBytes() const { return -1; }
 };
 
 /// The GPU targets `artifact` has code for, and "cpu" where it has cpu.so
@@ -53,6 +86,13 @@ std::string artifactTargets(const Artifact &artifact, const Manifest &m);
 std::unique_ptr<Device> makeEmulatorDevice(const Artifact &artifact,
                                            const Manifest &m,
                                            std::string &err);
+
+/// The CUDA backend for `artifact` (runtime/cuda/CudaDevice.cpp): loads
+/// gpu.fatbin on device 0 and replays the schedule of the target that fits
+/// the GPU. nullptr and `err` (one line: no driver, no device, no image for
+/// the device's architecture, a driver error).
+std::unique_ptr<Device> makeCudaDevice(const Artifact &artifact,
+                                       const Manifest &m, std::string &err);
 
 } // namespace tgrt
 

@@ -39,8 +39,10 @@ public:
     // that shares an argument's buffer registers the same range again.
     emu::Memory mem;
     for (size_t i = 0; i < entry.args.size(); ++i)
-      if (entry.args[i].byteSize())
+      if (entry.args[i].byteSize() && !inMirror(buffers[i]))
         mem.add(buffers[i], entry.args[i].byteSize());
+    if (!state_.empty())
+      mem.add(state_.data(), state_.size());
     if (!arena_.empty())
       mem.add(arena_.data(), arena_.size());
     for (Bytes &c : constants_)
@@ -48,7 +50,7 @@ public:
     auto at = [&](const GpuBuffer &b) -> uint8_t * {
       uint8_t *base = b.kind == GpuBuffer::Kind::Arena ? arena_.data()
                       : b.kind == GpuBuffer::Kind::Arg
-                          ? static_cast<uint8_t *>(buffers[size_t(b.index)])
+                          ? device(buffers[size_t(b.index)])
                           : constants_[size_t(b.index)].data();
       return base + b.offset;
     };
@@ -76,19 +78,49 @@ public:
     }
     for (size_t i = 0; i < e->results.size(); ++i)
       if (!staged[i].empty())
-        std::memcpy(buffers[entry.args.size() + i], staged[i].data(),
+        std::memcpy(device(buffers[entry.args.size() + i]), staged[i].data(),
                     staged[i].size());
     return true;
   }
 
   int64_t arenaBytes() const override { return int64_t(arena_.size()); }
 
+  // Resident like the CUDA device (Device.h), so the emulator runs the
+  // Executor's resident path too: the block is a host allocation of its own.
+  bool bindState(uint8_t *mirror, size_t bytes, std::string &) override {
+    mirror_ = mirror;
+    state_.assign(bytes, 0);
+    return true;
+  }
+  bool resident() const override { return true; }
+  bool pullState(size_t offset, size_t bytes, std::string &) override {
+    std::memcpy(mirror_ + offset, state_.data() + offset, bytes);
+    return true;
+  }
+  bool pushState(size_t offset, size_t bytes, std::string &) override {
+    std::memcpy(state_.data() + offset, mirror_ + offset, bytes);
+    return true;
+  }
+
   std::string describe() const override {
     return "emulator (PTX " + schedule_.target + ")";
   }
 
 private:
+  bool inMirror(const void *p) const {
+    auto *b = static_cast<const uint8_t *>(p);
+    return mirror_ && b >= mirror_ && b < mirror_ + state_.size();
+  }
+  /// Where a buffer of run() lives: the block for a slot of the mirror.
+  uint8_t *device(void *p) const {
+    return inMirror(p) ? const_cast<uint8_t *>(state_.data()) +
+                             (static_cast<uint8_t *>(p) - mirror_)
+                       : static_cast<uint8_t *>(p);
+  }
+
   GpuSchedule schedule_;
+  uint8_t *mirror_ = nullptr;
+  Bytes state_;
   std::unique_ptr<emu::PtxModule> ptx_;
   Bytes arena_;
   std::vector<Bytes> constants_;

@@ -245,12 +245,30 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
   }
   if (ex->manifest_.entries.empty())
     return ex;
-  if (device == DeviceKind::Emulator) {
+  if (device == DeviceKind::Cuda || device == DeviceKind::Auto) {
+    ex->device_ = makeCudaDevice(artifact, ex->manifest_, err);
+    if (!ex->device_ && device == DeviceKind::Cuda)
+      return fail(err);
+    // Auto falls back to the CPU and says why on tg-run's first line.
+    if (!ex->device_)
+      ex->fallback_ = err;
+  } else if (device == DeviceKind::Emulator) {
     ex->device_ = makeEmulatorDevice(artifact, ex->manifest_, err);
     if (!ex->device_)
       return fail(err);
-    return ex;
   }
+  // Before any launch: the device's memory for the block (a CUDA device
+  // refuses here when the plan does not fit its free memory; auto then
+  // runs on the CPU and says why).
+  if (ex->device_ && !ex->device_->bindState(ex->persistent_.data(),
+                                             ex->persistent_.size(), err)) {
+    if (device != DeviceKind::Auto)
+      return fail(err);
+    ex->device_.reset();
+    ex->fallback_ = err;
+  }
+  if (ex->device_)
+    return ex;
   if (!artifact.has("cpu.so"))
     return fail("no 'cpu.so' section (this artifact has no CPU code)");
   ex->handle_ = loadSharedObject(artifact.section("cpu.so"), ex->fd_, err);
@@ -460,8 +478,9 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
       return false;
     // train_step's inputs are staged in their planned place; elsewhere the
     // ABI passes the caller's buffer (the code does not write inputs).
+    // A resident device stages its inputs itself, outside the block.
     auto staged = inputSlots_.find(s.name);
-    if (e->name == "train_step" && staged != inputSlots_.end()) {
+    if (e->name == "train_step" && staged != inputSlots_.end() && !resident()) {
       std::memcpy(data(staged->second), t.bytes.data(), t.bytes.size());
       buffers.push_back(data(staged->second));
       continue;
@@ -490,7 +509,8 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
     const TensorSpec &s = e->results[i];
     if (results[i].bytes.size() != s.byteSize() || results[i].dtype != s.dtype)
       results[i] = Tensor::zeros(s.dtype, s.shape);
-    bool alias = false;
+    // A resident device writes every persistent result into its block.
+    bool alias = resident() && isPersistentRole(s.role);
     if (e->inplace && isPersistentRole(s.role))
       for (const TensorSpec &a : e->args)
         alias |= a.role == s.role && a.name == s.name;
@@ -501,6 +521,8 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
       err = label_ + ": " + err;
       return false;
     }
+    for (const TensorSpec &s : e->results)
+      hostStale_ |= resident() && isPersistentRole(s.role);
   } else {
     fn(buffers.data());
   }
@@ -577,11 +599,29 @@ bool Executor::setState(const std::string &name, const Tensor &value,
     return false;
   }
   std::memcpy(data(slot), value.bytes.data(), slot.bytes);
+  if (resident() && !device_->pushState(slot.offset, slot.bytes, err)) {
+    err = label_ + ": " + err;
+    return false;
+  }
+  return true;
+}
+
+bool Executor::syncState(std::string &err) const {
+  if (!hostStale_)
+    return true;
+  if (!device_->pullState(0, persistent_.size(), err)) {
+    err = label_ + ": " + err;
+    return false;
+  }
+  hostStale_ = false;
   return true;
 }
 
 const TensorMap &Executor::state() const {
   snapshot_.clear();
+  std::string err;
+  if (!syncState(err))
+    return snapshot_; // callers that must know why call syncState first
   for (const auto &[name, slot] : slots_) {
     Tensor t;
     t.dtype = slot.dtype;
@@ -594,7 +634,10 @@ const TensorMap &Executor::state() const {
 
 const void *Executor::stateData(const std::string &name) const {
   auto it = slots_.find(name);
-  return it == slots_.end() ? nullptr : data(it->second);
+  std::string err;
+  if (it == slots_.end() || !syncState(err))
+    return nullptr;
+  return data(it->second);
 }
 
 std::string Executor::roleOf(const std::string &name) const {
@@ -607,6 +650,7 @@ Executor::MemoryUse Executor::memoryUse() const {
   use.arenaBytes = device_ ? device_->arenaBytes()
                            : static_cast<int64_t>(arena_.size());
   use.persistentBytes = static_cast<int64_t>(persistent_.size());
+  use.deviceBytes = device_ ? device_->deviceBytes() : -1;
   if (heapStats_) {
     int64_t stats[3] = {0, 0, 0};
     heapStats_(stats);
@@ -625,6 +669,11 @@ void Executor::resetHeapPeak() {
 int64_t Executor::step() const {
   auto it = slots_.find("step");
   if (it == slots_.end() || it->second.bytes != dtypeSize(it->second.dtype))
+    return 0;
+  // Resident: only the counter comes down, not the block.
+  std::string err;
+  if (hostStale_ &&
+      !device_->pullState(it->second.offset, it->second.bytes, err))
     return 0;
   Tensor t;
   t.dtype = it->second.dtype;
@@ -646,6 +695,9 @@ bool Executor::saveCheckpoint(const std::string &path,
   std::map<std::string, std::string> meta{{"format", "tgc-checkpoint-1"}};
   if (!manifest_.model.empty())
     meta["model"] = manifest_.model;
+  // A device that fails here leaves the previous checkpoint as it was.
+  if (!syncState(err))
+    return false;
   return writeSafetensors(path, state(), err, meta);
 }
 

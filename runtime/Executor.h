@@ -47,8 +47,15 @@ public:
   const Manifest &manifest() const { return manifest_; }
   /// What runs the entry points ("cpu", "emulator (PTX sm_80)").
   std::string deviceDescription() const {
-    return device_ ? device_->describe() : "cpu";
+    return device_ ? device_->describe()
+           : fallback_.empty() ? "cpu"
+                               : "cpu (no CUDA: " + fallback_ + ")";
   }
+  /// The device keeps the persistent block in its memory (Device.h).
+  bool resident() const { return device_ && device_->resident(); }
+  /// Brings the host copy of the persistent block up to date with a
+  /// resident device (state() does it too, but cannot say why it failed).
+  bool syncState(std::string &err) const;
   bool hasEntry(std::string_view name) const {
     return manifest_.entry(name) != nullptr;
   }
@@ -97,6 +104,7 @@ public:
     int64_t heapPeakBytes = 0;   ///< most bytes the code held at once
     int64_t heapAllocations = 0; ///< allocations since the last reset
     bool heapCounted = false;    ///< the code reports its allocations
+    int64_t deviceBytes = -1;    ///< a GPU's measured allocation (-1: none)
   };
   MemoryUse memoryUse() const;
   /// Starts a new measurement of the code's own allocations.
@@ -158,6 +166,10 @@ private:
   Communicator *comm_ = nullptr;
   /// A GPU backend running the entries instead of cpu.so (null: the CPU).
   std::unique_ptr<Device> device_;
+  /// Why DeviceKind::Auto runs on the CPU (empty: it was not asked).
+  std::string fallback_;
+  /// A resident device holds newer state than persistent_ (the mirror).
+  mutable bool hostStale_ = false;
   std::map<std::string, std::vector<Tensor>> scratch_; ///< results, by entry
   std::map<std::string, std::string> roles_;
   std::map<std::string, IndexRange> ranges_; ///< integer inputs, by name

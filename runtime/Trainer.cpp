@@ -385,7 +385,12 @@ std::string memoryLine(const Executor &ex) {
                 measured, persistent, use.arenaBytes, use.heapPeakBytes,
                 use.heapAllocations,
                 use.heapCounted ? "" : ", not counted by this artifact");
-  return buf;
+  std::string line = buf;
+  // A GPU's own allocations, measured by the drop of its free memory.
+  if (use.deviceBytes >= 0)
+    line += "; device allocation " + std::to_string(use.deviceBytes) +
+            " (arena, block, constants, staging)";
+  return line;
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# device-check.sh - the GEMM kernels on a GPU, in one call (≤ 8 minutes).
+# device-check.sh - the GEMM kernels and training on a GPU, in one call
+# (≤ 8 minutes).
 #
 #   scripts/device-check.sh --prepare   # on a build machine (no GPU needed)
 #   scripts/device-check.sh             # on the GPU machine (an H200)
@@ -28,6 +29,8 @@ KDIR=${TG_GEMM_KERNELS:-$BUILD/gemm-kernels}
 GEN=$BUILD/bin/tg-bench-gemm
 RUN=$BUILD/bin/tg-bench-gemm-run
 DEADLINE=$((SECONDS + ${TG_DEVICE_CHECK_BUDGET_S:-450}))
+# The training check (scripts/device-train-check.sh) runs first within the
+# same budget; the GEMM sweep takes what is left.
 
 # Timed cases: M N K form (nn = forward, tn = weight gradient Xᵀ·dY).
 TIMED=(
@@ -95,6 +98,8 @@ if [[ "${1:-}" == "--prepare" ]]; then
     done
   fi
   echo "device-check: wrote $n kernels to $KDIR; carry $BUILD to the GPU machine"
+  # The training check's artifacts (tgc, no GPU needed).
+  BUILD=$BUILD bash scripts/device-train-check.sh --prepare || exit 3
   exit 0
 fi
 
@@ -138,8 +143,15 @@ if grep -q "no CUDA driver\|cuInit failed\|no CUDA device" <<<"$probe"; then
   exit 3
 fi
 
+# Training first (MLP and LeNet on Fashion-MNIST, --device cuda against
+# --device cpu; its own share of the budget): its table is printed last.
+TRAIN_TABLE=$STATE/train-table
+BUILD=$BUILD TG_TRAIN_CHECK_BUDGET_S=${TG_TRAIN_CHECK_BUDGET_S:-200} \
+  bash scripts/device-train-check.sh >"$TRAIN_TABLE" 2>&1
+train_rc=$?
+
 declare -A OURS_MS OURS_TF STATUS ERR CFG
-fails=0
+fails=$((train_rc != 0))
 for c in "${TIMED[@]}"; do
   read -r m n k f <<<"$c"
   for t in "${TARGETS[@]}"; do
@@ -286,4 +298,8 @@ for c in "${TIMED[@]}"; do
   done
 done
 echo "SASS: $sass"
+echo
+sed -n '/^device-train-check: wrote/,$p' "$TRAIN_TABLE" | grep -q . \
+  && sed -n '/^device-train-check: wrote/,$p' "$TRAIN_TABLE" \
+  || { echo "training check (no table):"; tail -5 "$TRAIN_TABLE"; }
 ((fails == 0))

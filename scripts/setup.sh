@@ -10,7 +10,7 @@ PKGS=(
   libclang-rt-22-dev libfuzzer-22-dev
   catch2 ninja-build cmake ccache make python3
   libopenblas-dev dataset-fashion-mnist zlib1g-dev nlohmann-json3-dev
-  libcli11-dev libopenmpi-dev openmpi-bin
+  libcli11-dev libopenmpi-dev openmpi-bin libzstd-dev
 )
 # Extra packages for `make bench` only (PyTorch is the peer we measure against).
 if [[ "${TGC_SETUP_BENCH:-0}" == 1 ]]; then

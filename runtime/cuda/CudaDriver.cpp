@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaDriver.h"
 
+#include <cstdlib>
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
@@ -49,13 +50,18 @@ bool resolve(void *h, F &fn, std::initializer_list<const char *> names,
 
 } // namespace
 
+std::string driverLibrary() {
+  const char *env = std::getenv("TG_CUDA_LIBRARY");
+  return env && *env ? env : "libcuda.so.1";
+}
+
 const Driver *Driver::load(Status &error, const std::string &libraryName) {
   // The default driver is loaded once per process and kept; other library
   // names (tests) are tried afresh every time.
   static std::mutex mu;
   static Driver *cached = nullptr;
   static Status cachedStatus;
-  bool isDefault = libraryName == "libcuda.so.1";
+  bool isDefault = libraryName == driverLibrary();
   std::lock_guard<std::mutex> lock(mu);
   if (isDefault && (cached || !cachedStatus.ok)) {
     error = cachedStatus;
@@ -103,7 +109,23 @@ const Driver *Driver::load(Status &error, const std::string &libraryName) {
       resolve(h, f.cuEventRecord, {"cuEventRecord"}, missing) &&
       resolve(h, f.cuEventSynchronize, {"cuEventSynchronize"}, missing) &&
       resolve(h, f.cuEventElapsedTime,
-              {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, missing);
+              {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, missing) &&
+      resolve(h, f.cuMemGetInfo, {"cuMemGetInfo_v2"}, missing) &&
+      resolve(h, f.cuMemHostAlloc, {"cuMemHostAlloc"}, missing) &&
+      resolve(h, f.cuMemFreeHost, {"cuMemFreeHost"}, missing) &&
+      resolve(h, f.cuMemcpyHtoDAsync, {"cuMemcpyHtoDAsync_v2"}, missing) &&
+      resolve(h, f.cuMemcpyDtoHAsync, {"cuMemcpyDtoHAsync_v2"}, missing) &&
+      resolve(h, f.cuMemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"}, missing) &&
+      resolve(h, f.cuStreamCreate, {"cuStreamCreate"}, missing) &&
+      resolve(h, f.cuStreamDestroy, {"cuStreamDestroy_v2", "cuStreamDestroy"}, missing) &&
+      resolve(h, f.cuStreamSynchronize, {"cuStreamSynchronize"}, missing) &&
+      resolve(h, f.cuStreamWaitEvent, {"cuStreamWaitEvent"}, missing) &&
+      resolve(h, f.cuStreamBeginCapture, {"cuStreamBeginCapture_v2"}, missing) &&
+      resolve(h, f.cuStreamEndCapture, {"cuStreamEndCapture"}, missing) &&
+      resolve(h, f.cuGraphInstantiateWithFlags, {"cuGraphInstantiateWithFlags"}, missing) &&
+      resolve(h, f.cuGraphLaunch, {"cuGraphLaunch"}, missing) &&
+      resolve(h, f.cuGraphExecDestroy, {"cuGraphExecDestroy"}, missing) &&
+      resolve(h, f.cuGraphDestroy, {"cuGraphDestroy"}, missing);
   if (!ok) {
     dlclose(h);
     delete d;
@@ -123,7 +145,7 @@ const Driver *Driver::load(Status &error, const std::string &libraryName) {
 
 Status Device::open(int ordinal, Device &out) {
   Status st;
-  const Driver *d = Driver::load(st);
+  const Driver *d = Driver::load(st, driverLibrary());
   if (!d)
     return st;
   const DriverApi &f = d->api();
@@ -205,6 +227,11 @@ Status Device::launch(CUfunction f, unsigned grid, unsigned block,
 Status Device::alloc(size_t bytes, CUdeviceptr &p) const {
   return drv->check(drv->api().cuMemAlloc(&p, bytes), "cuMemAlloc");
 }
+Status Device::memInfo(size_t &freeBytes, size_t &totalBytes) const {
+  return drv->check(drv->api().cuMemGetInfo(&freeBytes, &totalBytes),
+                    "cuMemGetInfo");
+}
+
 Status Device::free(CUdeviceptr p) const {
   return drv->check(drv->api().cuMemFree(p), "cuMemFree");
 }

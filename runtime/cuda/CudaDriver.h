@@ -28,6 +28,8 @@ using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUevent = struct CUevent_st *;
+using CUgraph = struct CUgraph_st *;
+using CUgraphExec = struct CUgraphExec_st *;
 
 /// CUtensorMap: 128 opaque bytes, 128-byte aligned (as in CUDA 12.x/13 cuda.h).
 struct alignas(128) CUtensorMap {
@@ -65,6 +67,10 @@ enum : int {
   CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
   CU_TENSOR_MAP_SWIZZLE_128B = 3,
   CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,
+  CU_STREAM_NON_BLOCKING = 1,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_EVENT_DISABLE_TIMING = 2,
+  CU_ERROR_OUT_OF_MEMORY = 2,
 };
 
 /// Function pointers resolved from libcuda.so.1 (versioned names where the
@@ -101,6 +107,25 @@ struct DriverApi {
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventSynchronize)(CUevent);
   CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+  // The resident device (CudaDevice.cpp): free memory, streams, pinned
+  // staging, asynchronous copies and graphs.
+  CUresult (*cuMemGetInfo)(size_t *, size_t *);
+  CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
+  CUresult (*cuMemFreeHost)(void *);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuStreamCreate)(CUstream *, unsigned);
+  CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned);
+  CUresult (*cuStreamBeginCapture)(CUstream, int);
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph,
+                                          unsigned long long);
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec);
+  CUresult (*cuGraphDestroy)(CUgraph);
 };
 
 /// Outcome of a runtime call: ok, or a message for the user.
@@ -116,6 +141,11 @@ struct Status {
 /// null (then the code alone is reported).
 std::string formatCudaError(const char *call, CUresult code, const char *name,
                             const char *desc);
+
+/// The driver library Device::open loads: $TG_CUDA_LIBRARY when set (the
+/// tests' fake driver, a driver outside the loader's path), else
+/// libcuda.so.1.
+std::string driverLibrary();
 
 /// The driver, loaded once per process. `libraryName` defaults to
 /// libcuda.so.1 (tests pass a missing name to exercise the failure path).
@@ -149,6 +179,8 @@ public:
   Status launch(CUfunction f, unsigned grid, unsigned block, unsigned smem,
                 void **args, unsigned cluster = 1, CUstream s = nullptr) const;
   Status alloc(size_t bytes, CUdeviceptr &p) const;
+  /// Free and total bytes of the device's memory (cuMemGetInfo).
+  Status memInfo(size_t &freeBytes, size_t &totalBytes) const;
   Status free(CUdeviceptr p) const;
   Status upload(CUdeviceptr dst, const void *src, size_t bytes) const;
   Status download(void *dst, CUdeviceptr src, size_t bytes) const;

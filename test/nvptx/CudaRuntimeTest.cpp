@@ -6,10 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/Fatbin.h"
 
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
+#include <tuple>
 
 #if __has_include(<cuda.h>)
 #include <cuda.h>
@@ -92,4 +95,74 @@ TEST_CASE("driver ABI declarations match cuda.h", "[cuda][runtime][abi]") {
   WARN("SKIPPED: cuda.h not found; driver ABI declarations not cross-checked");
   SUCCEED("skipped: no cuda.h");
 #endif
+}
+
+namespace {
+
+/// A fat binary with the given images (kind 1 PTX / 2 ELF, arch, payload),
+/// laid out as fatbinary writes it.
+std::string makeFatbin(const std::vector<std::tuple<int, unsigned, std::string>> &imgs) {
+  std::string body;
+  for (const auto &[kind, arch, payload] : imgs) {
+    std::string h(64, '\0');
+    uint16_t k = uint16_t(kind), ver = 0x0101;
+    uint32_t size = 64;
+    uint64_t bytes = payload.size();
+    std::memcpy(&h[0], &k, 2);
+    std::memcpy(&h[2], &ver, 2);
+    std::memcpy(&h[4], &size, 4);
+    std::memcpy(&h[8], &bytes, 8);
+    std::memcpy(&h[28], &arch, 4);
+    body += h + payload;
+  }
+  std::string out(16, '\0');
+  uint32_t magic = 0xBA55ED50u;
+  uint16_t ver = 1, hs = 16;
+  uint64_t total = body.size();
+  std::memcpy(&out[0], &magic, 4);
+  std::memcpy(&out[4], &ver, 2);
+  std::memcpy(&out[6], &hs, 2);
+  std::memcpy(&out[8], &total, 8);
+  return out + body;
+}
+
+} // namespace
+
+TEST_CASE("fat binary images are read from their headers", "[cuda][fatbin]") {
+  std::string fb = makeFatbin({{2, 80, "ELF80..."}, {2, 90, "ELF90"}, {1, 80, ".version 8.0"}});
+  std::vector<cu::FatbinImage> images;
+  std::string err;
+  REQUIRE(cu::parseFatbin(fb, images, err));
+  REQUIRE(images.size() == 3);
+  CHECK_FALSE(images[0].ptx);
+  CHECK(images[1].arch == 90);
+  CHECK(images[2].ptx);
+  CHECK(images[2].payload == ".version 8.0");
+  CHECK_FALSE(images[2].compressed);
+  CHECK(cu::describeImages(images) == "sm_80 cubin, sm_90 cubin, sm_80 PTX");
+  // A cubin runs on its major with a minor at least its own; PTX on any
+  // newer architecture (JIT).
+  CHECK(cu::imageFits(images[0], 8, 6));
+  CHECK_FALSE(cu::imageFits(images[0], 9, 0));
+  CHECK(cu::imageFits(images[1], 9, 0));
+  CHECK(cu::imageFits(images[2], 10, 0));
+  CHECK_FALSE(cu::imageFits(images[2], 7, 5));
+}
+
+TEST_CASE("a corrupt fat binary is one line of error", "[cuda][fatbin]") {
+  std::vector<cu::FatbinImage> images;
+  std::string err;
+  CHECK_FALSE(cu::parseFatbin("not a fat binary at all", images, err));
+  CHECK(err == "not a CUDA fat binary (no 0xBA55ED50 header)");
+  std::string fb = makeFatbin({{2, 80, std::string(100, 'x')}});
+  CHECK_FALSE(cu::parseFatbin(fb.substr(0, fb.size() - 10), images, err));
+  CHECK(err.rfind("truncated fat binary: its header announces", 0) == 0);
+  std::string bad = fb;
+  bad[16] = 7; // the image's kind
+  CHECK_FALSE(cu::parseFatbin(bad, images, err));
+  CHECK(err == "fat binary image 0: unknown kind 7 (expected 1, PTX, or 2, a cubin)");
+  bad = fb;
+  bad[16 + 8] = char(0xff); // the payload size past the end
+  CHECK_FALSE(cu::parseFatbin(bad, images, err));
+  CHECK(err == "fat binary image 0: its sizes exceed the fat binary");
 }

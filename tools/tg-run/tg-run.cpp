@@ -74,15 +74,16 @@ const char *kUsage =
     "              [--save-grads G.safetensors] [--print-loss] [--seed S]\n"
     "              [--memory]\n"
     "  (--load may be left out: the parameters then come from init(--seed))\n"
-    "  --device cpu|emulator: where the entry points run (default cpu; the\n"
-    "  emulator runs the artifact's sm_80 GPU code, tgc --target=sm_80)\n"
+    "  --device auto|cpu|cuda|emulator: where the entry points run (default\n"
+    "  auto: cuda when a GPU and code for it exist, else cpu; the emulator\n"
+    "  runs the artifact's sm_80 GPU code, tgc --target=sm_80)\n"
     "  mpirun -n N tg-run ... [--comm-timeout SECONDS]: data-parallel, for a\n"
     "  model compiled with tgc --ranks N\n";
 
 struct Options {
   std::string model, data, dataDir = kFashionMnistDir, save, resume, metrics;
   std::string load, batch, saveParams, saveGrads, initFrom;
-  DeviceKind device = DeviceKind::Cpu;
+  DeviceKind device = DeviceKind::Auto;
   bool deviceGiven = false; ///< --device was given: say which one runs
   int64_t epochs = 1, batchLimit = -1, steps = 1, seed = 0;
   int64_t commTimeout = 300; ///< seconds a collective may wait
@@ -161,8 +162,12 @@ Options parseArgs(int argc, char **argv) {
   o.deviceGiven = !device.empty();
   if (device == "emulator")
     o.device = DeviceKind::Emulator;
-  else if (!device.empty() && device != "cpu")
-    die("unknown --device '" + device + "' (supported: cpu, emulator)");
+  else if (device == "cuda")
+    o.device = DeviceKind::Cuda;
+  else if (device == "cpu")
+    o.device = DeviceKind::Cpu;
+  else if (!device.empty() && device != "auto")
+    die("unknown --device '" + device + "' (supported: auto, cpu, cuda, emulator)");
   if (o.model.empty())
     die("no model given; usage: tg-run MODEL.tgx --describe | --data ... | "
         "--load ... --batch ...");
@@ -291,8 +296,12 @@ std::unique_ptr<Executor> loadModel(const Options &o,
 /// once the checks of the arguments and data have passed (an error stays
 /// one line).
 void announceDevice(const Options &o, const Executor &ex) {
-  if (o.deviceGiven && isRoot())
-    std::printf("device: %s\n", ex.deviceDescription().c_str());
+  // By default the line appears when a GPU was chosen; a CPU fallback of
+  // the default is silent (the output of CPU-only runs stays as it was).
+  std::string what = ex.deviceDescription();
+  bool gpu = what.rfind("cpu", 0) != 0;
+  if ((o.deviceGiven || gpu) && isRoot())
+    std::printf("device: %s\n", what.c_str());
 }
 
 int describe(const Options &o) {
@@ -452,6 +461,8 @@ int crossCheck(const Options &o) {
       std::printf("%s\n", memoryLine(*ex).c_str());
   }
   if (!o.saveParams.empty() && isRoot()) {
+    if (!ex->syncState(err))
+      die(err);
     TensorMap params;
     for (const auto &[name, t] : ex->state())
       if (ex->roleOf(name) == "param")

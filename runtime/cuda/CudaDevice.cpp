@@ -1,0 +1,556 @@
+//===- CudaDevice.cpp - GPU schedules on the CUDA driver ------------------===//
+//
+// `tg-run --device cuda`: replays an artifact's launch schedule
+// (GpuSchedule.h) on device 0 through the dlopen'ed driver API
+// (CudaDriver.h). The device is resident (Device.h): one allocation for the
+// arena, one for the persistent block (parameters, optimizer state, step, in
+// the Executor's layout) that stays on the device across calls, one for the
+// schedule's constants and one for the staged inputs. A call moves only its
+// inputs up (through pinned, double-buffered host memory on a copy stream,
+// which the compute stream waits for with an event) and its non-persistent
+// results (the loss) down.
+//
+// The first call of an entry runs launch by launch and synchronizes after
+// each kernel, so a failing kernel is named; the second call captures the
+// entry's launches and copies as a CUDA graph per input buffer, which every
+// later call replays with one cuGraphLaunch. docs/runtime.md, "The CUDA
+// device".
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Device.h"
+#include "runtime/GpuSchedule.h"
+#include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/Fatbin.h"
+
+#include <cinttypes>
+#include <cstring>
+#include <map>
+
+namespace tgrt {
+
+namespace cu = tg::rt::cuda;
+
+namespace {
+
+size_t align256(size_t n) { return (n + 255) / 256 * 256; }
+
+/// A persistent result's way from where the schedule leaves it to its slot.
+struct Move {
+  tg::rt::cuda::CUdeviceptr src, dst;
+  size_t bytes;
+};
+
+/// "17.2 GiB", "3.0 MiB", "512 bytes".
+std::string sizeText(double bytes) {
+  char buf[64];
+  if (bytes >= double(1ull << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(1ull << 30));
+  else if (bytes >= double(1ull << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / double(1ull << 20));
+  else if (bytes >= 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f bytes", bytes);
+  return buf;
+}
+
+/// The kernels a target's schedule launches, read from the manifest (the
+/// cubins' symbols are the driver's to resolve; cuModuleGetFunction then
+/// names a missing one).
+std::set<std::string> scheduleKernels(const Manifest &m,
+                                      const std::string &target) {
+  std::set<std::string> names;
+  const Json *gpu = jsonGet(m.raw, "gpu");
+  const Json *all = gpu ? jsonGet(*gpu, "schedules") : nullptr;
+  const Json *s = all ? jsonGet(*all, target) : nullptr;
+  const Json *entries = s ? jsonGet(*s, "entries") : nullptr;
+  if (!entries || !entries->is_object())
+    return names;
+  for (const auto &[name, e] : entries->items()) {
+    const Json *steps = e.is_object() ? jsonGet(e, "steps") : nullptr;
+    if (!steps || !steps->is_array())
+      continue;
+    for (const Json &st : *steps) {
+      const Json *k = st.is_object() ? jsonGet(st, "kernel") : nullptr;
+      if (k && k->is_string())
+        names.insert(k->get<std::string>());
+    }
+  }
+  return names;
+}
+
+/// sm_90a -> 90.
+unsigned archNumber(const std::string &target) {
+  unsigned n = 0;
+  for (char c : target)
+    if (c >= '0' && c <= '9')
+      n = n * 10 + unsigned(c - '0');
+  return n;
+}
+
+class CudaDevice final : public Device {
+public:
+  ~CudaDevice() override {
+    if (!dev_)
+      return;
+    const cu::DriverApi &f = api();
+    // Teardown errors are not reported: the process is ending or the
+    // context is already lost; the results were checked when they came.
+    for (auto &[key, g] : graphs_)
+      f.cuGraphExecDestroy(g.exec);
+    for (cu::CUevent e : inReady_)
+      if (e)
+        f.cuEventDestroy(e);
+    for (void *p : pinnedIn_)
+      if (p)
+        f.cuMemFreeHost(p);
+    if (pinnedOut_)
+      f.cuMemFreeHost(pinnedOut_);
+    for (cu::CUdeviceptr p : {arena_, block_, consts_, io_})
+      if (p)
+        f.cuMemFree(p);
+    if (stream_)
+      f.cuStreamDestroy(stream_);
+    if (copyStream_)
+      f.cuStreamDestroy(copyStream_);
+    if (module_)
+      f.cuModuleUnload(module_);
+  }
+
+  /// Loads `fatbin` for the schedule of `target` (already checked to fit).
+  bool load(const std::string &fatbin, GpuSchedule schedule, std::string &err) {
+    schedule_ = std::move(schedule);
+    const cu::DriverApi &f = api();
+    if (!check(dev_->loadModule(fatbin, module_), "", err))
+      return false;
+    std::map<std::string, uint32_t> shared;
+    for (const GpuEntry &e : schedule_.entries)
+      for (const GpuStep &s : e.steps)
+        if (!s.copy)
+          shared[s.kernel] = std::max(shared[s.kernel], s.sharedBytes);
+    for (const auto &[name, bytes] : shared) {
+      cu::CUfunction fn = nullptr;
+      if (!check(dev_->getFunction(module_, name, fn), "", err))
+        return false;
+      // More than 48 KiB of dynamic shared memory is opted into once.
+      if (bytes > 48 * 1024 &&
+          !check(driver().check(
+                     f.cuFuncSetAttribute(
+                         fn, cu::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                         int(bytes)),
+                     "cuFuncSetAttribute"),
+                 "kernel '" + name + "': ", err))
+        return false;
+      functions_[name] = fn;
+    }
+    return check(driver().check(f.cuStreamCreate(&stream_, cu::CU_STREAM_NON_BLOCKING),
+                                "cuStreamCreate"), "", err) &&
+           check(driver().check(f.cuStreamCreate(&copyStream_,
+                                                 cu::CU_STREAM_NON_BLOCKING),
+                                "cuStreamCreate"), "", err);
+  }
+
+  cu::Device *dev_ = nullptr;
+  std::unique_ptr<cu::Device> owned_;
+  std::string deviceText_;
+
+  bool bindState(uint8_t *mirror, size_t bytes, std::string &err) override {
+    mirror_ = mirror;
+    blockBytes_ = bytes;
+    const cu::DriverApi &f = api();
+    // The io block: every entry's inputs (non-persistent arguments), each
+    // 256-byte aligned, twice (double buffering); the pinned outputs.
+    size_t io = 0, out = 0;
+    for (const GpuEntry &e : schedule_.entries) {
+      const EntrySpec &spec = *manifest_->entry(e.name);
+      size_t in = 0, res = 0;
+      for (const TensorSpec &s : spec.args)
+        if (!isPersistentRole(s.role))
+          in += align256(s.byteSize());
+      for (const TensorSpec &s : spec.results)
+        if (!isPersistentRole(s.role))
+          res += align256(s.byteSize());
+      io = std::max(io, in);
+      out = std::max(out, res);
+    }
+    ioBytes_ = io;
+    size_t consts = 0;
+    for (const std::string &c : schedule_.constants) {
+      constOffset_.push_back(consts);
+      consts += align256(c.size());
+    }
+    size_t arena = size_t(schedule_.maxArenaBytes());
+    // Refuse before the first allocation when the plan cannot fit: a CUDA
+    // out-of-memory error halfway through would say much less.
+    size_t freeBefore = 0, total = 0;
+    if (!check(dev_->memInfo(freeBefore, total), "", err))
+      return false;
+    double need = double(arena) + double(bytes) + double(consts) + 2.0 * double(io);
+    if (need > double(freeBefore)) {
+      // The budget bounds the plan (arena and block); the constants and
+      // the staging come on top. Rounded down to a whole unit tgc reads.
+      double room = double(freeBefore) - (double(consts) + 2.0 * double(io));
+      const char *units[] = {"GiB", "MiB", "KiB"};
+      std::string budget;
+      for (int u = 0; u < 3 && budget.empty(); ++u) {
+        double unit = double(1ull << (30 - 10 * u));
+        if (room >= unit)
+          budget = std::to_string(int64_t(room / unit)) + units[u];
+      }
+      err = "needs " + sizeText(need) + ", the device has " +
+            sizeText(double(freeBefore)) + " free; " +
+            (budget.empty() ? "free memory on the device first"
+                            : "compile with --memory-budget " + budget);
+      return false;
+    }
+    auto alloc = [&](size_t n, cu::CUdeviceptr &p) {
+      return n == 0 || check(dev_->alloc(n, p), "", err);
+    };
+    if (!alloc(arena, arena_) || !alloc(bytes, block_) ||
+        !alloc(consts, consts_) || !alloc(2 * io, io_))
+      return false;
+    if (bytes && !check(dev_->fill(block_, 0, bytes), "", err))
+      return false;
+    for (size_t i = 0; i < schedule_.constants.size(); ++i) {
+      const std::string &c = schedule_.constants[i];
+      if (!check(dev_->upload(consts_ + constOffset_[i], c.data(), c.size()), "",
+                 err))
+        return false;
+    }
+    for (int p = 0; p < 2; ++p) {
+      if ((io && !check(driver().check(f.cuMemHostAlloc(&pinnedIn_[p], io, 0),
+                                       "cuMemHostAlloc"), "", err)) ||
+          !check(driver().check(f.cuEventCreate(&inReady_[p],
+                                                cu::CU_EVENT_DISABLE_TIMING),
+                                "cuEventCreate"), "", err))
+        return false;
+    }
+    if (out && !check(driver().check(f.cuMemHostAlloc(&pinnedOut_, out, 0),
+                                     "cuMemHostAlloc"), "", err))
+      return false;
+    size_t freeAfter = 0;
+    if (!check(dev_->memInfo(freeAfter, total), "", err))
+      return false;
+    measured_ = freeBefore > freeAfter ? int64_t(freeBefore - freeAfter) : 0;
+    return true;
+  }
+  bool resident() const override { return true; }
+  bool pullState(size_t offset, size_t bytes, std::string &err) override {
+    return !bytes || check(dev_->download(mirror_ + offset, block_ + offset, bytes),
+                           "", err);
+  }
+  bool pushState(size_t offset, size_t bytes, std::string &err) override {
+    return !bytes || check(dev_->upload(block_ + offset, mirror_ + offset, bytes),
+                           "", err);
+  }
+  int64_t deviceBytes() const override { return measured_; }
+  int64_t arenaBytes() const override { return schedule_.maxArenaBytes(); }
+  std::string describe() const override { return deviceText_; }
+
+  bool run(const EntrySpec &entry, const std::vector<void *> &buffers,
+           std::string &err) override {
+    const GpuEntry *e = schedule_.entry(entry.name);
+    if (!e || buffers.size() != entry.args.size() + entry.results.size()) {
+      err = "the GPU schedule has no entry '" + entry.name + "'";
+      return false;
+    }
+    const cu::DriverApi &f = api();
+    const std::string who = entry.name + ": ";
+    int parity = int(calls_ & 1);
+    // Where each argument lives on the device: its slot of the block, or
+    // its place in this call's half of the io block.
+    std::vector<cu::CUdeviceptr> argPtr(entry.args.size());
+    size_t in = 0;
+    uint8_t *pinned = static_cast<uint8_t *>(pinnedIn_[parity]);
+    // The pinned half is rewritten only once its last upload has finished.
+    if (!check(driver().check(f.cuEventSynchronize(inReady_[parity]),
+                              "cuEventSynchronize"), who, err))
+      return false;
+    for (size_t i = 0; i < entry.args.size(); ++i) {
+      const TensorSpec &s = entry.args[i];
+      if (isPersistentRole(s.role)) {
+        if (!inBlock(buffers[i], s.byteSize())) {
+          err = who + "argument '" + s.name + "' is not in the persistent block";
+          return false;
+        }
+        argPtr[i] = block_ + cu::CUdeviceptr(static_cast<uint8_t *>(buffers[i]) - mirror_);
+        continue;
+      }
+      argPtr[i] = io_ + cu::CUdeviceptr(parity * ioBytes_ + in);
+      std::memcpy(pinned + in, buffers[i], s.byteSize());
+      in += align256(s.byteSize());
+    }
+    if (in && (!check(driver().check(f.cuMemcpyHtoDAsync(io_ + parity * ioBytes_,
+                                                         pinned, in, copyStream_),
+                                     "cuMemcpyHtoDAsync"), who, err) ||
+               !check(driver().check(f.cuEventRecord(inReady_[parity], copyStream_),
+                                     "cuEventRecord"), who, err) ||
+               !check(driver().check(f.cuStreamWaitEvent(stream_, inReady_[parity], 0),
+                                     "cuStreamWaitEvent"), who, err)))
+      return false;
+    ++calls_;
+    // The persistent results go from where the schedule leaves them to
+    // their slot of the block (nothing to do for an in-place update).
+    std::vector<Move> moves;
+    for (size_t i = 0; i < entry.results.size(); ++i) {
+      const TensorSpec &s = entry.results[i];
+      if (!isPersistentRole(s.role))
+        continue;
+      void *host = buffers[entry.args.size() + i];
+      if (!inBlock(host, s.byteSize())) {
+        err = who + "result '" + s.name + "' is not in the persistent block";
+        return false;
+      }
+      cu::CUdeviceptr dst = block_ + cu::CUdeviceptr(static_cast<uint8_t *>(host) - mirror_);
+      cu::CUdeviceptr src = at(e->results[i], argPtr);
+      if (src != dst)
+        moves.push_back({src, dst, s.byteSize()});
+    }
+    int &seen = seen_[entry.name];
+    // An asynchronous error after a graph launch cannot name its kernel:
+    // the first, checked call ran the same kernels one by one.
+    std::string stage =
+        seen ? who + "the step's CUDA graph (" + std::to_string(e->steps.size()) +
+                   " steps, checked one by one on the first call): "
+             : who;
+    if (seen++ == 0) {
+      // Launch by launch, checked: a failing kernel is named.
+      if (!enqueue(*e, argPtr, moves, /*checked=*/true, who, err))
+        return false;
+    } else {
+      std::string key = entry.name + "#" + std::to_string(parity);
+      Graph &g = graphs_[key];
+      if (g.exec && g.args != argPtr) {
+        f.cuGraphExecDestroy(g.exec);
+        g.exec = nullptr;
+      }
+      if (!g.exec && !capture(*e, argPtr, moves, g, who, err))
+        return false;
+      if (!check(driver().check(f.cuGraphLaunch(g.exec, stream_), "cuGraphLaunch"),
+                 stage, err))
+        return false;
+    }
+    // Non-persistent results (the loss) come down through pinned memory.
+    size_t out = 0;
+    for (size_t i = 0; i < entry.results.size(); ++i) {
+      const TensorSpec &s = entry.results[i];
+      if (isPersistentRole(s.role) || !s.byteSize())
+        continue;
+      if (!check(driver().check(
+                     f.cuMemcpyDtoHAsync(static_cast<uint8_t *>(pinnedOut_) + out,
+                                         at(e->results[i], argPtr), s.byteSize(),
+                                         stream_),
+                     "cuMemcpyDtoHAsync"),
+                 stage, err))
+        return false;
+      out += align256(s.byteSize());
+    }
+    if (!check(driver().check(f.cuStreamSynchronize(stream_), "cuStreamSynchronize"),
+               stage, err))
+      return false;
+    out = 0;
+    for (size_t i = 0; i < entry.results.size(); ++i) {
+      const TensorSpec &s = entry.results[i];
+      if (isPersistentRole(s.role) || !s.byteSize())
+        continue;
+      std::memcpy(buffers[entry.args.size() + i],
+                  static_cast<uint8_t *>(pinnedOut_) + out, s.byteSize());
+      out += align256(s.byteSize());
+    }
+    return true;
+  }
+
+  const Manifest *manifest_ = nullptr;
+
+private:
+  struct Graph {
+    cu::CUgraphExec exec = nullptr;
+    std::vector<cu::CUdeviceptr> args; ///< the argument places it was captured with
+  };
+
+  const cu::Driver &driver() const { return dev_->driver(); }
+  const cu::DriverApi &api() const { return dev_->driver().api(); }
+
+  /// Turns a failed Status into `prefix` + its message.
+  static bool check(const cu::Status &s, const std::string &prefix,
+                    std::string &err) {
+    if (s)
+      return true;
+    err = prefix + s.message;
+    return false;
+  }
+
+  bool inBlock(const void *p, size_t bytes) const {
+    auto *b = static_cast<const uint8_t *>(p);
+    return mirror_ && b >= mirror_ && size_t(b - mirror_) + bytes <= blockBytes_;
+  }
+
+  cu::CUdeviceptr at(const GpuBuffer &b,
+                     const std::vector<cu::CUdeviceptr> &argPtr) const {
+    switch (b.kind) {
+    case GpuBuffer::Kind::Arena:
+      return arena_ + cu::CUdeviceptr(b.offset);
+    case GpuBuffer::Kind::Const:
+      return consts_ + constOffset_[size_t(b.index)] + cu::CUdeviceptr(b.offset);
+    case GpuBuffer::Kind::Arg:
+      break;
+    }
+    return argPtr[size_t(b.index)] + cu::CUdeviceptr(b.offset);
+  }
+
+  /// Enqueues the entry's steps and result moves on the compute stream.
+  /// `checked`: synchronize after each launch and name a failing kernel.
+  bool enqueue(const GpuEntry &e, const std::vector<cu::CUdeviceptr> &argPtr,
+               const std::vector<Move> &moves,
+               bool checked, const std::string &who, std::string &err) {
+    const cu::DriverApi &f = api();
+    std::vector<cu::CUdeviceptr> values;
+    std::vector<void *> params;
+    for (size_t n = 0; n < e.steps.size(); ++n) {
+      const GpuStep &s = e.steps[n];
+      std::string what = who + (s.copy ? "copy" : "kernel '" + s.kernel + "'") +
+                         " (step " + std::to_string(n + 1) + " of " +
+                         std::to_string(e.steps.size()) + "): ";
+      if (s.copy) {
+        if (!check(driver().check(f.cuMemcpyDtoDAsync(at(s.dst, argPtr),
+                                                      at(s.src, argPtr),
+                                                      size_t(s.src.bytes), stream_),
+                                  "cuMemcpyDtoDAsync"), what, err))
+          return false;
+      } else {
+        values.clear();
+        for (const GpuBuffer &p : s.params)
+          values.push_back(at(p, argPtr));
+        params.clear();
+        for (cu::CUdeviceptr &v : values)
+          params.push_back(&v);
+        cu::CUlaunchConfig cfg{};
+        cfg.gridDimX = s.grid[0], cfg.gridDimY = s.grid[1], cfg.gridDimZ = s.grid[2];
+        cfg.blockDimX = s.block[0], cfg.blockDimY = s.block[1],
+        cfg.blockDimZ = s.block[2];
+        cfg.sharedMemBytes = s.sharedBytes;
+        cfg.hStream = stream_;
+        if (!check(driver().check(f.cuLaunchKernelEx(&cfg, functions_.at(s.kernel),
+                                                     params.data(), nullptr),
+                                  "cuLaunchKernelEx"), what, err))
+          return false;
+      }
+      if (checked && !check(driver().check(f.cuStreamSynchronize(stream_),
+                                           "cuStreamSynchronize"), what, err))
+        return false;
+    }
+    for (const Move &mv : moves)
+      if (!check(driver().check(f.cuMemcpyDtoDAsync(mv.dst, mv.src, mv.bytes, stream_),
+                                "cuMemcpyDtoDAsync"), who, err))
+        return false;
+    return true;
+  }
+
+  /// Captures the entry's launches as a graph and instantiates it.
+  bool capture(const GpuEntry &e, const std::vector<cu::CUdeviceptr> &argPtr,
+               const std::vector<Move> &moves,
+               Graph &g, const std::string &who, std::string &err) {
+    const cu::DriverApi &f = api();
+    std::string where = who + "capturing the step's CUDA graph: ";
+    if (!check(driver().check(f.cuStreamBeginCapture(
+                                  stream_, cu::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                              "cuStreamBeginCapture"), where, err))
+      return false;
+    std::string why;
+    bool ok = enqueue(e, argPtr, moves, /*checked=*/false, who, why);
+    cu::CUgraph graph = nullptr;
+    cu::Status ended = driver().check(f.cuStreamEndCapture(stream_, &graph),
+                                      "cuStreamEndCapture");
+    if (!ok || !ended) {
+      err = ok ? where + ended.message : why;
+      if (graph)
+        f.cuGraphDestroy(graph);
+      return false;
+    }
+    cu::Status inst = driver().check(
+        f.cuGraphInstantiateWithFlags(&g.exec, graph, 0), "cuGraphInstantiate");
+    f.cuGraphDestroy(graph);
+    g.args = argPtr;
+    return check(inst, where, err);
+  }
+
+  cu::CUmodule module_ = nullptr;
+  std::map<std::string, cu::CUfunction> functions_;
+  GpuSchedule schedule_;
+  cu::CUstream stream_ = nullptr, copyStream_ = nullptr;
+  cu::CUdeviceptr arena_ = 0, block_ = 0, consts_ = 0, io_ = 0;
+  std::vector<size_t> constOffset_;
+  size_t ioBytes_ = 0, blockBytes_ = 0;
+  uint8_t *mirror_ = nullptr;
+  void *pinnedIn_[2] = {nullptr, nullptr};
+  void *pinnedOut_ = nullptr;
+  cu::CUevent inReady_[2] = {nullptr, nullptr};
+  uint64_t calls_ = 0;
+  std::map<std::string, int> seen_;
+  std::map<std::string, Graph> graphs_;
+  int64_t measured_ = 0;
+};
+
+} // namespace
+
+std::unique_ptr<Device> makeCudaDevice(const Artifact &artifact,
+                                       const Manifest &m, std::string &err) {
+  if (!artifact.has("gpu.fatbin")) {
+    err = "the artifact has no GPU code (its targets: " +
+          artifactTargets(artifact, m) + "); compile it with tgc --target=sm_80";
+    return nullptr;
+  }
+  // The section is copied: the driver wants the image 8-byte aligned.
+  std::string fatbin(artifact.section("gpu.fatbin"));
+  std::vector<cu::FatbinImage> images;
+  std::string why;
+  if (!cu::parseFatbin(fatbin, images, why)) {
+    err = "gpu.fatbin: " + why;
+    return nullptr;
+  }
+  auto dev = std::make_unique<cu::Device>();
+  if (cu::Status st = cu::Device::open(0, *dev); !st) {
+    err = st.message;
+    return nullptr;
+  }
+  int major = dev->ccMajor, minor = dev->ccMinor;
+  std::string arch = "sm_" + std::to_string(major * 10 + minor);
+  // The schedule of the image the driver loads: a fitting cubin before
+  // PTX (the driver prefers it), the newest first.
+  std::string target;
+  unsigned best = 0;
+  bool cubin = false;
+  for (const std::string &t : gpuTargets(m)) {
+    unsigned a = archNumber(t);
+    for (const cu::FatbinImage &img : images) {
+      if (img.arch != a || !cu::imageFits(img, major, minor))
+        continue;
+      bool better = (!img.ptx && !cubin) || ((!img.ptx) == cubin && a > best);
+      if (target.empty() || better)
+        target = t, best = a, cubin = !img.ptx;
+    }
+  }
+  if (target.empty()) {
+    // tgc compiles for sm_80 (any newer GPU runs its PTX) and sm_90a.
+    err = "the artifact has no code for " + dev->name + " (" + arch +
+          "): its fat binary holds " + cu::describeImages(images) +
+          (major < 8 ? "; tgc's GPU code needs sm_80 or newer"
+                     : "; compile it with tgc --target=" +
+                           std::string(major == 9 && minor == 0 ? "sm_90a" : "sm_80"));
+    return nullptr;
+  }
+  GpuSchedule schedule;
+  if (!parseGpuSchedule(m, target, scheduleKernels(m, target), schedule, err))
+    return nullptr;
+  auto device = std::make_unique<CudaDevice>();
+  device->owned_ = std::move(dev);
+  device->dev_ = device->owned_.get();
+  device->manifest_ = &m;
+  device->deviceText_ = "cuda (" + device->dev_->name + ", " + arch + "; " +
+                        (cubin ? "cubin " : "PTX ") + target + ")";
+  if (!device->load(fatbin, std::move(schedule), err))
+    return nullptr;
+  return device;
+}
+
+} // namespace tgrt
