@@ -75,8 +75,14 @@ def TG_Dialect : Dialect {
     "::mlir::IntegerAttr":$bytes_read,
     "::mlir::IntegerAttr":$bytes_written,
     // Data parallelism (tg-data-parallel): on the module, the number of
-    // ranks its train_step averages gradients over.
-    "::mlir::IntegerAttr":$ranks
+    // ranks its train_step averages gradients over, and the ZeRO stage
+    // (1: optimizer state sharded over the ranks).
+    "::mlir::IntegerAttr":$ranks,
+    "::mlir::IntegerAttr":$zero,
+    // ZeRO stage 1: on an argument or result that is one rank's flat shard
+    // (tg.shard's layout), the shape of the whole tensor, which the
+    // runtime gathers into checkpoints.
+    "::mlir::DenseI64ArrayAttr":$shard_of
   );
   let extraClassDeclaration = [{
     void registerAttributes();

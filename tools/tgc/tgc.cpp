@@ -108,6 +108,11 @@ struct DriverOptions {
       "bucket-size",
       cl::desc("gradient bytes per all_reduce with --ranks (default 25MiB)"),
       cl::value_desc("SIZE"), cl::init("25MiB"), cl::cat(tgcCategory)};
+  cl::opt<int64_t> zero{
+      "zero",
+      cl::desc("with --ranks N: 1 shards the optimizer state over the ranks "
+               "(ZeRO stage 1: each rank keeps and updates 1/N of it)"),
+      cl::value_desc("STAGE"), cl::init(0), cl::cat(tgcCategory)};
   cl::opt<bool> debugInfo{"mlir-print-debuginfo",
                           cl::desc("print source locations in the IR"),
                           cl::cat(tgcCategory)};
@@ -341,7 +346,13 @@ int main(int argc, char **argv) {
                  << "\n";
     return 1;
   }
-  tgc::setDataParallel(opts.ranks, *bucketBytes);
+  if (opts.zero != 0 && opts.zero != 1) {
+    llvm::errs() << "tgc: error: --zero must be 0 or 1 (ZeRO stage 1 shards "
+                    "the optimizer state), got "
+                 << opts.zero << "\n";
+    return 1;
+  }
+  tgc::setDataParallel(opts.ranks, *bucketBytes, opts.zero);
 
   // Training actions plan the step, and a budget may change the batch.
   bool training = opts.emit == Emit::Train ||
