@@ -69,7 +69,7 @@ struct DataParallelPass final
     if (zero != 0 && zero != 1) {
       module.emitError("tg-data-parallel: zero must be 0 or 1 (ZeRO stage 1 "
                        "shards the optimizer state), got ")
-          << zero;
+          << static_cast<int64_t>(zero);
       return signalPassFailure();
     }
     if (failed(averageOverRanks(step)))
