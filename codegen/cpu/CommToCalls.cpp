@@ -409,10 +409,11 @@ struct ShardLowering final : OpConversionPattern<ShardOp> {
     Value first = arith::MulIOp::create(
         rw, loc, rankIndex(rw, loc, op),
         arith::ConstantIndexOp::create(rw, loc, s));
-    rw.replaceOpWithNewOp<tensor::ExtractSliceOp>(
-        op, op.getType(), line, ValueRange{first}, ValueRange{},
-        ValueRange{}, ArrayRef<int64_t>{ShapedType::kDynamic},
-        ArrayRef<int64_t>{s}, ArrayRef<int64_t>{1});
+    rw.replaceOp(op, tensor::ExtractSliceOp::create(
+                         rw, loc, op.getType(), line,
+                         SmallVector<OpFoldResult>{first}, idx(rw, {s}),
+                         idx(rw, {1}))
+                         .getResult());
     return success();
   }
 };
