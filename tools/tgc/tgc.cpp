@@ -352,6 +352,12 @@ int main(int argc, char **argv) {
                  << opts.zero << "\n";
     return 1;
   }
+  if (opts.zero == 1 && opts.ranks == 1) {
+    llvm::errs() << "tgc: error: --zero 1 shards the optimizer state over "
+                    "the ranks of a data-parallel job; give --ranks N with "
+                    "N > 1\n";
+    return 1;
+  }
   tgc::setDataParallel(opts.ranks, *bucketBytes, opts.zero);
 
   // Training actions plan the step, and a budget may change the batch.
