@@ -48,7 +48,8 @@ struct DataParallelPass final
     if (ranks < 1 || bucketBytes < 1) {
       module.emitError("tg-data-parallel: ranks and bucket-bytes must be at "
                        "least 1, got ranks = ")
-          << ranks << ", bucket-bytes = " << bucketBytes;
+          << std::to_string(ranks)
+          << ", bucket-bytes = " << std::to_string(bucketBytes);
       return signalPassFailure();
     }
     if (ranks == 1)
@@ -69,7 +70,7 @@ struct DataParallelPass final
     if (zero != 0 && zero != 1) {
       module.emitError("tg-data-parallel: zero must be 0 or 1 (ZeRO stage 1 "
                        "shards the optimizer state), got ")
-          << static_cast<int64_t>(zero);
+          << std::to_string(zero);
       return signalPassFailure();
     }
     if (failed(averageOverRanks(step)))

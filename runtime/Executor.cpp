@@ -661,7 +661,10 @@ Tensor Executor::gatherShard(const Slot &s) const {
   Tensor whole;
   whole.dtype = s.dtype;
   whole.shape = *s.fullShape;
-  whole.bytes.resize(whole.numel() * sizeof(float));
+  size_t n = 1;
+  for (int64_t d : whole.shape)
+    n *= size_t(d);
+  whole.bytes.resize(n * sizeof(float));
   std::memcpy(whole.bytes.data(), rows.data(), whole.bytes.size());
   return whole;
 }

@@ -197,47 +197,6 @@ struct AllReduceLowering final : OpConversionPattern<AllReduceOp> {
     return success();
   }
 };
-    for (Value v : adaptor.getInputs()) {
-      auto type = cast<RankedTensorType>(v.getType());
-      int64_t n = type.getNumElements();
-      auto lineType = RankedTensorType::get({n}, f32);
-      Value line = v;
-      if (type.getRank() == 0)
-        line = tensor::ExpandShapeOp::create(rw, loc, lineType, v,
-                                             allInOne(0));
-      else if (type.getRank() > 1)
-        line = tensor::CollapseShapeOp::create(rw, loc, lineType, v,
-                                               allInOne(type.getRank()));
-      flat = tensor::InsertSliceOp::create(rw, loc, line, flat, {at(offset)},
-                                           {at(n)}, {at(1)});
-      offset += n;
-    }
-
-    Value reduced =
-        callOnBuffer(rw, loc, op, flat, kAllReduce, total,
-                     {scaleOf(rw, loc, op.getOp(), op.getRanks())});
-
-    SmallVector<Value> results;
-    offset = 0;
-    for (Value v : adaptor.getInputs()) {
-      auto type = cast<RankedTensorType>(v.getType());
-      int64_t n = type.getNumElements();
-      auto lineType = RankedTensorType::get({n}, f32);
-      Value line = tensor::ExtractSliceOp::create(
-          rw, loc, lineType, reduced, {at(offset)}, {at(n)}, {at(1)});
-      if (type.getRank() == 0)
-        line = tensor::CollapseShapeOp::create(rw, loc, type, line,
-                                               allInOne(0));
-      else if (type.getRank() > 1)
-        line = tensor::ExpandShapeOp::create(rw, loc, type, line,
-                                             allInOne(type.getRank()));
-      results.push_back(line);
-      offset += n;
-    }
-    rw.replaceOp(op, results);
-    return success();
-  }
-};
 
 /// The layout of a bucket in the [ranks][block] buffer: each tensor's
 /// shard size and its column.
