@@ -157,6 +157,14 @@ static LogicalResult verifyModelAttr(Operation *op, NamedAttribute attr,
       return fail() << "'" << name << "' must be a #tg.init attribute";
     return success();
   }
+  if (name == attr::shardOf) { // ZeRO: a flat shard of this shape
+    auto shape = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!shape || llvm::any_of(shape.asArrayRef(),
+                               [](int64_t d) { return d < 0; }))
+      return fail() << "'" << name
+                    << "' must be an i64 array of non-negative dimensions";
+    return success();
+  }
   if (name == attr::arena && isArg) { // tg-bind-arena's appended arena
     if (!isa<UnitAttr>(attr.getValue()))
       return fail() << "'" << name << "' must be a unit attribute";
@@ -278,6 +286,11 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
     auto n = dyn_cast<IntegerAttr>(value);
     return expect(n && n.getValue().getSExtValue() >= 1,
                   "an integer of at least 1 (the number of ranks)");
+  }
+  if (name == attr::zero) {
+    auto n = dyn_cast<IntegerAttr>(value);
+    return expect(n && n.getValue().getSExtValue() == 1,
+                  "1 (ZeRO stage 1, the one implemented)");
   }
   return op->emitOpError() << "unknown tg attribute '" << name << "'";
 }

@@ -49,6 +49,8 @@ inline constexpr llvm::StringLiteral bytesRead = TGDialect::BytesReadAttrHelper:
 inline constexpr llvm::StringLiteral bytesWritten = TGDialect::BytesWrittenAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral tileConfigs = TGDialect::TileConfigsAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral ranks = TGDialect::RanksAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral zero = TGDialect::ZeroAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral shardOf = TGDialect::ShardOfAttrHelper::getNameStr();
 } // namespace attr
 
 /// The tg dialect of `ctx`, loaded on demand: the owner of the typed

@@ -78,8 +78,14 @@ def TG_Dialect : Dialect {
     // tg.matmul with 16-bit operands, one #tg.tile_config per GPU target.
     "::mlir::ArrayAttr":$tile_configs,
     // Data parallelism (tg-data-parallel): on the module, the number of
-    // ranks its train_step averages gradients over.
-    "::mlir::IntegerAttr":$ranks
+    // ranks its train_step averages gradients over, and the ZeRO stage
+    // (1: optimizer state sharded over the ranks).
+    "::mlir::IntegerAttr":$ranks,
+    "::mlir::IntegerAttr":$zero,
+    // ZeRO stage 1: on an argument or result that is one rank's flat shard
+    // (tg.shard's layout), the shape of the whole tensor, which the
+    // runtime gathers into checkpoints.
+    "::mlir::DenseI64ArrayAttr":$shard_of
   );
   let extraClassDeclaration = [{
     void registerAttributes();

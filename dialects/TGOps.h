@@ -51,6 +51,14 @@ LogicalResult inferPoolResult(std::optional<Location> loc, Value input,
 int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
                          int64_t pad, int64_t dilation);
 
+/// Elements of one rank's flat shard of a tensor of `type` over `ranks`
+/// ranks (tg.reduce_scatter, tg.all_gather, tg.shard): ceil(n / ranks), the
+/// tensor read flat and padded with zeros to `ranks` times as many.
+int64_t shardElements(ShapedType type, int64_t ranks);
+
+/// The type of that shard: `tensor<s x T>`.
+RankedTensorType shardType(ShapedType type, int64_t ranks);
+
 } // namespace mlir::tg
 
 #include "dialects/TGInterfaces.h.inc"

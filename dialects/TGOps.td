@@ -626,6 +626,77 @@ def TG_AllReduceOp : TG_Op<"all_reduce", [InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
+def TG_ReduceScatterOp : TG_Op<"reduce_scatter", []> {
+  let summary = "sum or mean of a bucket over every rank, each rank keeping its shard";
+  let description = [{
+    ZeRO stage 1's gradient exchange. Every rank contributes its operands;
+    rank `r` receives, per operand, shard `r` of their elementwise sum
+    (`op = "sum"`) or mean (`op = "mean"`) over the ranks. An operand of
+    `n` elements is read as a flat vector padded with zeros to
+    `ranks * s` elements, `s = ceil(n / ranks)`; shard `r` is elements
+    `[r * s, (r + 1) * s)` of it, a `tensor<s x T>` (the padding of the
+    last shards holds zeros). The operands form one bucket: a backend sends
+    them as one message. It communicates, so it has side effects. On one
+    process (the reference evaluator) every rank holds the same values and
+    the process is rank 0: the result is shard 0 of the operand (times
+    `ranks` for a sum).
+
+    ```mlir
+    %s:2 = tg.reduce_scatter %gw, %gb {op = "mean", ranks = 2 : i64} : tensor<784x256xf32>, tensor<255xf32> -> tensor<100352xf32>, tensor<128xf32>
+    // rank 1's %s#1 ends with one zero of padding
+    ```
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$inputs, StrAttr:$op,
+                       I64Attr:$ranks);
+  let results = (outs Variadic<TG_FloatTensor>:$results);
+  let assemblyFormat =
+      "$inputs attr-dict `:` type($inputs) `->` type($results)";
+  let hasVerifier = 1;
+}
+
+def TG_AllGatherOp : TG_Op<"all_gather", []> {
+  let summary = "every rank's shard of a bucket of tensors, gathered on every rank";
+  let description = [{
+    The inverse of `tg.reduce_scatter`'s sharding: each operand is this
+    rank's flat shard (`tensor<s x T>`) of the result (`n` elements,
+    `s = ceil(n / ranks)`); every rank receives the concatenation of the
+    shards of all ranks, in rank order, without the padding, in the
+    result's shape. ZeRO stage 1 gathers the parameters each rank updated
+    this way. It communicates, so it has side effects. On one process every
+    rank holds the same shard: the result repeats the operand.
+
+    ```mlir
+    %w:2 = tg.all_gather %sw, %sb {ranks = 2 : i64} : tensor<100352xf32>, tensor<128xf32> -> tensor<784x256xf32>, tensor<255xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$inputs, I64Attr:$ranks);
+  let results = (outs Variadic<TG_FloatTensor>:$results);
+  let assemblyFormat =
+      "$inputs attr-dict `:` type($inputs) `->` type($results)";
+  let hasVerifier = 1;
+}
+
+def TG_ShardOp : TG_Op<"shard", [Pure]> {
+  let summary = "this rank's flat shard of a tensor every rank holds";
+  let description = [{
+    Rank `r` of a job of `ranks` gets elements `[r * s, (r + 1) * s)` of the
+    operand read as a flat vector padded with zeros to `ranks * s`
+    elements, `s = ceil(n / ranks)`: the same sharding as
+    `tg.reduce_scatter`. It does not communicate (every rank holds the
+    operand); ZeRO stage 1 takes the parameter shard a rank updates this
+    way. On one process (the reference evaluator) the rank is 0.
+
+    ```mlir
+    %s = tg.shard %w {ranks = 2 : i64} : tensor<255xf32> -> tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, I64Attr:$ranks);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling
 //===----------------------------------------------------------------------===//

@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -185,6 +186,15 @@ LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *,
                                             SmallVectorImpl<Type> &types) {
   llvm::append_range(types, adaptor.getInputs().getTypes());
   return success();
+}
+
+int64_t mlir::tg::shardElements(ShapedType type, int64_t ranks) {
+  return (type.getNumElements() + ranks - 1) / std::max<int64_t>(ranks, 1);
+}
+
+RankedTensorType mlir::tg::shardType(ShapedType type, int64_t ranks) {
+  return RankedTensorType::get({shardElements(type, ranks)},
+                               type.getElementType());
 }
 
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,

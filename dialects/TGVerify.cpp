@@ -135,6 +135,46 @@ LogicalResult AllReduceOp::verify() {
   return success();
 }
 
+/// Checks that each of `shards` is one of `ranks` flat shards of the
+/// tensor of the same position in `full` (shardType).
+static LogicalResult verifyShards(Operation *op, TypeRange shards,
+                                  TypeRange full, int64_t ranks) {
+  if (shards.empty())
+    return op->emitOpError(
+        "needs at least one tensor (a bucket is never empty)");
+  if (ranks < 1)
+    return op->emitOpError("ranks must be at least 1, got ") << ranks;
+  if (shards.size() != full.size())
+    return op->emitOpError("has ")
+           << full.size() << " whole tensors but " << shards.size()
+           << " shards; each tensor has one shard";
+  for (auto [i, shard, whole] : llvm::enumerate(shards, full)) {
+    RankedTensorType want = shardType(cast<ShapedType>(whole), ranks);
+    if (shard != want)
+      return op->emitOpError("shard #")
+             << i << " is " << shard << " but one of " << ranks
+             << " shards of " << whole << " is " << want;
+  }
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  if (getOp() != "sum" && getOp() != "mean")
+    return emitOpError("op must be \"sum\" or \"mean\", got \"")
+           << getOp() << "\"";
+  return verifyShards(*this, getResultTypes(), getInputs().getTypes(),
+                      getRanks());
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyShards(*this, getInputs().getTypes(), getResultTypes(),
+                      getRanks());
+}
+
+LogicalResult ShardOp::verify() {
+  return verifyShards(*this, getType(), getInput().getType(), getRanks());
+}
+
 LogicalResult EmbeddingGradOp::verify() {
   SmallVector<Type> fwd;
   auto table = getType();

@@ -319,54 +319,13 @@ struct BuildTrainStepPass final
       }
     }
 
-    // Loss scaling: one check over every (unscaled) gradient; a step that
-    // saw inf or NaN keeps every parameter, state tensor and the step count
-    // (selected below) and only backs the scale off.
-    Value finite;
-    if (cfg.lossScale)
-      finite = buildAllFinite(t, grads);
-
-    if (cfg.clipGradNorm)
-      buildClipByGlobalNorm(t, grads, *cfg.clipGradNorm);
-
-    // Scalars of the update in the parameters' float type.
-    Type f = np ? m.type(m.params[0]).getElementType() : b.getF32Type();
-    auto scalarF = RankedTensorType::get({}, f);
-    Value stepF = CastOp::create(b, loc, scalarF, stepArg);
-    Value t1 = t.add(stepF, t.scalar(f, 1.0));
-    Value lr = buildLearningRate(t, cfg, stepF);
-
-    SmallVector<Value> newParams, newState(slots * np);
-    for (size_t i = 0; i < np; ++i) {
-      SmallVector<Value> st;
-      for (size_t s = 0; s < slots; ++s)
-        st.push_back(stateArg(s * np + i));
-      Value p = paramArg(i), g = grads[i], lrP = lr, t1P = t1;
-      if (TensorBuilder::elt(p) != f) {
-        auto pt = RankedTensorType::get({}, TensorBuilder::elt(p));
-        lrP = CastOp::create(b, loc, pt, lr);
-        t1P = CastOp::create(b, loc, pt, t1);
-      }
-      newParams.push_back(buildOptimizerUpdate(t, cfg, p, g, st, lrP, t1P));
-      for (size_t s = 0; s < slots; ++s)
-        newState[s * np + i] = st[s];
-    }
-    Value nextStep = t.add(stepArg, t.integer(b.getI64Type(), 1));
-    if (finite) {
-      for (size_t i = 0; i < np; ++i)
-        newParams[i] = t.select(finite, newParams[i], paramArg(i));
-      for (size_t i = 0; i < newState.size(); ++i)
-        newState[i] = t.select(finite, newState[i], stateArg(i));
-      nextStep = t.select(finite, nextStep, stepArg);
-      auto [scale, tracker] = buildLossScaleUpdate(t, *cfg.lossScale, finite,
-                                                   scaleArg, trackerArg);
-      newState.push_back(scale);
-      newState.push_back(tracker);
-    }
+    StepUpdate next = buildStepUpdate(
+        t, cfg, step.getArguments().take_front(np), grads,
+        step.getArguments().slice(np, state.size()), stepArg);
     SmallVector<Value> ret{loss};
-    llvm::append_range(ret, newParams);
-    llvm::append_range(ret, newState);
-    ret.push_back(nextStep);
+    llvm::append_range(ret, next.params);
+    llvm::append_range(ret, next.state);
+    ret.push_back(next.step);
     func::ReturnOp::create(b, loc, ret);
     return success();
   }

@@ -12,14 +12,22 @@
 // sum them (communicating there costs one exchange per step, not one per
 // micro-batch).
 //
+// With zero = 1 (ZeRO stage 1) the optimizer update that
+// tg-build-train-step built on whole tensors is rebuilt on each rank's flat
+// shards (buildStepUpdate, the same arithmetic), between a reduce-scatter
+// of the gradients and an all-gather of the parameters; the old update is
+// then dead and erased.
+//
 //===----------------------------------------------------------------------===//
 
 #include "dialects/TGOps.h"
 #include "passes/Passes.h"
+#include "passes/TrainConfig.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::tg {
 #define GEN_PASS_DEF_DATAPARALLELPASS
@@ -40,7 +48,8 @@ struct DataParallelPass final
     if (ranks < 1 || bucketBytes < 1) {
       module.emitError("tg-data-parallel: ranks and bucket-bytes must be at "
                        "least 1, got ranks = ")
-          << ranks << ", bucket-bytes = " << bucketBytes;
+          << std::to_string(ranks)
+          << ", bucket-bytes = " << std::to_string(bucketBytes);
       return signalPassFailure();
     }
     if (ranks == 1)
@@ -58,10 +67,20 @@ struct DataParallelPass final
           << helper.getAttr(module).getInt() << ")";
       return signalPassFailure();
     }
+    if (zero != 0 && zero != 1) {
+      module.emitError("tg-data-parallel: zero must be 0 or 1 (ZeRO stage 1 "
+                       "shards the optimizer state), got ")
+          << std::to_string(zero);
+      return signalPassFailure();
+    }
     if (failed(averageOverRanks(step)))
       return signalPassFailure();
-    helper.setAttr(module, IntegerAttr::get(IntegerType::get(&getContext(), 64),
-                                            ranks));
+    auto i64 = IntegerType::get(&getContext(), 64);
+    helper.setAttr(module, IntegerAttr::get(i64, ranks));
+    if (zero == 1)
+      tg::dialect(&getContext())
+          .getZeroAttrHelper()
+          .setAttr(module, IntegerAttr::get(i64, 1));
   }
 
   /// The call of the gradient function in `step`: the one whose callee has
@@ -144,21 +163,191 @@ struct DataParallelPass final
     // of the global batch.
     if (!loss.empty())
       reduce(loss);
+    if (zero == 1)
+      return shardUpdate(step, grads, b);
     // Backward order: autodiff completes the last parameter's gradient
     // first, so buckets are filled from the end.
+    forEachBucket(llvm::to_vector(llvm::reverse(grads)), reduce);
+    return success();
+  }
+
+  /// Calls `emit` on consecutive runs of `values` of about bucket-bytes.
+  void forEachBucket(ArrayRef<Value> values,
+                     function_ref<void(ArrayRef<Value>)> emit) {
     SmallVector<Value> bucket;
     int64_t bytes = 0;
-    for (Value g : llvm::reverse(grads)) {
-      bucket.push_back(g);
-      bytes += tensorBytes(g.getType());
+    for (Value v : values) {
+      bucket.push_back(v);
+      bytes += tensorBytes(v.getType());
       if (bytes >= bucketBytes) {
-        reduce(bucket);
+        emit(bucket);
         bucket.clear();
         bytes = 0;
       }
     }
     if (!bucket.empty())
-      reduce(bucket);
+      emit(bucket);
+  }
+
+  /// ZeRO stage 1: replaces @train_step's update by one on this rank's
+  /// shards. `grads` are the completed gradients (sums over the micro-
+  /// batches with accumulation), `b` is where they are complete.
+  LogicalResult shardUpdate(func::FuncOp step, ArrayRef<Value> grads,
+                            OpBuilder &b) {
+    ModuleOp module = getOperation();
+    FailureOr<TrainConfig> cfg = TrainConfig::read(module);
+    if (failed(cfg))
+      return failure();
+    SmallVector<BlockArgument> params, state;
+    BlockArgument stepArg;
+    for (BlockArgument arg : step.getArguments()) {
+      auto role = step.getArgAttrOfType<RoleAttr>(arg.getArgNumber(),
+                                                  attr::role);
+      if (role && role.getValue() == Role::param)
+        params.push_back(arg);
+      else if (role && role.getValue() == Role::state)
+        state.push_back(arg);
+      else if (role && role.getValue() == Role::step)
+        stepArg = arg;
+    }
+    size_t np = params.size(), sharded = cfg->stateSlots().size() * np;
+    if (grads.size() != np || !stepArg || state.size() < sharded)
+      return step.emitError("tg-data-parallel: zero = 1 expects "
+                            "tg-build-train-step's @train_step (parameters, "
+                            "their optimizer state, step)");
+    for (BlockArgument p : params)
+      if (!TensorBuilder::elt(p).isF32())
+        return step.emitError("tg-data-parallel: zero = 1 communicates f32 "
+                              "tensors, but parameter '")
+               << step.getArgAttrOfType<StringAttr>(p.getArgNumber(),
+                                                    attr::name)
+                      .getValue()
+               << "' is " << p.getType();
+
+    // The gradients, averaged and reduce-scattered in backward order.
+    DenseMap<Value, Value> gradShard;
+    forEachBucket(llvm::to_vector(llvm::reverse(grads)),
+                  [&](ArrayRef<Value> bucket) {
+                    auto types = llvm::map_to_vector(bucket, [&](Value g) {
+                      return Type(
+                          shardType(cast<ShapedType>(g.getType()), ranks));
+                    });
+                    auto op = ReduceScatterOp::create(
+                        b, b.getUnknownLoc(), types, bucket,
+                        b.getStringAttr("mean"), b.getI64IntegerAttr(ranks));
+                    for (auto [g, s] : llvm::zip(bucket, op.getResults()))
+                      gradShard[g] = s;
+                  });
+
+    // The state tensors of each parameter become its shard's.
+    SmallVector<Type> argTypes(step.getArgumentTypes());
+    for (size_t i = 0; i < sharded; ++i) {
+      auto full = cast<RankedTensorType>(state[i].getType());
+      state[i].setType(shardType(full, ranks));
+      argTypes[state[i].getArgNumber()] = state[i].getType();
+      step.setArgAttr(state[i].getArgNumber(), attr::shardOf,
+                      b.getDenseI64ArrayAttr(full.getShape()));
+    }
+
+    // The update, on shards, right before the return.
+    Operation *ret = step.getBody().front().getTerminator();
+    b.setInsertionPoint(ret);
+    TensorBuilder t{b, ret->getLoc()};
+    int64_t k = cfg->accumulate;
+    SmallVector<Value> pShards, gShards;
+    for (auto [p, g] : llvm::zip(params, grads)) {
+      pShards.push_back(ShardOp::create(
+          b, t.loc, shardType(cast<ShapedType>(p.getType()), ranks), p,
+          b.getI64IntegerAttr(ranks)));
+      Value gs = gradShard.lookup(g);
+      // With accumulation the gradient is the micro-batches' mean; the
+      // division runs on the shard (1/N of the work).
+      if (k > 1)
+        gs = t.div(gs, t.scalar(TensorBuilder::elt(gs), double(k)));
+      gShards.push_back(gs);
+    }
+    auto globalSum = [&](Value local) -> Value {
+      return AllReduceOp::create(b, t.loc, ValueRange{local},
+                                 b.getStringAttr("sum"),
+                                 b.getI64IntegerAttr(ranks))
+          .getResult(0);
+    };
+    SmallVector<Value> stateValues(state.begin(), state.end());
+    StepUpdate next = buildStepUpdate(t, *cfg, pShards, gShards, stateValues,
+                                      stepArg, globalSum);
+
+    // The updated shards, gathered into whole parameters, in buckets.
+    SmallVector<Value> newParams;
+    size_t first = 0;
+    forEachBucket(next.params, [&](ArrayRef<Value> bucket) {
+      SmallVector<Type> types;
+      for (size_t i = 0; i < bucket.size(); ++i)
+        types.push_back(params[first + i].getType());
+      first += bucket.size();
+      llvm::append_range(newParams,
+                         AllGatherOp::create(b, t.loc, types, bucket,
+                                             b.getI64IntegerAttr(ranks))
+                             .getResults());
+    });
+
+    // The results, by role, in the order of the arguments.
+    SmallVector<Value> results(ret->getOperands());
+    size_t pi = 0, si = 0;
+    for (unsigned i = 0; i < step.getNumResults(); ++i) {
+      std::optional<Role> role = getResultRole(step, i);
+      if (role == Role::param)
+        results[i] = newParams[pi++];
+      else if (role == Role::state) {
+        if (si < sharded)
+          step.setResultAttr(i, attr::shardOf,
+                             step.getArgAttr(state[si].getArgNumber(),
+                                             attr::shardOf));
+        results[i] = next.state[si++];
+      } else if (role == Role::step)
+        results[i] = next.step;
+    }
+    ret->setOperands(results);
+    step.setFunctionType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+    eraseDeadOps(step);
+    return shardInitState(sharded);
+  }
+
+  /// Erases the ops of `fn`'s body that nothing uses any more (the update
+  /// on whole tensors that shardUpdate replaced).
+  static void eraseDeadOps(func::FuncOp fn) {
+    // Backwards, so that an op's operands die after it.
+    Operation *op = fn.getBody().front().getTerminator()->getPrevNode();
+    while (op) {
+      Operation *prev = op->getPrevNode();
+      if (isOpTriviallyDead(op))
+        op->erase();
+      op = prev;
+    }
+  }
+
+  /// @init returns the first `sharded` state tensors as zero shards.
+  LogicalResult shardInitState(size_t sharded) {
+    auto init = getOperation().lookupSymbol<func::FuncOp>("init");
+    if (!init)
+      return success();
+    Operation *ret = init.getBody().front().getTerminator();
+    OpBuilder b(ret);
+    TensorBuilder t{b, ret->getLoc()};
+    SmallVector<Value> results(ret->getOperands());
+    size_t si = 0;
+    for (unsigned i = 0; i < init.getNumResults() && si < sharded; ++i) {
+      if (getResultRole(init, i) != Role::state)
+        continue;
+      ++si;
+      auto full = cast<RankedTensorType>(results[i].getType());
+      results[i] = t.filled(shardType(full, ranks), 0.0);
+      init.setResultAttr(i, attr::shardOf,
+                         b.getDenseI64ArrayAttr(full.getShape()));
+    }
+    ret->setOperands(results);
+    init.setFunctionType(b.getFunctionType(init.getArgumentTypes(),
+                                           ValueRange(results).getTypes()));
+    eraseDeadOps(init);
     return success();
   }
 };

@@ -136,6 +136,7 @@ struct FitBudgetPass final : tg::impl::FitBudgetPassBase<FitBudgetPass> {
     options.decompose = decompose;
     options.ranks = ranks;
     options.bucketBytes = bucketBytes;
+    options.zero = zero;
     buildTrainingPipeline(pm, options);
     if (failed(runPipeline(pm, copy)))
       return failure();

@@ -866,6 +866,25 @@ FailureOr<MemoryPlan> mlir::tg::planMemory(func::FuncOp fn,
   for (auto [kind, bytes] : top.peakByKind)
     plan.peakByKind[kind] = bytes;
 
+  TGDialect &tg = dialect(fn.getContext());
+  if (auto ranks = tg.getRanksAttrHelper().getAttr(module))
+    plan.ranks = ranks.getInt();
+  if (auto zero = tg.getZeroAttrHelper().getAttr(module))
+    plan.zero = zero.getInt();
+  fn.walk([&](Operation *op) {
+    int64_t bytes = 0;
+    if (auto r = dyn_cast<AllReduceOp>(op))
+      for (Type t : r.getInputs().getTypes())
+        bytes += tensorBytes(t);
+    else if (isa<ReduceScatterOp>(op))
+      for (Type t : op->getResultTypes())
+        bytes += plan.ranks * tensorBytes(t);
+    else if (isa<AllGatherOp>(op))
+      for (Type t : op->getOperandTypes())
+        bytes += plan.ranks * tensorBytes(t);
+    plan.bucketBufferBytes = std::max(plan.bucketBufferBytes, bytes);
+  });
+
   auto summary = MemoryPlanAttr::get(
       fn.getContext(), plan.bytesOf(BufferKind::Param),
       plan.bytesOf(BufferKind::Optimizer), plan.bytesOf(BufferKind::Input),

@@ -58,6 +58,14 @@ struct MemoryPlan {
   /// backend reports it (tgc fills it in for the CPU).
   int64_t scratchBytes = 0;
 
+  /// Data parallelism (tg-data-parallel): the plan is each rank's; with
+  /// ZeRO stage 1 its optimizer state is the rank's 1/ranks shard.
+  int64_t ranks = 1, zero = 0;
+  /// The largest flat buffer a collective communicates (a bucket: an
+  /// all_reduce's tensors, or ranks x a reduce_scatter's or all_gather's
+  /// shards), which the CPU backend allocates beside the arena.
+  int64_t bucketBufferBytes = 0;
+
   /// Bytes of the parameters' low-precision compute copies (tg.cast with
   /// the compute-copy rule), each buffer once: the mixed-precision share of
   /// the transient buffers, beside the fp32 masters of BufferKind::Param.

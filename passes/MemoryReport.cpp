@@ -51,6 +51,11 @@ void mlir::tg::printMemoryTable(const MemoryPlan &plan, llvm::raw_ostream &os) {
     os << llvm::left_justify(what, 22) << llvm::right_justify(formatBytes(bytes), 12)
        << llvm::right_justify(std::to_string(bytes), 16) << "\n";
   };
+  if (plan.ranks > 1)
+    os << "per rank of " << plan.ranks << " ("
+       << (plan.zero ? "ZeRO stage 1: optimizer state sharded over the ranks"
+                     : "optimizer state replicated; --zero 1 shards it")
+       << ")\n";
   os << llvm::left_justify("memory", 22) << llvm::right_justify("size", 12)
      << llvm::right_justify("bytes", 16) << "\n";
   row("parameters", plan.bytesOf(BufferKind::Param));
@@ -65,6 +70,8 @@ void mlir::tg::printMemoryTable(const MemoryPlan &plan, llvm::raw_ostream &os) {
   row("workspace", plan.bytesOf(BufferKind::Workspace));
   if (plan.scratchBytes)
     row("op scratch (cpu)", plan.scratchBytes);
+  if (plan.bucketBufferBytes)
+    row("bucket buffer (cpu)", plan.bucketBufferBytes);
   row("peak (planned arena)", plan.peakBytes());
   row("lower bound", plan.persistentBytes + plan.lowerBoundBytes);
   row("naive (no reuse)", plan.persistentBytes + plan.naiveBytes);
@@ -93,7 +100,10 @@ llvm::json::Object mlir::tg::memorySummaryJson(const MemoryPlan &plan) {
       {"scratch_bytes", plan.scratchBytes},
       {"peak_bytes", plan.peakBytes()},
       {"lower_bound_bytes", plan.persistentBytes + plan.lowerBoundBytes},
-      {"naive_bytes", plan.persistentBytes + plan.naiveBytes}};
+      {"naive_bytes", plan.persistentBytes + plan.naiveBytes},
+      {"ranks", plan.ranks},
+      {"zero", plan.zero},
+      {"bucket_buffer_bytes", plan.bucketBufferBytes}};
 }
 
 void mlir::tg::printMemoryJson(const MemoryPlan &plan, llvm::raw_ostream &os) {

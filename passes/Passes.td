@@ -214,6 +214,26 @@ def DataParallelPass : Pass<"tg-data-parallel", "::mlir::ModuleOp"> {
     micro-batch). The loss is averaged too, so every rank reports the loss
     of the global batch. The module gets `tg.ranks`. With `ranks = 1` the
     pass changes nothing.
+
+    With `zero = 1` (ZeRO stage 1) each rank keeps and updates 1/N of the
+    optimizer state instead: the gradient buckets are
+    `tg.reduce_scatter {op = "mean"}` (each rank receives its flat shard of
+    every averaged gradient, `ceil(n / N)` elements, the last padded with
+    zeros), each rank applies the optimizer to its shards of the parameters
+    (`tg.shard`), gradients and state (so clip_grad_norm's sum of squares
+    and the loss scaler's finite check become one `tg.all_reduce {op =
+    "sum"}` of a scalar), and `tg.all_gather` buckets the updated parameter
+    shards back into whole parameters. The per-parameter state arguments
+    and results of `@train_step` (and results of `@init`) become the flat
+    shards, marked `tg.shard_of = array<i64: full shape>`; the module gets
+    `tg.zero = 1`.
+
+    ```mlir
+    %s:2 = tg.reduce_scatter %gb, %gw {op = "mean", ranks = 2 : i64} : tensor<10xf32>, tensor<32x10xf32>
+    %pw = tg.shard %w {ranks = 2 : i64} : tensor<32x10xf32>
+    ... the optimizer on %pw, %s#1 and the state shard %m : tensor<160xf32>
+    %w2 = tg.all_gather %nw {ranks = 2 : i64} : tensor<160xf32> -> tensor<32x10xf32>
+    ```
   }];
   let dependentDialects = ["::mlir::tg::TGDialect"];
   let options = [
@@ -221,6 +241,9 @@ def DataParallelPass : Pass<"tg-data-parallel", "::mlir::ModuleOp"> {
            "Number of ranks (processes) of the job">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", "25 * 1024 * 1024",
            "Bytes of gradients per all_reduce (one bucket)">,
+    Option<"zero", "zero", "int64_t", "0",
+           "ZeRO stage: 0 replicates the optimizer state, 1 shards it over "
+           "the ranks">,
   ];
 }
 
@@ -352,6 +375,9 @@ def FitBudgetPass : Pass<"tg-fit-budget", "::mlir::ModuleOp"> {
            "the kept step is the one the job runs">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", "25 * 1024 * 1024",
            "Bytes of gradients per all_reduce of the candidates">,
+    Option<"zero", "zero", "int64_t", "0",
+           "ZeRO stage of the candidates (1: optimizer state sharded over "
+           "the ranks)">,
   ];
 }
 

@@ -46,6 +46,7 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     fit.decompose = options.decompose;
     fit.ranks = options.ranks;
     fit.bucketBytes = options.bucketBytes;
+    fit.zero = options.zero;
     pm.addPass(createFitBudgetPass(fit));
     if (options.planMemory)
       pm.addPass(createPlanMemoryPass());
@@ -67,6 +68,7 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     DataParallelPassOptions dp;
     dp.ranks = options.ranks;
     dp.bucketBytes = options.bucketBytes;
+    dp.zero = options.zero;
     pm.addPass(createDataParallelPass(dp));
   }
   int64_t level = options.rematerialize ? std::max<int64_t>(1, options.rematLevel)

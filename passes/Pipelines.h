@@ -57,6 +57,11 @@ struct TrainingPipelineOptions
       *this, "bucket-bytes",
       llvm::cl::desc("Bytes of gradients per all_reduce"),
       llvm::cl::init(25 * 1024 * 1024)};
+  Option<int64_t> zero{
+      *this, "zero",
+      llvm::cl::desc("ZeRO stage with ranks > 1: 1 shards the optimizer "
+                     "state over the ranks"),
+      llvm::cl::init(0)};
   Option<bool> planMemory{*this, "plan-memory",
                           llvm::cl::desc("Plan the memory of @train_step"),
                           llvm::cl::init(false)};

@@ -140,7 +140,8 @@ Value mlir::tg::buildLearningRate(TensorBuilder &t, const TrainConfig &cfg,
 
 void mlir::tg::buildClipByGlobalNorm(TensorBuilder &t,
                                      MutableArrayRef<Value> grads,
-                                     double maxNorm) {
+                                     double maxNorm,
+                                     function_ref<Value(Value)> globalSum) {
   if (grads.empty())
     return;
   Value total;
@@ -148,6 +149,8 @@ void mlir::tg::buildClipByGlobalNorm(TensorBuilder &t,
     Value sq = t.sum(t.mul(g, g), TensorBuilder::allAxes(g), false);
     total = total ? t.add(total, sq) : sq;
   }
+  if (globalSum)
+    total = globalSum(total);
   Type f = TensorBuilder::elt(total);
   Value norm = SqrtOp::create(t.b, t.loc, total);
   // torch.nn.utils.clip_grad_norm_: scale = min(1, max / (norm + 1e-6)).
@@ -158,7 +161,8 @@ void mlir::tg::buildClipByGlobalNorm(TensorBuilder &t,
     g = t.mul(g, scale);
 }
 
-Value mlir::tg::buildAllFinite(TensorBuilder &t, ArrayRef<Value> grads) {
+Value mlir::tg::buildAllFinite(TensorBuilder &t, ArrayRef<Value> grads,
+                               function_ref<Value(Value)> globalSum) {
   Value total;
   for (Value g : grads) {
     Value zeros = t.mul(g, t.scalar(TensorBuilder::elt(g), 0.0));
@@ -170,6 +174,9 @@ Value mlir::tg::buildAllFinite(TensorBuilder &t, ArrayRef<Value> grads) {
   if (!total)
     return t.cmp(CmpPredicate::eq, t.integer(t.b.getI64Type(), 0),
                  t.integer(t.b.getI64Type(), 0));
+  // A NaN on any rank makes the sum over the ranks NaN on every rank.
+  if (globalSum)
+    total = globalSum(total);
   // NaN is the one value that is not equal to itself.
   return t.cmp(CmpPredicate::eq, total, total);
 }
@@ -281,4 +288,59 @@ Value mlir::tg::buildInitializer(TensorBuilder &t, InitializerAttr init,
                           seed, t.b.getF64FloatAttr(a),
                           t.b.getF64FloatAttr(b),
                           t.b.getI64IntegerAttr(stream));
+}
+
+StepUpdate mlir::tg::buildStepUpdate(TensorBuilder &t, const TrainConfig &cfg,
+                                     ValueRange params, ArrayRef<Value> grads,
+                                     ValueRange state, Value step,
+                                     function_ref<Value(Value)> globalSum) {
+  OpBuilder &b = t.b;
+  size_t np = params.size(), slots = cfg.stateSlots().size();
+  SmallVector<Value> g(grads);
+  // Loss scaling: one check over every (unscaled) gradient; a step that
+  // saw inf or NaN keeps every parameter, state tensor and the step count
+  // (selected below) and only backs the scale off.
+  Value finite;
+  if (cfg.lossScale)
+    finite = buildAllFinite(t, g, globalSum);
+  if (cfg.clipGradNorm)
+    buildClipByGlobalNorm(t, g, *cfg.clipGradNorm, globalSum);
+
+  // Scalars of the update in the parameters' float type.
+  Type f = np ? TensorBuilder::elt(params[0]) : b.getF32Type();
+  auto scalarF = RankedTensorType::get({}, f);
+  Value stepF = CastOp::create(b, t.loc, scalarF, step);
+  Value t1 = t.add(stepF, t.scalar(f, 1.0));
+  Value lr = buildLearningRate(t, cfg, stepF);
+
+  StepUpdate out;
+  out.state.resize(slots * np);
+  for (size_t i = 0; i < np; ++i) {
+    SmallVector<Value> st;
+    for (size_t s = 0; s < slots; ++s)
+      st.push_back(state[s * np + i]);
+    Value p = params[i], lrP = lr, t1P = t1;
+    if (TensorBuilder::elt(p) != f) {
+      auto pt = RankedTensorType::get({}, TensorBuilder::elt(p));
+      lrP = CastOp::create(b, t.loc, pt, lr);
+      t1P = CastOp::create(b, t.loc, pt, t1);
+    }
+    out.params.push_back(buildOptimizerUpdate(t, cfg, p, g[i], st, lrP, t1P));
+    for (size_t s = 0; s < slots; ++s)
+      out.state[s * np + i] = st[s];
+  }
+  out.step = t.add(step, t.integer(b.getI64Type(), 1));
+  if (finite) {
+    for (size_t i = 0; i < np; ++i)
+      out.params[i] = t.select(finite, out.params[i], params[i]);
+    for (size_t i = 0; i < out.state.size(); ++i)
+      out.state[i] = t.select(finite, out.state[i], state[i]);
+    out.step = t.select(finite, out.step, step);
+    auto [scale, tracker] =
+        buildLossScaleUpdate(t, *cfg.lossScale, finite, state[slots * np],
+                             state[slots * np + 1]);
+    out.state.push_back(scale);
+    out.state.push_back(tracker);
+  }
+  return out;
 }

@@ -64,14 +64,20 @@ std::pair<Value, Value> buildLossScaleUpdate(TensorBuilder &t,
 /// Emits a tensor<i1> that is true when every element of every tensor of
 /// `grads` is finite: one reduction per gradient of `g * 0` (0 for a finite
 /// element, NaN for inf or NaN), summed, compared with itself.
-Value buildAllFinite(TensorBuilder &t, ArrayRef<Value> grads);
+/// `globalSum`, when set, turns the local sum into the sum over every rank
+/// (gradients that are per-rank shards, ZeRO stage 1).
+Value buildAllFinite(TensorBuilder &t, ArrayRef<Value> grads,
+                     function_ref<Value(Value)> globalSum = {});
 
 /// Emits the learning rate for the 0-based `step` (a tensor<f32>).
 Value buildLearningRate(TensorBuilder &t, const TrainConfig &cfg, Value step);
 
 /// Scales `grads` in place so that their global L2 norm is at most `maxNorm`.
+/// `globalSum`, when set, turns the local sum of squares into the sum over
+/// every rank (gradients that are per-rank shards, ZeRO stage 1).
 void buildClipByGlobalNorm(TensorBuilder &t, MutableArrayRef<Value> grads,
-                           double maxNorm);
+                           double maxNorm,
+                           function_ref<Value(Value)> globalSum = {});
 
 /// Emits one optimizer update of `param` given its gradient and its state
 /// (one value per slot of cfg.stateSlots()); `t1` is the 1-based step as a
@@ -79,6 +85,24 @@ void buildClipByGlobalNorm(TensorBuilder &t, MutableArrayRef<Value> grads,
 Value buildOptimizerUpdate(TensorBuilder &t, const TrainConfig &cfg,
                            Value param, Value grad,
                            MutableArrayRef<Value> state, Value lr, Value t1);
+
+/// The parameters, optimizer state and step count after one update.
+struct StepUpdate {
+  SmallVector<Value> params, state;
+  Value step;
+};
+
+/// Emits one step's update from its gradients: the loss scaler's finite
+/// check, clipping, the learning rate and the optimizer on every parameter.
+/// `state` is train_step's state: slot s of parameter i at
+/// `s * params.size() + i`, then the loss scaler's two tensors when
+/// cfg.lossScale. `step` is the 0-based step count (tensor<i64>).
+/// `globalSum` is as for buildClipByGlobalNorm: set when `params`, `grads`
+/// and the per-parameter state are per-rank shards.
+StepUpdate buildStepUpdate(TensorBuilder &t, const TrainConfig &cfg,
+                           ValueRange params, ArrayRef<Value> grads,
+                           ValueRange state, Value step,
+                           function_ref<Value(Value)> globalSum = {});
 
 /// Emits the initial value of a parameter of `type` from its #tg.init, using
 /// Philox stream `stream` of `seed`.

@@ -1,8 +1,9 @@
 //===- Comm.h - the communicator of a data-parallel job ---------*- C++ -*-===//
 //
 // A data-parallel artifact (tgc --ranks N) sums its gradient buckets over
-// the ranks of the job through the artifact's tgx_all_reduce_f32, which
-// calls the communicator the runtime installed (Executor::setCommunicator).
+// the ranks of the job through the artifact's tgx_all_reduce_f32 (with
+// --zero 1, tgx_reduce_scatter_f32 and tgx_all_gather_f32), which call the
+// communicator the runtime installed (Executor::setCommunicator).
 // libtgrt defines only this interface and links no communication library;
 // tg-run implements it with MPI (tools/tg-run/Mpi.cpp), so a program that
 // embeds libtgrt may bring its own. docs/data-parallel.md.
@@ -27,6 +28,15 @@ public:
   /// from inside compiled code, so it cannot return an error: a failure
   /// (a rank that died, a timeout) ends the process with one error line.
   virtual void allReduceSum(float *data, int64_t n) = 0;
+  /// ZeRO stage 1: `data` holds one row of `block` floats per rank; row r
+  /// summed over every rank replaces data[0..block) on rank r. The default
+  /// sums every row (allReduceSum) and keeps its own: right, at size()
+  /// times the traffic of a real reduce-scatter.
+  virtual void reduceScatterSum(float *data, int64_t block);
+  /// ZeRO stage 1: fills every row of data[size()][block] from the rank
+  /// that owns it (this rank's row is data[rank() * block ...]). The
+  /// default zeroes the other rows and sums (allReduceSum).
+  virtual void allGather(float *data, int64_t block);
 };
 
 } // namespace tgrt

@@ -197,7 +197,21 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
           continue;
         auto it = ex->slots_.find(s.name);
         if (it == ex->slots_.end()) {
-          ex->slots_[s.name] = Slot{s.dtype, s.shape, 0, s.byteSize()};
+          Slot slot{s.dtype, s.shape, 0, s.byteSize(), std::nullopt};
+          if (s.sharded) {
+            // One of `ranks` flat shards (ceil(n / ranks) elements).
+            uint64_t n = 1;
+            for (int64_t d : s.fullShape)
+              n *= uint64_t(d);
+            uint64_t r = uint64_t(ex->manifest_.ranks);
+            if (s.shape.size() != 1 || uint64_t(s.shape[0]) != (n + r - 1) / r)
+              return fail("manifest: " + e.name + ": '" + s.name + "' " +
+                          shapeString(s.shape) + " is not one of " +
+                          std::to_string(r) + " shards of " +
+                          shapeString(s.fullShape));
+            slot.fullShape = s.fullShape;
+          }
+          ex->slots_[s.name] = slot;
           ex->roles_[s.name] = s.role;
         } else if (it->second.dtype != s.dtype || it->second.shape != s.shape ||
                    ex->roles_[s.name] != s.role) {
@@ -310,6 +324,8 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
   ex->setAllReduce_ =
       reinterpret_cast<void (*)(void (*)(void *, float *, int64_t), void *)>(
           dlsym(ex->handle_, "tgx_set_all_reduce"));
+  ex->setSharded_ = reinterpret_cast<decltype(ex->setSharded_)>(
+      dlsym(ex->handle_, "tgx_set_sharded"));
   ex->heapStats_ = reinterpret_cast<void (*)(int64_t *)>(
       dlsym(ex->handle_, "tgx_heap_stats"));
   ex->heapReset_ =
@@ -397,9 +413,15 @@ const TensorSpec *Executor::logits() const {
   return found;
 }
 
-/// The artifact's collectives call this with the installed communicator.
+/// The artifact's collectives call these with the installed communicator.
 static void allReduceThrough(void *comm, float *data, int64_t n) {
   static_cast<Communicator *>(comm)->allReduceSum(data, n);
+}
+static void reduceScatterThrough(void *comm, float *data, int64_t block) {
+  static_cast<Communicator *>(comm)->reduceScatterSum(data, block);
+}
+static void allGatherThrough(void *comm, float *data, int64_t block) {
+  static_cast<Communicator *>(comm)->allGather(data, block);
 }
 
 bool Executor::setCommunicator(Communicator *comm, std::string &err) {
@@ -426,9 +448,18 @@ bool Executor::setCommunicator(Communicator *comm, std::string &err) {
           std::to_string(manifest_.ranks) + " ranks";
     return false;
   }
+  if (manifest_.zero && !setSharded_) {
+    err = label_ + ": cpu.so has no symbol 'tgx_set_sharded' for the "
+                   "collectives of its sharded optimizer state (ZeRO)";
+    return false;
+  }
   comm_ = comm;
   if (setAllReduce_)
     setAllReduce_(comm ? allReduceThrough : nullptr, comm);
+  if (setSharded_)
+    setSharded_(comm ? reduceScatterThrough : nullptr,
+                comm ? allGatherThrough : nullptr, comm,
+                comm ? comm->rank() : 0);
   return true;
 }
 
@@ -690,6 +721,38 @@ std::vector<TensorSpec> Executor::inputsOf(std::string_view entry) const {
   return out;
 }
 
+Tensor Executor::gatherShard(const Slot &s) const {
+  int ranks = comm_ ? comm_->size() : 1, rank = comm_ ? comm_->rank() : 0;
+  int64_t block = s.shape[0];
+  std::vector<float> rows(size_t(block) * size_t(ranks));
+  std::memcpy(rows.data() + size_t(rank) * size_t(block), data(s), s.bytes);
+  if (comm_)
+    comm_->allGather(rows.data(), block);
+  Tensor whole;
+  whole.dtype = s.dtype;
+  whole.shape = *s.fullShape;
+  size_t n = 1;
+  for (int64_t d : whole.shape)
+    n *= size_t(d);
+  whole.bytes.resize(n * sizeof(float));
+  std::memcpy(whole.bytes.data(), rows.data(), whole.bytes.size());
+  return whole;
+}
+
+Tensor Executor::shardOf(const Slot &s, const Tensor &whole) const {
+  int rank = comm_ ? comm_->rank() : 0;
+  size_t first = size_t(rank) * s.bytes;
+  Tensor part;
+  part.dtype = s.dtype;
+  part.shape = s.shape;
+  // Past the whole tensor's end the shard is padding: zeros.
+  part.bytes.assign(s.bytes, 0);
+  if (first < whole.bytes.size())
+    std::memcpy(part.bytes.data(), whole.bytes.data() + first,
+                std::min(s.bytes, whole.bytes.size() - first));
+  return part;
+}
+
 bool Executor::saveCheckpoint(const std::string &path,
                               std::string &err) const {
   std::map<std::string, std::string> meta{{"format", "tgc-checkpoint-1"}};
@@ -698,7 +761,15 @@ bool Executor::saveCheckpoint(const std::string &path,
   // A device that fails here leaves the previous checkpoint as it was.
   if (!syncState(err))
     return false;
-  return writeSafetensors(path, state(), err, meta);
+  TensorMap tensors = state();
+  // Sharded state is gathered whole (every rank takes part), so that the
+  // file is the single-process one and resumes with any rank count.
+  for (const auto &[name, slot] : slots_)
+    if (slot.fullShape)
+      tensors[name] = gatherShard(slot);
+  if (comm_ && comm_->rank() != 0)
+    return true;
+  return writeSafetensors(path, tensors, err, meta);
 }
 
 bool Executor::loadCheckpoint(const std::string &path, bool paramsOnly,
@@ -726,6 +797,16 @@ bool Executor::loadCheckpoint(const std::string &path, bool paramsOnly,
     Tensor value = it->second;
     // Accept a step counter saved as another integer type (e.g. I32).
     const Slot &slot = slots_.at(name);
+    if (slot.fullShape) {
+      // Saved whole (by any rank count): this rank keeps its shard.
+      if (value.dtype != slot.dtype || value.shape != *slot.fullShape) {
+        err = path + ": '" + name + "' is " + dtypeName(value.dtype) +
+              shapeString(value.shape) + " but the model has " +
+              dtypeName(slot.dtype) + shapeString(*slot.fullShape);
+        return false;
+      }
+      value = shardOf(slot, value);
+    }
     if (role == "step" && value.dtype != slot.dtype &&
         !isFloat(value.dtype) && value.numel() == 1)
       convertTensor(it->second, slot.dtype, slot.shape, value, err);

@@ -27,6 +27,7 @@
 #include "runtime/Tensor.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace tgrt {
@@ -124,11 +125,13 @@ public:
   std::vector<TensorSpec> inputsOf(std::string_view entry) const;
 
   /// Writes params, optimizer state (`<param>.<slot>`) and `step` to a
-  /// safetensors file, atomically.
+  /// safetensors file, atomically. Sharded state (ZeRO) is gathered whole
+  /// first, so every rank of such a job calls this, and rank 0 writes.
   bool saveCheckpoint(const std::string &path, std::string &err) const;
   /// Loads tensors from a safetensors file into the state. Every parameter
   /// must be present; state and step are loaded when present unless
-  /// `paramsOnly`. A tensor the model does not have is an error.
+  /// `paramsOnly`. A tensor the model does not have is an error. Sharded
+  /// state is read whole and this rank keeps its shard.
   bool loadCheckpoint(const std::string &path, bool paramsOnly,
                       std::string &err);
 
@@ -144,7 +147,14 @@ private:
     DType dtype = DType::F32;
     std::vector<int64_t> shape;
     size_t offset = 0, bytes = 0;
+    /// ZeRO stage 1: this rank's flat shard of a tensor of this shape.
+    std::optional<std::vector<int64_t>> fullShape;
   };
+  /// The whole tensor of sharded slot `s`, gathered from every rank (a
+  /// collective: every rank calls it, in the same order).
+  Tensor gatherShard(const Slot &s) const;
+  /// This rank's shard of `whole` for sharded slot `s`.
+  Tensor shardOf(const Slot &s, const Tensor &whole) const;
   /// Fills ranges_ from the manifest (explicit, else derived).
   bool readIndexRanges(std::string &err);
   uint8_t *data(const Slot &s) { return persistent_.data() + s.offset; }
@@ -163,6 +173,10 @@ private:
   /// tgx_set_all_reduce of the artifact's support code (absent in
   /// artifacts built before collectives existed).
   void (*setAllReduce_)(void (*)(void *, float *, int64_t), void *) = nullptr;
+  /// tgx_set_sharded (ZeRO stage 1's collectives and the rank).
+  void (*setSharded_)(void (*)(void *, float *, int64_t),
+                      void (*)(void *, float *, int64_t), void *,
+                      int64_t) = nullptr;
   Communicator *comm_ = nullptr;
   /// A GPU backend running the entries instead of cpu.so (null: the CPU).
   std::unique_ptr<Device> device_;

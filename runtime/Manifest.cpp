@@ -66,6 +66,23 @@ bool parseSpec(const Json &j, const std::string &where, TensorSpec &out,
   // 2^40 elements is far above any host buffer; it keeps sizes in range.
   if (!shapeNumel(out.shape, out.numel, uint64_t(1) << 40))
     return fail(".shape", "too many elements");
+  out.fullShape.clear();
+  out.sharded = false;
+  if (const Json *full = jsonGet(j, "full_shape")) {
+    out.sharded = true;
+    uint64_t n = 0;
+    if (!full->is_array() || full->size() > 16 || out.shape.size() != 1)
+      return fail(".full_shape", "expected the dimensions of the tensor a "
+                                 "1-D shard belongs to");
+    for (const Json &d : *full) {
+      std::optional<int64_t> dim = jsonInt(d);
+      if (!dim || *dim < 0)
+        return fail(".full_shape", "dimensions must be non-negative integers");
+      out.fullShape.push_back(*dim);
+    }
+    if (!shapeNumel(out.fullShape, n, uint64_t(1) << 40))
+      return fail(".full_shape", "too many elements");
+  }
   out.name = name->get<std::string>();
   out.role = role->get<std::string>();
   return true;
@@ -132,6 +149,14 @@ bool Manifest::parse(std::string_view text, Manifest &out, std::string &err) {
     }
     m.ranks = *n;
   }
+  if (const Json *zero = jsonGet(doc, "zero")) {
+    std::optional<int64_t> n = jsonInt(*zero);
+    if (!n || (*n != 0 && *n != 1)) {
+      err = "manifest: zero: expected 0 or 1 (the ZeRO stage)";
+      return false;
+    }
+    m.zero = *n;
+  }
   const Json *entries = jsonGet(doc, "entries");
   if (!entries || !entries->is_object()) {
     err = "manifest: entries: expected an object";
@@ -186,10 +211,13 @@ const EntrySpec *Manifest::entry(std::string_view name) const {
 }
 
 static Json specJson(const TensorSpec &s) {
-  return Json{{"name", s.name},
-              {"role", s.role},
-              {"dtype", dtypeName(s.dtype)},
-              {"shape", s.shape}};
+  Json j{{"name", s.name},
+         {"role", s.role},
+         {"dtype", dtypeName(s.dtype)},
+         {"shape", s.shape}};
+  if (s.sharded)
+    j["full_shape"] = s.fullShape;
+  return j;
 }
 
 Json Manifest::describe() const {
@@ -197,6 +225,8 @@ Json Manifest::describe() const {
   out["model"] = model;
   if (ranks > 1)
     out["ranks"] = ranks;
+  if (zero)
+    out["zero"] = zero;
   Json params = Json::array(), state = Json::array(), inputs = Json::array(),
        outputs = Json::array(), entryJson = Json::object();
   std::set<std::string> seenState, seenInputs;

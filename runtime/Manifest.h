@@ -28,6 +28,10 @@ struct TensorSpec {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   uint64_t numel = 0;
+  /// ZeRO stage 1: set when this is one rank's flat shard (shape [s]) of a
+  /// tensor of this shape, which checkpoints hold whole.
+  std::vector<int64_t> fullShape;
+  bool sharded = false;
   size_t byteSize() const { return numel * dtypeSize(dtype); }
   /// "x: f32[128,784]".
   std::string str() const;
@@ -51,6 +55,8 @@ struct Manifest {
   std::string model;
   /// Processes a data-parallel train_step averages over (1: one process).
   int64_t ranks = 1;
+  /// ZeRO stage (1: optimizer state sharded over the ranks; 0: replicated).
+  int64_t zero = 0;
   std::vector<EntrySpec> entries;
   Json memory; ///< optional memory plan, kept as written
   Json raw;    ///< the whole document

@@ -106,6 +106,10 @@ mlir::tg::buildManifest(ModuleOp module, const llvm::json::Object *memory) {
                               {"role", roleName(attrs, isArg)},
                               {"dtype", dtype},
                               {"shape", std::move(shape)}};
+      // ZeRO stage 1: one rank's shard; checkpoints hold the whole tensor.
+      if (auto full = attrs ? attrs.getAs<DenseI64ArrayAttr>(attr::shardOf)
+                            : DenseI64ArrayAttr())
+        desc["full_shape"] = llvm::json::Array(full.asArrayRef());
       // The runtime checks the data against these before a step: an index
       // out of range would train silently with a loss of 0.
       if (isArg && isa<IntegerType>(tensor.getElementType()) && !fn.isExternal()) {
@@ -151,6 +155,9 @@ mlir::tg::buildManifest(ModuleOp module, const llvm::json::Object *memory) {
   if (auto ranks = dialect(module->getContext()).getRanksAttrHelper().getAttr(
           module))
     manifest["ranks"] = ranks.getInt();
+  if (auto zero = dialect(module->getContext()).getZeroAttrHelper().getAttr(
+          module))
+    manifest["zero"] = zero.getInt();
   if (memory)
     manifest["memory"] = llvm::json::Object(*memory);
   return manifest;

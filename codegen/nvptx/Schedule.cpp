@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/nvptx/Schedule.h"
+#include "codegen/nvptx/Passes.h"
 #include "codegen/nvptx/Toolchain.h"
 
 #include "dialects/TGDialect.h"
@@ -35,6 +36,10 @@ namespace tg::nvptx {
 LogicalResult prepareGpuModule(ModuleOp module, ArrayRef<StringRef> entries) {
   PassManager pm(module.getContext());
   pm.addPass(mlir::tg::createFusePass());
+  // The tensor-core GEMMs' tile configurations, per target (both: the
+  // lowering reads the one of the target it builds for), as attributes the
+  // schedule's lowering reads (tg-configure-gemms).
+  pm.addPass(createConfigureGemmsPass());
   if (failed(pm.run(module)))
     return failure();
   // Every entry point gets its own plan (tgc plans train_step and eval for

@@ -173,6 +173,14 @@ private:
           return failed(results) ? failure() : bind(op, *results);
         })
         .Case([&](tg::AllReduceOp r) { return runAllReduce(r, operands); })
+        .Case([&](tg::ReduceScatterOp r) {
+          return runReduceScatter(r, operands);
+        })
+        .Case([&](tg::AllGatherOp g) { return runAllGather(g, operands); })
+        .Case([&](tg::ShardOp s) {
+          return bind(op, SmallVector<Tensor>{
+                              shardZero(operands[0], s.getType(), 1.0)});
+        })
         .Default([&](Operation *) -> LogicalResult {
           if (internal::MultiResult r = internal::evalAttention(op, operands))
             return failed(*r) ? failure() : bind(op, **r);
@@ -198,6 +206,47 @@ private:
       for (Tensor &t : results)
         for (double &v : t.data)
           v *= static_cast<double>(op.getRanks());
+    return bind(op, results);
+  }
+
+  /// Rank 0's flat shard of `t` (of `shard`'s type), scaled: elements
+  /// [0, s) of `t` read flat, zeros past its end.
+  static Tensor shardZero(const Tensor &t, RankedTensorType shard,
+                          double scale) {
+    Tensor out = t;
+    out.shape.assign(shard.getShape().begin(), shard.getShape().end());
+    out.data.resize(shard.getNumElements(), 0.0);
+    for (double &v : out.data)
+      v *= scale;
+    return out;
+  }
+
+  /// tg.reduce_scatter on one process, which is rank 0 and where every
+  /// rank holds the same values: shard 0 of each operand, times `ranks`
+  /// for a sum.
+  LogicalResult runReduceScatter(tg::ReduceScatterOp op,
+                                 ArrayRef<Tensor> operands) {
+    double scale =
+        op.getOp() == "sum" ? static_cast<double>(op.getRanks()) : 1.0;
+    SmallVector<Tensor> results;
+    for (auto [t, type] : llvm::zip(operands, op.getResultTypes()))
+      results.push_back(shardZero(t, cast<RankedTensorType>(type), scale));
+    return bind(op, results);
+  }
+
+  /// tg.all_gather on one process: every rank holds this shard, so the
+  /// result repeats it.
+  LogicalResult runAllGather(tg::AllGatherOp op, ArrayRef<Tensor> operands) {
+    SmallVector<Tensor> results;
+    for (auto [t, type] : llvm::zip(operands, op.getResultTypes())) {
+      auto full = cast<RankedTensorType>(type);
+      Tensor out = t;
+      out.shape.assign(full.getShape().begin(), full.getShape().end());
+      out.data.resize(full.getNumElements());
+      for (size_t i = t.data.size(); i < out.data.size(); ++i)
+        out.data[i] = t.data[i % t.data.size()];
+      results.push_back(std::move(out));
+    }
     return bind(op, results);
   }
 

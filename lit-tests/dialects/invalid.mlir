@@ -750,3 +750,71 @@ func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
   %0 = tg.matmul %a, %a {tg.tile_configs = [{bm = 64}]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
   return %0 : tensor<64x64xbf16>
 }
+// -----
+// expected-error @+1 {{'builtin.module' op 'tg.zero' must be 1 (ZeRO stage 1, the one implemented)}}
+module attributes {tg.zero = 3 : i64} {}
+// -----
+// expected-error @+1 {{'func.func' op argument #0: 'tg.shard_of' must be an i64 array of non-negative dimensions}}
+func.func @f(%a: tensor<4xf32> {tg.shard_of = array<i64: -1>}) {
+  return
+}
+// -----
+func.func @f() {
+  // expected-error @+1 {{'tg.reduce_scatter' op needs at least one tensor (a bucket is never empty)}}
+  "tg.reduce_scatter"() {op = "mean", ranks = 2 : i64} : () -> ()
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.reduce_scatter' op op must be "sum" or "mean", got "max"}}
+  %0 = tg.reduce_scatter %a {op = "max", ranks = 2 : i64} : tensor<4xf32> -> tensor<2xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.reduce_scatter' op ranks must be at least 1, got 0}}
+  %0 = tg.reduce_scatter %a {op = "mean", ranks = 0 : i64} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+// -----
+func.func @f() {
+  // expected-error @+1 {{'tg.all_gather' op needs at least one tensor (a bucket is never empty)}}
+  "tg.all_gather"() {ranks = 2 : i64} : () -> ()
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.all_gather' op ranks must be at least 1, got 0}}
+  %0 = tg.all_gather %a {ranks = 0 : i64} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.all_gather' op has 2 whole tensors but 1 shards; each tensor has one shard}}
+  %0:2 = "tg.all_gather"(%a) {ranks = 2 : i64} : (tensor<4xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.all_gather' op shard #0 is 'tensor<4xf32>' but one of 2 shards of 'tensor<3x3xf32>' is 'tensor<5xf32>'}}
+  %0 = tg.all_gather %a {ranks = 2 : i64} : tensor<4xf32> -> tensor<3x3xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.shard' op ranks must be at least 1, got 0}}
+  %0 = tg.shard %a {ranks = 0 : i64} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<9xf32>) {
+  // expected-error @+1 {{'tg.shard' op shard #0 is 'tensor<4xf32>' but one of 2 shards of 'tensor<9xf32>' is 'tensor<5xf32>'}}
+  %0 = tg.shard %a {ranks = 2 : i64} : tensor<9xf32> -> tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<9xf32>) {
+  // expected-error @+1 {{'tg.reduce_scatter' op shard #0 is 'tensor<9xf32>' but one of 3 shards of 'tensor<9xf32>' is 'tensor<3xf32>'}}
+  %0 = tg.reduce_scatter %a {op = "sum", ranks = 3 : i64} : tensor<9xf32> -> tensor<9xf32>
+  return
+}

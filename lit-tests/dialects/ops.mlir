@@ -220,3 +220,20 @@ func.func @attention(%q: tensor<2x4x8x16xbf16>, %a: tensor<1x2x3x4xf32>, %b: ten
   %dq, %dk, %dv = tg.attention_grad %o, %lse, %q, %q, %q, %o, %lse {causal, scale = 1.250000e-01 : f64} : tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32> -> tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>
   return
 }
+
+// Collectives (docs/data-parallel.md): shards are flat, ceil(n / ranks)
+// elements, so 255 elements over 2 ranks give 128 each.
+// CHECK-LABEL: func.func @collectives
+// CHECK-SAME: tensor<128xf32> {tg.shard_of = array<i64: 255>}
+// CHECK: tg.all_reduce %{{.+}}, %{{.+}} {op = "mean", ranks = 2 : i64} : tensor<4x8xf32>, tensor<255xf32>
+// CHECK-NEXT: %[[S:.+]]:2 = tg.reduce_scatter %{{.+}}, %{{.+}} {op = "mean", ranks = 2 : i64} : tensor<4x8xf32>, tensor<255xf32> -> tensor<16xf32>, tensor<128xf32>
+// CHECK-NEXT: %[[P:.+]] = tg.shard %{{.+}} {ranks = 2 : i64} : tensor<255xf32> -> tensor<128xf32>
+// CHECK-NEXT: tg.all_gather %[[S]]#0, %[[P]] {ranks = 2 : i64} : tensor<16xf32>, tensor<128xf32> -> tensor<4x8xf32>, tensor<255xf32>
+func.func @collectives(%a: tensor<4x8xf32>, %b: tensor<255xf32>,
+                       %s: tensor<128xf32> {tg.shard_of = array<i64: 255>}) -> (tensor<128xf32>, tensor<4x8xf32>) {
+  %r:2 = tg.all_reduce %a, %b {op = "mean", ranks = 2 : i64} : tensor<4x8xf32>, tensor<255xf32>
+  %sh:2 = tg.reduce_scatter %a, %b {op = "mean", ranks = 2 : i64} : tensor<4x8xf32>, tensor<255xf32> -> tensor<16xf32>, tensor<128xf32>
+  %p = tg.shard %b {ranks = 2 : i64} : tensor<255xf32> -> tensor<128xf32>
+  %g:2 = tg.all_gather %sh#0, %p {ranks = 2 : i64} : tensor<16xf32>, tensor<128xf32> -> tensor<4x8xf32>, tensor<255xf32>
+  return %sh#1, %g#0 : tensor<128xf32>, tensor<4x8xf32>
+}

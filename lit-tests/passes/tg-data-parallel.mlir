@@ -1,6 +1,9 @@
 // RUN: tg-opt %s --split-input-file --tg-build-train-step --tg-data-parallel="ranks=4 bucket-bytes=16" --verify-diagnostics | FileCheck %s
 // RUN: tg-opt %s --split-input-file --tg-build-train-step --tg-data-parallel="ranks=1" | FileCheck %s --check-prefix=ONE
 // RUN: tg-opt %s --split-input-file --tg-build-train-step --tg-data-parallel="ranks=2" | FileCheck %s --check-prefix=BIG
+// RUN: tg-opt %s --split-input-file --tg-build-train-step --tg-data-parallel="ranks=2 bucket-bytes=16 zero=1" | FileCheck %s --check-prefix=ZERO
+// RUN: not tg-opt %s --split-input-file --tg-build-train-step --tg-data-parallel="ranks=2 zero=2" 2>&1 | FileCheck %s --check-prefix=STAGE
+// STAGE: error: tg-data-parallel: zero must be 0 or 1 (ZeRO stage 1 shards the optimizer state), got 2
 
 // Without accumulation: right after the gradient call, the loss, then the
 // gradients in backward order (b, then w) in buckets of 16 bytes: b (8
@@ -17,6 +20,21 @@
 // ONE-NOT: tg.all_reduce
 // BIG: tg.all_reduce %{{.+}} : tensor<f32>
 // BIG-NEXT: tg.all_reduce %{{.+}}, %{{.+}} {op = "mean", ranks = 2 : i64} : tensor<2xf32>, tensor<3xf32>
+// ZeRO stage 1 (zero=1): the gradients are reduce-scattered instead, each
+// rank updates its shards of w (3 elements: 2 per rank, rank 1's last one
+// padding) and b, and the updated shards are gathered.
+// ZERO: module attributes {{{.*}}tg.zero = 1 : i64
+// ZERO-LABEL: func.func @train_step
+// ZERO: %[[R:.+]]:3 = call @forward_grad
+// ZERO-NEXT: tg.all_reduce %[[R]]#0 {op = "mean", ranks = 2 : i64} : tensor<f32>
+// ZERO-NEXT: %[[G:.+]]:2 = tg.reduce_scatter %[[R]]#2, %[[R]]#1 {op = "mean", ranks = 2 : i64} : tensor<2xf32>, tensor<3xf32> -> tensor<1xf32>, tensor<2xf32>
+// ZERO-NEXT: %[[W:.+]] = tg.shard %arg0 {ranks = 2 : i64} : tensor<3xf32> -> tensor<2xf32>
+// ZERO-NEXT: tg.shard %arg1 {ranks = 2 : i64} : tensor<2xf32> -> tensor<1xf32>
+// ZERO: %[[STEP:.+]] = tg.mul %{{.+}}, %[[G]]#1 : tensor<f32>, tensor<2xf32>
+// ZERO-NEXT: %[[NW:.+]] = tg.sub %[[W]], %[[STEP]] : tensor<2xf32>
+// ZERO-NOT: tg.all_reduce
+// ZERO: %[[P:.+]]:2 = tg.all_gather %[[NW]], %{{.+}} {ranks = 2 : i64} : tensor<2xf32>, tensor<1xf32> -> tensor<3xf32>, tensor<2xf32>
+// ZERO-NEXT: return %{{.+}}, %[[P]]#0, %[[P]]#1
 module attributes {tg.train = {optimizer = {kind = "sgd", lr = 0.1 : f64, weight_decay = 0.0 : f64}, schedule = {kind = "constant"}}} {
 func.func @forward(%x: tensor<4x3xf32> {tg.name = "x", tg.role = #tg.role<input>},
                    %w: tensor<3xf32> {tg.name = "w", tg.role = #tg.role<param>, tg.init = #tg.init<zeros>},
@@ -43,7 +61,51 @@ func.func @forward(%x: tensor<4x3xf32> {tg.name = "x", tg.role = #tg.role<input>
 // CHECK-NEXT: tg.all_reduce %[[ACC]]#2, %[[ACC]]#1 {op = "mean", ranks = 4 : i64}
 // CHECK-NOT: tg.all_reduce
 // CHECK: tg.div %[[L]]
+// ZERO-LABEL: func.func @train_step
+// ZERO: %[[ACC:.+]]:3 = scf.for
+// ZERO: scf.yield
+// ZERO-NEXT: }
+// ZERO-NEXT: tg.all_reduce %[[ACC]]#0 {op = "mean", ranks = 2 : i64}
+// ZERO-NEXT: %[[G:.+]]:2 = tg.reduce_scatter %[[ACC]]#2, %[[ACC]]#1 {op = "mean", ranks = 2 : i64}
+// The mean over the micro-batches divides the shard.
+// ZERO: tg.div %[[G]]#1, %{{.+}} : tensor<2xf32>, tensor<f32>
+// ZERO: tg.all_gather
 module attributes {tg.train = {accumulate = 2 : i64, optimizer = {kind = "sgd", lr = 0.1 : f64, weight_decay = 0.0 : f64}, schedule = {kind = "constant"}}} {
+func.func @forward(%x: tensor<4x3xf32> {tg.name = "x", tg.role = #tg.role<input>},
+                   %w: tensor<3xf32> {tg.name = "w", tg.role = #tg.role<param>, tg.init = #tg.init<zeros>},
+                   %b: tensor<2xf32> {tg.name = "b", tg.role = #tg.role<param>, tg.init = #tg.init<zeros>})
+    -> (tensor<f32> {tg.role = #tg.role<loss>}) {
+  %0 = tg.mul %x, %w : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  %1 = tg.mean %0 axes = [0, 1] : tensor<4x3xf32> -> tensor<f32>
+  %2 = tg.sum %b axes = [0] : tensor<2xf32> -> tensor<f32>
+  %3 = tg.add %1, %2 : tensor<f32>, tensor<f32> -> tensor<f32>
+  return %3 : tensor<f32>
+}
+}
+
+// -----
+
+// ZeRO stage 1 with AdamW and clipping (ZERO only): the state arguments
+// and results are shards (3 elements over 2 ranks: 2 each, one of padding
+// on rank 1), the clipping norm sums the ranks' partial sums of squares,
+// and @init returns zero shards.
+// ZERO-LABEL: func.func @train_step
+// ZERO-SAME: %arg2: tensor<2xf32> {tg.name = "w.exp_avg", tg.role = #tg.role<state>, tg.shard_of = array<i64: 3>}
+// ZERO-SAME: %arg3: tensor<1xf32> {tg.name = "b.exp_avg", tg.role = #tg.role<state>, tg.shard_of = array<i64: 2>}
+// ZERO-SAME: -> (
+// ZERO-SAME: tensor<2xf32> {tg.name = "w.exp_avg", tg.role = #tg.role<state>, tg.shard_of = array<i64: 3>}
+// ZERO: %[[G:.+]]:2 = tg.reduce_scatter
+// ZERO: %[[SQ:.+]] = tg.mul %[[G]]#1, %[[G]]#1 : tensor<2xf32>, tensor<2xf32>
+// ZERO: %[[PART:.+]] = tg.add
+// ZERO-NEXT: %[[TOTAL:.+]] = tg.all_reduce %[[PART]] {op = "sum", ranks = 2 : i64} : tensor<f32>
+// ZERO-NEXT: tg.sqrt %[[TOTAL]]
+// ZERO: tg.mul %{{.+}}, %arg2 : tensor<f32>, tensor<2xf32>
+// ZERO: tg.all_gather
+// ZERO-LABEL: func.func @init
+// ZERO-SAME: tensor<2xf32> {tg.name = "w.exp_avg", tg.role = #tg.role<state>, tg.shard_of = array<i64: 3>}
+// ZERO-DAG: tg.constant dense<0.000000e+00> : tensor<2xf32>
+// ZERO-DAG: tg.constant dense<0.000000e+00> : tensor<1xf32>
+module attributes {tg.train = {optimizer = {kind = "adamw", lr = 0.1 : f64, weight_decay = 0.01 : f64}, clip_grad_norm = 1.0 : f64, schedule = {kind = "constant"}}} {
 func.func @forward(%x: tensor<4x3xf32> {tg.name = "x", tg.role = #tg.role<input>},
                    %w: tensor<3xf32> {tg.name = "w", tg.role = #tg.role<param>, tg.init = #tg.init<zeros>},
                    %b: tensor<2xf32> {tg.name = "b", tg.role = #tg.role<param>, tg.init = #tg.init<zeros>})

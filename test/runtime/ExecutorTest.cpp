@@ -434,3 +434,53 @@ TEST_CASE("executor: data-parallel manifests and communicators",
   CHECK(err == "t.tgx: cpu.so has no symbol 'tgx_set_all_reduce' for the "
                "collectives of its 2 ranks");
 }
+
+TEST_CASE("communicator: ZeRO's reduce-scatter and all-gather over a sum",
+          "[runtime][comm]") {
+  // Rank 1 of 2, whose peer (rank 0) holds `peer`: the sum adds it.
+  struct PeerComm final : Communicator {
+    std::vector<float> peer;
+    int rank() const override { return 1; }
+    int size() const override { return 2; }
+    void allReduceSum(float *data, int64_t n) override {
+      REQUIRE(int64_t(peer.size()) == n);
+      for (int64_t i = 0; i < n; ++i)
+        data[i] += peer[i];
+    }
+  } comm;
+  // Rows of 2 floats per rank: rank 1 keeps the sum of row 1.
+  std::vector<float> rows{1, 2, 3, 4};
+  comm.peer = {10, 20, 30, 40};
+  comm.reduceScatterSum(rows.data(), 2);
+  CHECK(rows[0] == 33);
+  CHECK(rows[1] == 44);
+  // Rank 1 owns row 1; the peer's row 0 arrives, whatever was there.
+  std::vector<float> gathered{-7, -7, 5, 6};
+  comm.peer = {1, 2, 0, 0};
+  comm.allGather(gathered.data(), 2);
+  CHECK(gathered == std::vector<float>{1, 2, 5, 6});
+}
+
+TEST_CASE("executor: ZeRO manifests", "[runtime][executor]") {
+  std::string err;
+  auto withZero = [](const std::string &zero) {
+    std::string m = tinyManifest();
+    m.replace(m.find("\"entries\""), 9, "\"zero\": " + zero + ", \"entries\"");
+    return m;
+  };
+  for (const char *bad : {"2", "-1", "\"one\""}) {
+    auto a = Artifact::fromBytes(tinyArtifact(withZero(bad)), "t.tgx", err);
+    REQUIRE(a);
+    CHECK_FALSE(Executor::load(*a, err));
+    CHECK(err == "t.tgx: manifest: zero: expected 0 or 1 (the ZeRO stage)");
+  }
+  // full_shape belongs to a 1-D shard.
+  std::string m = tinyManifest();
+  size_t shape = m.find("\"shape\"");
+  REQUIRE(shape != std::string::npos);
+  m.insert(shape, "\"full_shape\": [2, 2], ");
+  auto a = Artifact::fromBytes(tinyArtifact(m), "t.tgx", err);
+  REQUIRE(a);
+  CHECK_FALSE(Executor::load(*a, err));
+  CHECK(err.find("full_shape") != std::string::npos);
+}

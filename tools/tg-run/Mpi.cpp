@@ -1,6 +1,7 @@
 //===- Mpi.cpp - tg-run's MPI communicator ----------------------*- C++ -*-===//
 //
-// See Mpi.h. Gradient buckets are summed with MPI_Iallreduce, polled with
+// See Mpi.h. Gradient buckets are summed with MPI_Iallreduce (ZeRO's with
+// MPI_Ireduce_scatter_block and MPI_Iallgather), polled with
 // MPI_Test and a short sleep, so that a rank that died (its peers would
 // block in MPI_Allreduce forever if the launcher did not notice) turns into
 // one error line after the timeout, and so that waiting ranks leave the
@@ -41,12 +42,39 @@ public:
       if (MPI_Iallreduce(MPI_IN_PLACE, data + done, count, MPI_FLOAT, MPI_SUM,
                          MPI_COMM_WORLD, &request) != MPI_SUCCESS)
         fail("MPI_Iallreduce failed");
-      wait(request);
+      wait(request, "all_reduce");
     }
   }
 
+  void reduceScatterSum(float *data, int64_t block) override {
+    MPI_Request request;
+    if (MPI_Ireduce_scatter_block(MPI_IN_PLACE, data, mpiCount(block),
+                                  MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                  &request) != MPI_SUCCESS)
+      fail("MPI_Ireduce_scatter_block failed");
+    wait(request, "reduce_scatter");
+  }
+
+  void allGather(float *data, int64_t block) override {
+    MPI_Request request;
+    if (MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data,
+                       mpiCount(block), MPI_FLOAT, MPI_COMM_WORLD,
+                       &request) != MPI_SUCCESS)
+      fail("MPI_Iallgather failed");
+    wait(request, "all_gather");
+  }
+
 private:
-  void wait(MPI_Request &request) {
+  /// A rank's block as an MPI count (an int). A ZeRO bucket is one block
+  /// per rank of about bucket-bytes / ranks, far below 2^31 floats.
+  int mpiCount(int64_t block) {
+    if (block > int64_t(1) << 30)
+      fail("a ZeRO bucket's block of each rank exceeds 2^30 floats; "
+           "compile with a smaller tgc --bucket-size");
+    return static_cast<int>(block);
+  }
+
+  void wait(MPI_Request &request, const char *what) {
     auto start = std::chrono::steady_clock::now();
     for (int spins = 0;; ++spins) {
       int done = 0;
@@ -73,8 +101,8 @@ private:
           char msg[160];
           std::snprintf(msg, sizeof msg,
                         "no answer from the other ranks for %.0f s in "
-                        "all_reduce (a rank died or hangs)",
-                        gTimeout);
+                        "%s (a rank died or hangs)",
+                        gTimeout, what);
           fail(msg);
         }
       }

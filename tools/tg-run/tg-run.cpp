@@ -331,7 +331,7 @@ int finish(const TrainResult &r) {
   return 0;
 }
 
-TrainOptions trainOptions(const Options &o) {
+TrainOptions trainOptions(const Options &o, const Executor &ex) {
   TrainOptions t;
   t.epochs = o.epochs;
   t.batchLimit = o.batchLimit;
@@ -345,9 +345,12 @@ TrainOptions trainOptions(const Options &o) {
   t.stop = &gStop;
   t.ranks = gComm ? gComm->size() : 1;
   if (!isRoot()) {
-    // The replicas are identical: rank 0 alone reports and writes.
+    // The replicas are identical: rank 0 alone reports and writes. With
+    // sharded optimizer state (ZeRO) every rank saves: the checkpoint
+    // gathers the shards, and Executor::saveCheckpoint writes on rank 0.
     t.out = nullptr;
-    t.save.clear();
+    if (!ex.manifest().zero)
+      t.save.clear();
     t.metrics.clear();
   }
   return t;
@@ -384,7 +387,7 @@ int train(const Options &o) {
     die(o.model + ": the model has no entry point 'train_step'");
   DataSource data;
   std::string err;
-  Trainer trainer(*ex, trainOptions(o));
+  Trainer trainer(*ex, trainOptions(o, *ex));
   if (!openDataSource(o.data, o.dataDir, *ex, data, err) || !trainer.start(err))
     die(err);
   if (gComm)
@@ -425,7 +428,7 @@ int crossCheck(const Options &o) {
   std::unique_ptr<Artifact> artifact;
   auto ex = loadModel(o, artifact);
   std::string err;
-  TrainOptions options = trainOptions(o);
+  TrainOptions options = trainOptions(o, *ex);
   options.resume = o.load;
   Trainer trainer(*ex, options);
   if (!trainer.start(err))

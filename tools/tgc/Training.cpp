@@ -56,11 +56,12 @@ std::optional<int64_t> tgc::parseByteSize(llvm::StringRef text) {
 /// --ranks and --bucket-bytes: every training build of this tgc run is
 /// data-parallel alike, so the memory plan and the budget fit see the
 /// collectives the artifact runs.
-static int64_t dpRanks = 1, dpBucketBytes = 25 * 1024 * 1024;
+static int64_t dpRanks = 1, dpBucketBytes = 25 * 1024 * 1024, dpZero = 0;
 
-void tgc::setDataParallel(int64_t ranks, int64_t bucketBytes) {
+void tgc::setDataParallel(int64_t ranks, int64_t bucketBytes, int64_t zero) {
   dpRanks = ranks;
   dpBucketBytes = bucketBytes;
+  dpZero = zero;
 }
 
 bool tgc::buildTraining(ModuleOp module, bool remat, bool fuse) {
@@ -69,6 +70,7 @@ bool tgc::buildTraining(ModuleOp module, bool remat, bool fuse) {
   options.rematerialize = remat;
   options.ranks = dpRanks;
   options.bucketBytes = dpBucketBytes;
+  options.zero = dpZero;
   // What is planned and reported is what the backend runs: the composite
   // ops' intermediates are buffers of the plan, not hidden scratch.
   options.decompose = true;
@@ -277,6 +279,7 @@ static tg::BudgetFitAttr runFit(ModuleOp module, int64_t budget,
   options.mustFit = false;
   options.ranks = dpRanks;
   options.bucketBytes = dpBucketBytes;
+  options.zero = dpZero;
   pm.addPass(tg::createFitBudgetPass(options));
   if (failed(pm.run(module)))
     return nullptr;

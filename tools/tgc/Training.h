@@ -32,8 +32,9 @@ using CompileFn = std::function<mlir::OwningOpRef<mlir::ModuleOp>(
     const std::vector<std::pair<std::string, std::string>> &extraDefines)>;
 
 /// Makes every later buildTraining data-parallel over `ranks` processes,
-/// with gradient buckets of `bucketBytes` (tg-data-parallel).
-void setDataParallel(int64_t ranks, int64_t bucketBytes);
+/// with gradient buckets of `bucketBytes` (tg-data-parallel), and with the
+/// optimizer state sharded over the ranks when `zero` is 1 (ZeRO stage 1).
+void setDataParallel(int64_t ranks, int64_t bucketBytes, int64_t zero);
 
 /// Runs the training pipeline on `module` (in place), rematerializing
 /// activations if `remat` and grouping kernels (tg-fuse) if `fuse`; false

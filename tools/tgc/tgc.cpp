@@ -115,6 +115,11 @@ struct DriverOptions {
                "launch schedules, the fat binary and the sm_80 PTX"),
       cl::value_desc("LIST"), cl::init("cpu"), cl::cat(tgcCategory)};
   tgc::Targets targets;
+  cl::opt<int64_t> zero{
+      "zero",
+      cl::desc("with --ranks N: 1 shards the optimizer state over the ranks "
+               "(ZeRO stage 1: each rank keeps and updates 1/N of it)"),
+      cl::value_desc("STAGE"), cl::init(0), cl::cat(tgcCategory)};
   cl::opt<bool> debugInfo{"mlir-print-debuginfo",
                           cl::desc("print source locations in the IR"),
                           cl::cat(tgcCategory)};
@@ -356,7 +361,19 @@ int main(int argc, char **argv) {
                  << "\n";
     return 1;
   }
-  tgc::setDataParallel(opts.ranks, *bucketBytes);
+  if (opts.zero != 0 && opts.zero != 1) {
+    llvm::errs() << "tgc: error: --zero must be 0 or 1 (ZeRO stage 1 shards "
+                    "the optimizer state), got "
+                 << opts.zero << "\n";
+    return 1;
+  }
+  if (opts.zero == 1 && opts.ranks == 1) {
+    llvm::errs() << "tgc: error: --zero 1 shards the optimizer state over "
+                    "the ranks of a data-parallel job; give --ranks N with "
+                    "N > 1\n";
+    return 1;
+  }
+  tgc::setDataParallel(opts.ranks, *bucketBytes, opts.zero);
 
   // Training actions plan the step, and a budget may change the batch.
   bool training = opts.emit == Emit::Train ||

@@ -78,6 +78,34 @@ void tgx_all_reduce_f32(float *data, int64_t n, float scale) {
     for (int64_t i = 0; i < n; ++i)
       data[i] *= scale;
 }
+/* ZeRO stage 1 (tg.reduce_scatter, tg.all_gather, tg.shard): `data` holds
+   one row of `block` floats per rank. reduce_scatter leaves row r's sum
+   over the ranks in data[0..block) on rank r; all_gather fills every row
+   from the rank that owns it. Installed with tgx_set_sharded; without it
+   (a single process, rank 0) row 0 is already the sum and the only row. */
+typedef void (*tgx_rows_fn)(void *context, float *data, int64_t block);
+static tgx_rows_fn tgx_comm_reduce_scatter, tgx_comm_all_gather;
+static void *tgx_rows_context;
+static int64_t tgx_comm_rank;
+void tgx_set_sharded(tgx_rows_fn reduce_scatter, tgx_rows_fn all_gather,
+                     void *context, int64_t rank) {
+  tgx_comm_reduce_scatter = reduce_scatter;
+  tgx_comm_all_gather = all_gather;
+  tgx_rows_context = context;
+  tgx_comm_rank = rank;
+}
+int64_t tgx_rank(void) { return tgx_comm_rank; }
+void tgx_reduce_scatter_f32(float *data, int64_t block, float scale) {
+  if (tgx_comm_reduce_scatter)
+    tgx_comm_reduce_scatter(tgx_rows_context, data, block);
+  if (scale != 1.0f)
+    for (int64_t i = 0; i < block; ++i)
+      data[i] *= scale;
+}
+void tgx_all_gather_f32(float *data, int64_t block) {
+  if (tgx_comm_all_gather)
+    tgx_comm_all_gather(tgx_rows_context, data, block);
+}
 typedef struct { int64_t rank; void *descriptor; } tgx_unranked_memref;
 void memrefCopy(int64_t elemSize, tgx_unranked_memref *src,
                 tgx_unranked_memref *dst) {
