@@ -9,6 +9,7 @@
 // rounds where the group's types round. Refusals name the op and reason.
 //
 //===----------------------------------------------------------------------===//
+#include "SimtTestUtil.h"
 #include "GemmEmulator.h"
 
 #ifdef TG_HAVE_PTX_EMULATOR
@@ -91,17 +92,7 @@ std::string checkAssembles(const Lowered &l, Target t) {
   REQUIRE(ok);
   CHECK(ptx.find(t == Target::SM80 ? "mma.sync.aligned.m16n8k16"
                                    : "wgmma.mma_async") != std::string::npos);
-  if (!haveCudaTool("ptxas")) {
-    WARN("SKIPPED: no ptxas at " << cudaHome() << "/bin; PTX not assembled");
-    return ptx;
-  }
-  PtxasReport r = assemblePtx(ptx, toString(t));
-  INFO(r.log);
-  REQUIRE(r.ok);
-  CHECK(r.spillStores == 0);
-  CHECK(r.spillLoads == 0);
-  CHECK(r.stackFrame == 0);
-  CHECK(r.perfWarnings.empty());
+  tgtest::checkPtxAssembles(ptx, t);
   return ptx;
 }
 

@@ -115,45 +115,37 @@ std::string lowerAll(tgtest::SimtContext &c, const std::string &ir, Target t,
 }
 
 void assemble(const std::string &ptx, Target t) {
-  if (!haveCudaTool("ptxas")) {
-    WARN("SKIPPED: no ptxas at " << cudaHome() << "/bin; PTX not assembled");
-    return;
-  }
-  PtxasReport r = assemblePtx(ptx, toString(t));
-  INFO(r.log);
-  REQUIRE(r.ok);
-  CHECK(r.spillStores == 0);
-  CHECK(r.spillLoads == 0);
-  CHECK(r.stackFrame == 0);
-  CHECK(r.perfWarnings.empty());
+  tgtest::checkPtxAssembles(ptx, t);
+}
+
+/// The example models (small sizes) whose elementwise and optimizer groups
+/// the tests compile; `bertPrecision` is the tiny BERT's.
+struct ExampleCase {
+  const char *model, *defines, *precision;
+};
+std::vector<ExampleCase> exampleCases(const char *bertPrecision) {
+  const char *gpt1 = "-D layers=1 -D d_model=32 -D heads=2 -D seq=16 "
+                     "-D vocab=64 -D batch=2 -D accumulate=1";
+  return {{"mlp.tg", "-D batch=8 -D hidden=32", "fp32"},
+          {"mlp.tg", "-D batch=8 -D hidden=32", "bf16"},
+          {"gpt.tg",
+           "-D layers=12 -D d_model=32 -D heads=2 -D seq=16 -D vocab=64 "
+           "-D batch=2 -D accumulate=1",
+           "fp32"},
+          {"gpt.tg", gpt1, "fp32"},
+          {"gpt.tg", gpt1, "bf16"},
+          {"cnn.tg", "-D batch=4 -D c1=2 -D c2=4", "fp32"},
+          {"bert_large.tg",
+           "-D vocab=64 -D positions=16 -D d_model=32 -D layers=1 -D heads=2 "
+           "-D ff=64 -D batch=2 -D seq=8",
+           bertPrecision}};
 }
 
 } // namespace
 
 TEST_CASE("elementwise and optimizer kernels of the examples assemble",
           "[nvptx][simt]") {
-  struct Case {
-    const char *model, *defines, *precision;
-  };
-  for (Case k : {Case{"mlp.tg", "-D batch=8 -D hidden=32", "fp32"},
-                 Case{"mlp.tg", "-D batch=8 -D hidden=32", "bf16"},
-                 Case{"gpt.tg",
-                      "-D layers=12 -D d_model=32 -D heads=2 -D seq=16 "
-                      "-D vocab=64 -D batch=2 -D accumulate=1",
-                      "fp32"},
-                 Case{"gpt.tg",
-                      "-D layers=1 -D d_model=32 -D heads=2 -D seq=16 "
-                      "-D vocab=64 -D batch=2 -D accumulate=1",
-                      "fp32"},
-                 Case{"gpt.tg",
-                      "-D layers=1 -D d_model=32 -D heads=2 -D seq=16 "
-                      "-D vocab=64 -D batch=2 -D accumulate=1",
-                      "bf16"},
-                 Case{"cnn.tg", "-D batch=4 -D c1=2 -D c2=4", "fp32"},
-                 Case{"bert_large.tg",
-                      "-D vocab=64 -D positions=16 -D d_model=32 -D layers=1 "
-                      "-D heads=2 -D ff=64 -D batch=2 -D seq=8",
-                      "bf16"}}) {
+  for (const ExampleCase &k : exampleCases("bf16")) {
     INFO(k.model << " " << k.precision);
     std::string ir = plannedIR(k.model, k.defines, k.precision);
     REQUIRE(!ir.empty());
@@ -208,28 +200,7 @@ TEST_CASE("the examples' elementwise and optimizer groups match the "
   // Chains of f32 ops round where the reference rounds (each op's result
   // type), so they differ only by the libm-free functions' few ulp, grown
   // along the chain: tolerances are 4x the single op's (EmuHarness.cpp).
-  struct Case {
-    const char *model, *defines, *precision;
-  };
-  for (Case k : {Case{"mlp.tg", "-D batch=8 -D hidden=32", "fp32"},
-                 Case{"mlp.tg", "-D batch=8 -D hidden=32", "bf16"},
-                 Case{"gpt.tg",
-                      "-D layers=12 -D d_model=32 -D heads=2 -D seq=16 "
-                      "-D vocab=64 -D batch=2 -D accumulate=1",
-                      "fp32"},
-                 Case{"gpt.tg",
-                      "-D layers=1 -D d_model=32 -D heads=2 -D seq=16 "
-                      "-D vocab=64 -D batch=2 -D accumulate=1",
-                      "fp32"},
-                 Case{"gpt.tg",
-                      "-D layers=1 -D d_model=32 -D heads=2 -D seq=16 "
-                      "-D vocab=64 -D batch=2 -D accumulate=1",
-                      "bf16"},
-                 Case{"cnn.tg", "-D batch=4 -D c1=2 -D c2=4", "fp32"},
-                 Case{"bert_large.tg",
-                      "-D vocab=64 -D positions=16 -D d_model=32 -D layers=1 "
-                      "-D heads=2 -D ff=64 -D batch=2 -D seq=8",
-                      "fp32"}}) {
+  for (const ExampleCase &k : exampleCases("fp32")) {
     std::string ir = plannedIR(k.model, k.defines, k.precision);
     REQUIRE(!ir.empty());
     tgtest::SimtContext c;

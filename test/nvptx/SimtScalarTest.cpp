@@ -161,17 +161,7 @@ TEST_CASE("every elementwise op has scalar code that assembles",
     // The libm-free math: no call survives into PTX.
     CHECK(ptx.find("call.uni") == std::string::npos);
     CHECK(ptx.find("ex2.approx") != std::string::npos);
-    if (!haveCudaTool("ptxas")) {
-      WARN("SKIPPED: no ptxas at " << cudaHome() << "/bin; PTX not assembled");
-      continue;
-    }
-    PtxasReport r = assemblePtx(ptx, toString(t));
-    INFO(r.log);
-    REQUIRE(r.ok);
-    CHECK(r.spillStores == 0);
-    CHECK(r.spillLoads == 0);
-    CHECK(r.stackFrame == 0);
-    CHECK(r.perfWarnings.empty());
+    tgtest::checkPtxAssembles(ptx, t);
   }
 }
 
