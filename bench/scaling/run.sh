@@ -6,13 +6,19 @@
 #   params-train   tgc --emit=train     of N parameters (params.tg)
 #   params-report  tgc --report=memory  of N parameters
 #   chain-O0       tgc -O0 -o x.tgx     of a chain of N relus (chain.tg)
+#   plan           tg-opt --tg-plan-memory on the training step of N
+#                  parameters (the planner alone: its schedule and offsets)
+#   bert-train     tgc --emit=train examples/bert_large.tg -D layers=N (the
+#                  model of issue 12's 70 s "hang": the budget fit plans
+#                  and lowers the step's scratch for each candidate)
 #
 # Each case runs under /usr/bin/time: wall seconds, CPU seconds (user +
 # system: what the compile itself cost, the better number on a loaded
 # machine) and peak resident MiB. Each case ends with the ratio of its last
 # to its first N in CPU time and the exponent k of time ~ N^k between them
 # (1 is linear, 2 quadratic). Environment: PARAM_NS (default
-# "500 1000 2000 4000 8000"), CHAIN_NS (default "1000 2000"; empty skips).
+# "500 1000 2000 4000 8000"), CHAIN_NS (default "1000 2000"), PLAN_NS
+# (default "2000 16000"), LAYER_NS (default "2 8"); an empty list skips.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -20,17 +26,20 @@ build=${1:-$root/build}
 out=${2:-$root/bench/results/scaling-$(date -u +%Y-%m-%d).md}
 param_ns=${PARAM_NS-"500 1000 2000 4000 8000"}
 chain_ns=${CHAIN_NS-"1000 2000"}
+plan_ns=${PLAN_NS-"2000 16000"}
+layer_ns=${LAYER_NS-"2 8"}
 tgc=$build/bin/tgc
+tgopt=$build/bin/tg-opt
 [ -x "$tgc" ] || { echo "run.sh: error: no $tgc (build first)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 rows=()
-# measure LABEL N ARGS...: one row "| LABEL | N | wall | cpu | MiB |".
+# measure LABEL N CMD...: one row "| LABEL | N | wall | cpu | MiB |" for CMD.
 measure() {
   local label=$1 n=$2
   shift 2
-  /usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$tgc" -D "n=$n" "$@" >/dev/null
+  /usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$@" >/dev/null
   read -r wall user sys kib <"$tmp/time"
   local cpu
   cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
@@ -49,13 +58,20 @@ fit() {
 }
 
 for n in $param_ns; do
-  measure params-train "$n" --emit=train "$here/params.tg" -o "$tmp/p.mlir"
+  measure params-train "$n" "$tgc" -D "n=$n" --emit=train "$here/params.tg" -o "$tmp/p.mlir"
 done
 for n in $param_ns; do
-  measure params-report "$n" --report=memory "$here/params.tg"
+  measure params-report "$n" "$tgc" -D "n=$n" --report=memory "$here/params.tg"
 done
 for n in $chain_ns; do
-  measure chain-O0 "$n" -O0 "$here/chain.tg" -o "$tmp/c.tgx"
+  measure chain-O0 "$n" "$tgc" -D "n=$n" -O0 "$here/chain.tg" -o "$tmp/c.tgx"
+done
+for n in $plan_ns; do
+  "$tgc" -D "n=$n" --emit=train "$here/params.tg" -o "$tmp/plan.mlir"
+  measure plan "$n" "$tgopt" "$tmp/plan.mlir" --tg-plan-memory -o /dev/null
+done
+for n in $layer_ns; do
+  measure bert-train "$n" "$tgc" -D "layers=$n" --emit=train "$root/examples/bert_large.tg" -o "$tmp/b.mlir"
 done
 
 {
@@ -64,7 +80,7 @@ done
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- machine: $(uname -m), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "- git: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "- command: bench/scaling/run.sh $build (PARAM_NS=\"$param_ns\" CHAIN_NS=\"$chain_ns\")"
+  echo "- command: bench/scaling/run.sh $build (PARAM_NS=\"$param_ns\" CHAIN_NS=\"$chain_ns\" PLAN_NS=\"$plan_ns\" LAYER_NS=\"$layer_ns\")"
   echo "- other builds and tests may have run beside it: wall times are upper"
   echo "  bounds; CPU time (user + system) is the compile's own cost"
   echo
@@ -75,5 +91,7 @@ done
   fit params-train
   fit params-report
   fit chain-O0
+  fit plan
+  fit bert-train
 } >"$out"
 echo "run.sh: wrote $out" >&2

@@ -17,6 +17,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -58,11 +59,85 @@ FailureOr<Tensor> conform(Location loc, Tensor t, Type type, bool round,
   return t;
 }
 
+/// The elements of `type`: 1 for a scalar or a non-tensor. checkEvaluable
+/// has bounded every shape before this is called.
+uint64_t elementsOf(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  return shaped && shaped.hasStaticShape() ? uint64_t(shaped.getNumElements())
+                                           : 1;
+}
+
+/// The dimension `i` (from the end when negative) of `type`'s shape.
+uint64_t dimOf(Type type, int i) {
+  ArrayRef<int64_t> shape = cast<ShapedType>(type).getShape();
+  return uint64_t(shape[i < 0 ? shape.size() + i : i]);
+}
+
+/// An estimate, from the types alone, of the element operations `op` itself
+/// performs: every element it reads and writes once, plus, for the ops that
+/// reduce, the output times the reduction length (matmul: k; conv2d and its
+/// gradients: input channels per group times the kernel, for every element
+/// of the conv's output; attention: the key length times the head widths,
+/// for every query row). The ops of a region count on their own.
+uint64_t workOf(Operation *op) {
+  using llvm::SaturatingAdd;
+  using llvm::SaturatingMultiply;
+  uint64_t work = 1;
+  for (Type t : op->getOperandTypes())
+    work = SaturatingAdd(work, elementsOf(t));
+  for (Type t : op->getResultTypes())
+    work = SaturatingAdd(work, elementsOf(t));
+  auto times = [&](uint64_t a, uint64_t b) {
+    work = SaturatingAdd(work, SaturatingMultiply(a, b));
+  };
+  // The conv's output y and weight w: each of y's elements sums
+  // |w| / w[0] products, whichever of the three ops computes from them.
+  auto conv = [&](Type y, Type w) {
+    uint64_t outChannels = dimOf(w, 0);
+    times(elementsOf(y), outChannels ? elementsOf(w) / outChannels : 0);
+  };
+  // q [B, H, Tq, d], k [B, H, Tk, d], v [B, H, Tk, dv]: scores and
+  // weighted sum, Tk * (d + dv) for each of the B * H * Tq rows.
+  auto attention = [&](Type q, Type k, Type v) {
+    uint64_t d = dimOf(q, -1);
+    uint64_t rows = d ? elementsOf(q) / d : 0;
+    times(rows, SaturatingMultiply(dimOf(k, -2), d + dimOf(v, -1)));
+  };
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](tg::MatmulOp m) {
+        Type lhs = m.getOperand(0).getType();
+        times(elementsOf(m->getResult(0).getType()),
+              dimOf(lhs, m.getTransposeLhs() ? -2 : -1));
+      })
+      .Case([&](tg::Conv2dOp c) {
+        conv(c->getResult(0).getType(), c->getOperand(1).getType());
+      })
+      .Case([&](tg::Conv2dGradInputOp c) {
+        conv(c->getOperand(0).getType(), c->getOperand(1).getType());
+      })
+      .Case([&](tg::Conv2dGradWeightOp c) {
+        conv(c->getOperand(1).getType(), c->getResult(0).getType());
+      })
+      .Case([&](tg::AttentionOp a) {
+        attention(a->getOperand(0).getType(), a->getOperand(1).getType(),
+                  a->getOperand(2).getType());
+      })
+      .Case([&](tg::AttentionGradOp a) {
+        // The backward recomputes the probabilities and then goes over
+        // them again for the three gradients.
+        for (int pass = 0; pass < 2; ++pass)
+          attention(a->getOperand(2).getType(), a->getOperand(3).getType(),
+                    a->getOperand(4).getType());
+      });
+  return work;
+}
+
 /// The interpreter state of one function activation.
 class Interpreter {
 public:
-  Interpreter(const EvalOptions &opts, unsigned depth, uint64_t &steps)
-      : opts(opts), depth(depth), steps(steps) {}
+  Interpreter(const EvalOptions &opts, unsigned depth, uint64_t &steps,
+              uint64_t &work)
+      : opts(opts), depth(depth), steps(steps), work(work) {}
 
   FailureOr<SmallVector<Tensor>> run(func::FuncOp fn, ArrayRef<Tensor> args) {
     if (fn.isExternal())
@@ -143,7 +218,7 @@ private:
     return success();
   }
 
-  /// Counts one step of work; fails at `op` past the limit.
+  /// Counts one step; fails at `op` past the limit.
   LogicalResult step(Operation *op) {
     if (++steps <= opts.maxSteps)
       return success();
@@ -152,8 +227,24 @@ private:
            << "this long is not something to evaluate op by op";
   }
 
+  /// Counts `op`'s element operations before it runs; fails at `op`, with
+  /// nothing allocated for it, when they would take the evaluation past
+  /// opts.maxWork.
+  LogicalResult charge(Operation *op) {
+    uint64_t cost = workOf(op);
+    if (cost <= opts.maxWork && work <= opts.maxWork - cost) {
+      work += cost;
+      return success();
+    }
+    return op->emitError("reference evaluator: this op needs about ")
+           << cost << " element operations, which would take the "
+           << "evaluation past its limit of " << opts.maxWork
+           << "; tensors this large are not something to evaluate in "
+           << "float64 element by element";
+  }
+
   LogicalResult runOp(Operation *op) {
-    if (failed(step(op)))
+    if (failed(step(op)) || failed(charge(op)))
       return failure();
     SmallVector<Tensor> operands = operandsOf(op);
     return llvm::TypeSwitch<Operation *, LogicalResult>(op)
@@ -261,7 +352,7 @@ private:
              << opts.maxCallDepth << " (recursion?)";
     if (failed(checkEvaluable(callee, opts)))
       return failure();
-    Interpreter inner(opts, depth + 1, steps);
+    Interpreter inner(opts, depth + 1, steps, work);
     FailureOr<SmallVector<Tensor>> results = inner.run(callee, operands);
     if (failed(results))
       return failure();
@@ -302,6 +393,7 @@ private:
   const EvalOptions &opts;
   unsigned depth;
   uint64_t &steps; ///< shared by every activation of one evaluation
+  uint64_t &work;  ///< likewise
   llvm::DenseMap<Value, Tensor> values;
 };
 
@@ -359,6 +451,6 @@ mlir::tg::ref::evaluate(func::FuncOp fn, ArrayRef<Tensor> args,
     return failure();
   if (failed(checkEvaluable(fn, opts)))
     return failure();
-  uint64_t steps = 0;
-  return Interpreter(opts, 0, steps).run(fn, args);
+  uint64_t steps = 0, work = 0;
+  return Interpreter(opts, 0, steps, work).run(fn, args);
 }

@@ -82,6 +82,13 @@ struct EvalOptions {
   /// Ops (and loop iterations) executed before evaluation stops with an
   /// error: a loop of 2^63 iterations is a located error, not a hang.
   uint64_t maxSteps = uint64_t(1) << 24;
+  /// Element operations (an estimate from each op's types, made before the
+  /// op runs: the elements it reads and writes, times the reduction length
+  /// of a contraction or attention) one evaluation may perform before it
+  /// stops with an error. The step limit counts ops, so without this a few
+  /// ops on 10^8-element tensors or one 4096^3 matmul ran for minutes.
+  /// 2^26 is about a second of the evaluator's float64 loops.
+  uint64_t maxWork = uint64_t(1) << 26;
   /// Largest tensor (elements) a value may have; 0: a quarter of this
   /// machine's memory in float64 values. Checked for every value's type
   /// before evaluation starts.
@@ -98,7 +105,7 @@ LogicalResult checkEvaluable(Operation *scope, const EvalOptions &opts = {});
 /// are reported through MLIR diagnostics at the op's (or function's)
 /// location and give failure; so are values the evaluator cannot hold
 /// (dynamic or unranked shapes, element counts past opts.maxElements) and
-/// evaluations past opts.maxSteps.
+/// evaluations past opts.maxSteps or opts.maxWork.
 FailureOr<SmallVector<Tensor>> evaluate(func::FuncOp fn, ArrayRef<Tensor> args,
                                         const EvalOptions &opts = {});
 

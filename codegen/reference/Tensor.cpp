@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 
+#include <algorithm>
 #include <cfenv>
 #include <cmath>
 #include <limits>
@@ -281,7 +282,13 @@ FailureOr<Tensor> mlir::tg::ref::internal::fromAttr(Operation *op,
     t.data[0] = intValue(i.getValue());
   } else if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
     size_t k = 0;
-    if (isFloat(*dtype))
+    // A splat is one value: a fill, not an APFloat per element.
+    if (dense.isSplat())
+      std::fill(t.data.begin(), t.data.end(),
+                isFloat(*dtype)
+                    ? dense.getSplatValue<APFloat>().convertToDouble()
+                    : intValue(dense.getSplatValue<APInt>()));
+    else if (isFloat(*dtype))
       for (const APFloat &v : dense.getValues<APFloat>())
         t.data[k++] = v.convertToDouble();
     else

@@ -48,3 +48,40 @@ func.func @short(%a: tensor<f32>) -> tensor<f32> {
   }
   return %r : tensor<f32>
 }
+
+// The work limit: each op's element operations are estimated from its types
+// and counted before it runs, so a few ops on huge tensors are an error at
+// the op, not minutes of float64 loops (the step limit counts ops only).
+// RUN: not tg-eval %s --func=bigconst 2>&1 | FileCheck %s --check-prefix=BIGCONST
+// RUN: not tg-eval %s --func=bigadd --max-work=401 2>&1 | FileCheck %s --check-prefix=BIGADD
+// RUN: tg-eval %s --func=bigadd --max-work=402 | FileCheck %s --check-prefix=SMALLADD
+// RUN: not tg-eval %s --func=matmul --max-work=100000 2>&1 | FileCheck %s --check-prefix=MATMUL
+// RUN: tg-eval %s --func=matmul --max-work=300000 | FileCheck %s --check-prefix=MATMULOK
+
+// 10^8 elements is within what this machine can hold, but past the
+// default 2^26 element operations: refused before the constant is made
+// (it took 5 s of CPU and 1.6 GB to make it and add it to itself).
+// BIGCONST: tg-eval-limits.mlir:[[@LINE+2]]:8: error: reference evaluator: this op needs about 100000001 element operations, which would take the evaluation past its limit of 67108864
+func.func @bigconst() -> tensor<100000000xf32> {
+  %a = tg.constant dense<1.0> : tensor<100000000xf32>
+  %r = tg.add %a, %a : tensor<100000000xf32>, tensor<100000000xf32> -> tensor<100000000xf32>
+  return %r : tensor<100000000xf32>
+}
+
+// The constant costs 101, the add 301: 402 in all.
+// BIGADD: tg-eval-limits.mlir:[[@LINE+4]]:8: error: reference evaluator: this op needs about 301 element operations, which would take the evaluation past its limit of 401
+// SMALLADD: result 0: tensor<100xf32> [2, 2
+func.func @bigadd() -> tensor<100xf32> {
+  %a = tg.constant dense<1.0> : tensor<100xf32>
+  %r = tg.add %a, %a : tensor<100xf32>, tensor<100xf32> -> tensor<100xf32>
+  return %r : tensor<100xf32>
+}
+
+// A contraction counts its reduction: 64 * 64 outputs of 64 products each
+// (262,144) on top of the 12,289 elements read and written.
+// MATMUL: tg-eval-limits.mlir:[[@LINE+3]]:8: error: reference evaluator: this op needs about 274433 element operations
+// MATMULOK: result 0: tensor<64x64xf32>
+func.func @matmul(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %c = tg.matmul %a, %b : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  return %c : tensor<64x64xf32>
+}

@@ -11,7 +11,7 @@ faults, runs tg-run on each with a timeout, and counts
              or inconsistent after a kill or Ctrl-C, a short metrics file
              with status 0, temporaries left behind.
 
-  python3 test/runtime/attack_tgrun.py BUILD_DIR [--quick]
+  python3 test/runtime/attack_tgrun.py BUILD_DIR [--quick] [--seed N]
   TG_RUN=/other/tg-run python3 test/runtime/attack_tgrun.py BUILD_DIR
 
 Models are compiled with BUILD_DIR/bin/tgc (an MLP with 10 classes and a GPT
@@ -29,7 +29,9 @@ SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 TGRUN, TGC = os.path.join(BUILD, "bin", "tg-run"), os.path.join(BUILD, "bin", "tgc")
 TGRUN = os.environ.get("TG_RUN", TGRUN)  # another tg-run to attack (before/after)
 TIMEOUT = 30
-rng = random.Random(12)
+# --seed N: another attack of the same kinds (12 is the recorded one).
+SEED = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 12
+rng = random.Random(SEED)
 work = tempfile.mkdtemp(prefix="tgrun-attack-")
 stats = {}  # kind -> [runs, crashes, hangs, silent]
 examples = []

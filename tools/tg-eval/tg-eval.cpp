@@ -60,6 +60,11 @@ static cl::opt<uint64_t>
              cl::desc("stop with an error after N ops and loop iterations "
                       "per evaluation"),
              cl::init(tg::ref::EvalOptions().maxSteps));
+static cl::opt<uint64_t>
+    maxWork("max-work", cl::cat(evalCategory),
+            cl::desc("stop with an error before an op that would take the "
+                     "evaluation past N element operations"),
+            cl::init(tg::ref::EvalOptions().maxWork));
 
 /// Prints a diagnostic as one line: "file:line:col: error: message".
 static void printDiagnostic(Diagnostic &d) {
@@ -121,6 +126,7 @@ int main(int argc, char **argv) {
   tg::ref::EvalOptions opts;
   opts.roundToDtype = !f64;
   opts.maxSteps = maxSteps;
+  opts.maxWork = maxWork;
 
   // Before any argument is made: a dynamic or huge type is a located error.
   if (failed(tg::ref::checkEvaluable(fn, opts)))
