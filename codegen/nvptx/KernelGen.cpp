@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/nvptx/KernelGen.h"
+#include "codegen/nvptx/AttentionSm80.h"
 #include "codegen/nvptx/GemmLowering.h"
 #include "codegen/nvptx/SimtElementwise.h"
 #include "codegen/nvptx/SimtReduction.h"
@@ -72,6 +73,10 @@ FailureOr<std::vector<KernelLaunch>> lowerOpToKernels(Operation *op, Target t,
   // bf16/f16 products (gemm groups and lone matmuls): tensor cores.
   if (isTensorCoreGemm(op))
     return lowerGemmToKernels(op, t, kernels);
+  // Fused attention (bf16/f16, head dim 64/128); the schedule decomposes
+  // the others before they get here.
+  if (isAttentionOp(op))
+    return lowerAttentionToKernels(op, t, kernels);
   if (isElementwiseKernelOp(op))
     return lowerElementwiseOp(op, t, kernels);
   // Reductions: row_reduction and reduction groups, single sum/mean/max.

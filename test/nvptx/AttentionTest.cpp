@@ -1,0 +1,186 @@
+//===- AttentionTest.cpp - fused attention kernels, run and assembled -*- C++ -*-===//
+//
+// The FlashAttention-2 kernels of codegen/nvptx/AttentionSm80.cpp on the PTX
+// emulator (runtime/emulator, through EmuHarness) against the reference
+// evaluator's float64 attention and attention_grad, on the shapes where
+// blocked kernels go wrong: T = 1, T not a multiple of the 64-row block,
+// more keys than queries and fewer, one head, causal and not, bf16 and f16,
+// head dims 64 and 128. Also: ptxas accepts every kernel without spills,
+// and what the kernels do not take is refused by name.
+//
+//===----------------------------------------------------------------------===//
+#include "EmuHarness.h"
+#include "SimtTestUtil.h"
+
+#include "codegen/nvptx/AttentionSm80.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+namespace ref = mlir::tg::ref;
+
+namespace {
+
+/// IR of @f(q, k, v, do, dlse) computing attention and its gradient:
+/// q [B,H,Tq,d], k and v [B,H,Tk,d] of element type `et`.
+std::string attentionIR(int64_t b, int64_t h, int64_t tq, int64_t tk,
+                        int64_t d, const std::string &et, bool causal) {
+  auto t4 = [&](int64_t t) {
+    return "tensor<" + std::to_string(b) + "x" + std::to_string(h) + "x" +
+           std::to_string(t) + "x" + std::to_string(d) + "x" + et + ">";
+  };
+  std::string tl = "tensor<" + std::to_string(b) + "x" + std::to_string(h) +
+                   "x" + std::to_string(tq) + "xf32>";
+  std::string attrs = std::string("{") + (causal ? "causal, " : "") +
+                      "scale = " + std::to_string(1.0 / std::sqrt(double(d))) +
+                      " : f64}";
+  std::string q = t4(tq), k = t4(tk);
+  return "func.func @f(%q: " + q + ", %k: " + k + ", %v: " + k + ", %do: " + q +
+         ", %dlse: " + tl + ") -> (" + q + ", " + tl + ", " + q + ", " + k +
+         ", " + k + ") {\n" +
+         "  %o, %lse = tg.attention %q, %k, %v " + attrs + " : " + q + ", " + k +
+         ", " + k + " -> " + q + ", " + tl + "\n" +
+         "  %dq, %dk, %dv = tg.attention_grad %do, %dlse, %q, %k, %v, %o, %lse " +
+         attrs + " : " + q + ", " + tl + ", " + q + ", " + k + ", " + k + ", " +
+         q + ", " + tl + " -> " + q + ", " + k + ", " + k + "\n" +
+         "  return %o, %lse, %dq, %dk, %dv : " + q + ", " + tl + ", " + q + ", " +
+         k + ", " + k + "\n}\n";
+}
+
+double maxAbs(const ref::Tensor &t) {
+  double m = 0;
+  for (double x : t.data)
+    m = std::max(m, std::fabs(x));
+  return m;
+}
+
+/// Evaluates attentionIR with the reference, runs both ops on the emulator
+/// (the gradient fed the reference's output and log-sum-exp) and compares
+/// every result: within `rtol` relative to each result's largest
+/// magnitude (bf16 probabilities and dS feed the products, as in every
+/// FlashAttention; the reference is float64 throughout).
+void checkAttention(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
+                    const std::string &et, bool causal, double rtol) {
+  INFO("B=" << b << " H=" << h << " Tq=" << tq << " Tk=" << tk << " d=" << d
+            << " " << et << (causal ? " causal" : ""));
+  tgtest::SimtContext c;
+  OwningOpRef<ModuleOp> m =
+      parseSourceString<ModuleOp>(attentionIR(b, h, tq, tk, d, et, causal), &c.ctx);
+  INFO(c.diags);
+  REQUIRE(m);
+  auto f = m->lookupSymbol<func::FuncOp>("f");
+  std::vector<ref::Tensor> args;
+  for (auto [i, a] : llvm::enumerate(f.getArguments())) {
+    auto rt = cast<RankedTensorType>(a.getType());
+    // dLSE is usually zero in a model; a non-zero one checks that it
+    // enters D.
+    double span = i == 4 ? 0.25 : 1.0;
+    args.push_back(ref::Tensor::random(rt.getShape(),
+                                       *ref::dtypeOf(rt.getElementType()), 7,
+                                       i, -span, span));
+  }
+  auto want = ref::evaluate(f, args);
+  INFO(c.diags);
+  REQUIRE(succeeded(want));
+  Operation *fwd = &f.getBody().front().front();
+  Operation *bwd = fwd->getNextNode();
+  std::vector<ref::Tensor> got, grads;
+  std::string err;
+  bool ran = tgtest::runOnEmulator(fwd, {args[0], args[1], args[2]}, got, err) &&
+             tgtest::runOnEmulator(bwd,
+                                   {args[3], args[4], args[0], args[1], args[2],
+                                    (*want)[0], (*want)[1]},
+                                   grads, err);
+  INFO(err);
+  REQUIRE(ran);
+  got.insert(got.end(), grads.begin(), grads.end());
+  REQUIRE(got.size() == 5);
+  const char *names[] = {"output", "lse", "dq", "dk", "dv"};
+  for (size_t i = 0; i < 5; ++i) {
+    INFO(names[i]);
+    double scale = std::max(maxAbs((*want)[i]), 1e-3);
+    // The log-sum-exp comes from f32 scores of exact bf16 products.
+    double tol = i == 1 ? 1e-5 : rtol;
+    CHECK(tgtest::worstError(got[i], (*want)[i], 0, tol * scale) <= 1.0);
+  }
+}
+
+/// The kernels lowerOpToKernels makes for @f's two ops.
+OwningOpRef<ModuleOp> lowerBoth(tgtest::SimtContext &c, const std::string &ir,
+                                ::tg::nvptx::Target t) {
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);
+  REQUIRE(m);
+  auto f = m->lookupSymbol<func::FuncOp>("f");
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
+  for (Operation &op : f.getBody().front().without_terminator()) {
+    auto launches = ::tg::nvptx::lowerOpToKernels(&op, t, *kernels);
+    INFO(c.diags);
+    REQUIRE(succeeded(launches));
+  }
+  return kernels;
+}
+
+} // namespace
+
+TEST_CASE("fused attention matches the reference on ragged and tiny shapes",
+          "[nvptx][attention][emulator]") {
+  // bf16 rounding of P and dS in the products: a few bf16 ulps of the
+  // largest value.
+  checkAttention(1, 2, 1, 1, 64, "bf16", true, 1e-2);   // T = 1
+  checkAttention(1, 1, 77, 77, 64, "bf16", true, 1e-2); // ragged causal
+  checkAttention(1, 1, 77, 77, 64, "bf16", false, 1e-2);
+  checkAttention(2, 1, 20, 70, 64, "f16", false, 2e-3); // more keys
+  checkAttention(1, 1, 70, 20, 64, "bf16", true, 1e-2); // fewer keys, causal
+  checkAttention(1, 1, 150, 150, 64, "bf16", true, 1e-2); // 3 blocks: ring reuse
+}
+
+TEST_CASE("fused attention with head dimension 128",
+          "[nvptx][attention][emulator]") {
+  checkAttention(1, 1, 40, 40, 128, "bf16", true, 1e-2);
+  checkAttention(1, 1, 33, 33, 128, "f16", false, 2e-3);
+}
+
+TEST_CASE("fused attention kernels assemble without spills",
+          "[nvptx][attention][ptxas]") {
+  for (int64_t d : {64, 128})
+    for (const char *et : {"bf16", "f16"}) {
+      INFO("d = " << d << " " << et);
+      tgtest::SimtContext c;
+      auto kernels = lowerBoth(c, attentionIR(2, 3, 200, 200, d, et, true),
+                               ::tg::nvptx::Target::SM80);
+      // One forward kernel, dQ and dK/dV.
+      CHECK(llvm::range_size(kernels->getOps<LLVM::LLVMFuncOp>()) == 3);
+      tgtest::checkAssembles(*kernels, ::tg::nvptx::Target::SM80);
+    }
+}
+
+TEST_CASE("attention the fused kernels do not take is refused by name",
+          "[nvptx][attention]") {
+  tgtest::SimtContext c;
+  auto refusal = [&](const std::string &ir) {
+    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(ir, &c.ctx);
+    REQUIRE(m);
+    Operation *op = &m->lookupSymbol<func::FuncOp>("f").getBody().front().front();
+    std::optional<std::string> why = ::tg::nvptx::attentionKernelRefusal(op);
+    OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
+    CHECK(failed(::tg::nvptx::lowerOpToKernels(op, ::tg::nvptx::Target::SM80, *kernels)));
+    return why.value_or("");
+  };
+  CHECK(refusal(attentionIR(1, 1, 8, 8, 64, "f32", true)) ==
+        "its inputs are f32 (the fused kernels take bf16 or f16)");
+  CHECK(refusal(attentionIR(1, 1, 8, 8, 32, "bf16", true)) ==
+        "its head dimension is 32 (the fused kernels take 64 or 128)");
+  CHECK(c.diags.find("has no fused GPU kernel: its head dimension is 32") !=
+        std::string::npos);
+  OwningOpRef<ModuleOp> ok = parseSourceString<ModuleOp>(
+      attentionIR(1, 1, 8, 8, 128, "f16", false), &c.ctx);
+  REQUIRE(ok);
+  CHECK_FALSE(::tg::nvptx::attentionKernelRefusal(
+      &ok->lookupSymbol<func::FuncOp>("f").getBody().front().front()));
+}
