@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/TGBuilder.h"
+#include "dialects/TGDialect.h"
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -68,4 +69,20 @@ SmallVector<int64_t> TensorBuilder::allAxes(Value x) {
 int64_t TensorBuilder::normAxis(Value x, int64_t axis) {
   int64_t rank = typeOf(x).getRank();
   return axis < 0 ? axis + rank : axis;
+}
+
+ReplayScope::ReplayScope(OpBuilder &b) : b(b), block(b.getInsertionBlock()) {
+  Block::iterator at = b.getInsertionPoint();
+  before = at == block->begin() ? nullptr : &*std::prev(at);
+}
+
+ReplayScope::~ReplayScope() {
+  // Constants stay unmarked: they are not saved, and marked ones would not
+  // be merged with the equal constants hoisted beside them.
+  auto recomputed = dialect(b.getContext()).getRecomputedAttrHelper();
+  for (Operation &op : llvm::make_range(
+           before ? std::next(before->getIterator()) : block->begin(),
+           b.getInsertionPoint()))
+    if (!op.hasTrait<OpTrait::ConstantLike>())
+      recomputed.setAttr(&op, b.getUnitAttr());
 }

@@ -70,6 +70,27 @@ struct TensorBuilder {
   static int64_t normAxis(Value x, int64_t axis);
 };
 
+/// Marks every non-constant op built with `b` while it lives `tg.recomputed`:
+/// a vector-Jacobian product's replay of a composite's cheap internals
+/// (GELU's tanh, cross-entropy's softmax and one-hot) from what the backward
+/// pass keeps anyway (the composite's input or output). Unmarked, the replay
+/// would equal the forward's decomposition, and CSE would merge the two and
+/// keep every full-size intermediate alive from the forward pass to the
+/// backward one; marked, only the replay's operands are saved. Ops must be
+/// inserted at one fixed point of one block while the scope lives.
+class ReplayScope {
+public:
+  explicit ReplayScope(OpBuilder &b);
+  ~ReplayScope();
+  ReplayScope(const ReplayScope &) = delete;
+  ReplayScope &operator=(const ReplayScope &) = delete;
+
+private:
+  OpBuilder &b;
+  Block *block;
+  Operation *before; ///< the op before the first inserted one (null: none)
+};
+
 } // namespace mlir::tg
 
 #endif // TGC_DIALECTS_TGBUILDER_H

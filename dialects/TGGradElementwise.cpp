@@ -222,9 +222,13 @@ LogicalResult SiluOp::buildVJP(OpBuilder &b, ValueRange g,
   // d x s(x) = s + x s (1 - s).
   TB t{b, getLoc()};
   Value x = getInput();
-  Value s = SigmoidOp::create(b, getLoc(), x);
   Value one = t.scalar(TB::elt(x), 1.0);
-  Value d = t.add(s, t.mul(t.mul(x, s), t.sub(one, s)));
+  Value d;
+  {
+    ReplayScope replay(b); // from x alone: the forward's sigmoid is not kept
+    Value s = SigmoidOp::create(b, getLoc(), x);
+    d = t.add(s, t.mul(t.mul(x, s), t.sub(one, s)));
+  }
   out.push_back(t.mul(g[0], d));
   return success();
 }
@@ -236,24 +240,32 @@ LogicalResult GeluOp::buildVJP(OpBuilder &b, ValueRange g,
   Type e = TB::elt(x);
   Value half = t.scalar(e, 0.5), one = t.scalar(e, 1.0);
   Value d;
-  if (getApproximate() == GeluApproximation::tanh) {
-    // y = x/2 (1 + tanh u), u = k (x + c x^3):
-    // dy = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) k (1 + 3 c x^2).
-    const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
-    Value x2 = t.mul(x, x);
-    Value u = t.mul(t.scalar(e, k), t.add(x, t.mul(t.scalar(e, c), t.mul(x2, x))));
-    Value th = TanhOp::create(b, getLoc(), u);
-    Value du = t.mul(t.scalar(e, k), t.add(one, t.mul(t.scalar(e, 3 * c), x2)));
-    Value sech2 = t.sub(one, t.mul(th, th));
-    d = t.add(t.mul(half, t.add(one, th)), t.mul(t.mul(half, x), t.mul(sech2, du)));
-  } else {
-    // y = x Phi(x): dy = Phi(x) + x phi(x).
-    Value cdf = t.mul(half, t.add(one, ErfOp::create(
-                                           b, getLoc(),
-                                           t.mul(x, t.scalar(e, M_SQRT1_2)))));
-    Value pdf = t.mul(t.scalar(e, 0.5 * M_2_SQRTPI * M_SQRT1_2),
-                      t.exp(t.mul(t.scalar(e, -0.5), t.mul(x, x))));
-    d = t.add(cdf, t.mul(x, pdf));
+  // The derivative is replayed from x alone: the forward decomposition's
+  // x^2, tanh and halves (each x-sized) are not kept for it.
+  {
+    ReplayScope replay(b);
+    if (getApproximate() == GeluApproximation::tanh) {
+      // y = x/2 (1 + tanh u), u = k (x + c x^3):
+      // dy = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) k (1 + 3 c x^2).
+      const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
+      Value x2 = t.mul(x, x);
+      Value u =
+          t.mul(t.scalar(e, k), t.add(x, t.mul(t.scalar(e, c), t.mul(x2, x))));
+      Value th = TanhOp::create(b, getLoc(), u);
+      Value du =
+          t.mul(t.scalar(e, k), t.add(one, t.mul(t.scalar(e, 3 * c), x2)));
+      Value sech2 = t.sub(one, t.mul(th, th));
+      d = t.add(t.mul(half, t.add(one, th)),
+                t.mul(t.mul(half, x), t.mul(sech2, du)));
+    } else {
+      // y = x Phi(x): dy = Phi(x) + x phi(x).
+      Value cdf = t.mul(
+          half, t.add(one, ErfOp::create(b, getLoc(),
+                                         t.mul(x, t.scalar(e, M_SQRT1_2)))));
+      Value pdf = t.mul(t.scalar(e, 0.5 * M_2_SQRTPI * M_SQRT1_2),
+                        t.exp(t.mul(t.scalar(e, -0.5), t.mul(x, x))));
+      d = t.add(cdf, t.mul(x, pdf));
+    }
   }
   out.push_back(t.mul(g[0], d));
   return success();

@@ -95,22 +95,29 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange g,
   auto type = TB::typeOf(logits);
   Type e = type.getElementType();
   int64_t last = type.getRank() - 1;
-  Value p = SoftmaxOp::create(b, getLoc(), logits, last);
-  Value onehot = OneHotOp::create(b, getLoc(), type, labels);
   Value zero = t.scalar(e, 0.0), one = t.scalar(e, 1.0);
-  Value valid = t.cmp(CmpPredicate::ne, labels,
-                      t.integer(TB::elt(labels), getIgnoreIndexAttr().getInt()));
-  Value counted = t.select(valid, one, zero);
-  Value count = t.sum(counted, TB::allAxes(counted), false);
-  Value scale = t.div(g[0], MaximumOp::create(b, getLoc(), count, one));
-  Value inRange = t.sum(onehot, last, false);
-  Value weight = t.mul(counted, inRange);
-  auto keptType = RankedTensorType::get(
-      llvm::to_vector(llvm::concat<const int64_t>(
-          TB::typeOf(weight).getShape(), ArrayRef<int64_t>{1})),
-      e);
-  Value rowWeight = t.mul(t.reshape(weight, keptType), scale);
-  out.push_back(t.mul(t.sub(p, onehot), rowWeight));
+  Value ignore = t.integer(TB::elt(labels), getIgnoreIndexAttr().getInt());
+  Value diff, rows, count;
+  {
+    // Replayed from the logits and labels: the forward's exp and one-hot
+    // (logits-sized) are not kept for the backward pass.
+    ReplayScope replay(b);
+    Value p = SoftmaxOp::create(b, getLoc(), logits, last);
+    Value onehot = OneHotOp::create(b, getLoc(), type, labels);
+    Value valid = t.cmp(CmpPredicate::ne, labels, ignore);
+    Value counted = t.select(valid, one, zero);
+    count = MaximumOp::create(
+        b, getLoc(), t.sum(counted, TB::allAxes(counted), false), one);
+    Value weight = t.mul(counted, t.sum(onehot, last, false));
+    auto keptType = RankedTensorType::get(
+        llvm::to_vector(llvm::concat<const int64_t>(
+            TB::typeOf(weight).getShape(), ArrayRef<int64_t>{1})),
+        e);
+    rows = t.reshape(weight, keptType);
+    diff = t.sub(p, onehot);
+  }
+  Value rowWeight = t.mul(rows, t.div(g[0], count));
+  out.push_back(t.mul(diff, rowWeight));
   out.push_back(Value());
   return success();
 }
@@ -120,7 +127,11 @@ LogicalResult MseLossOp::buildVJP(OpBuilder &b, ValueRange g,
   TB t{b, getLoc()};
   auto type = TB::typeOf(getInput());
   double n = double(type.getNumElements());
-  Value d = t.sub(getInput(), getTarget());
+  Value d;
+  {
+    ReplayScope replay(b); // from the input and target, not kept apart
+    d = t.sub(getInput(), getTarget());
+  }
   Value dx = t.mul(d, t.mul(g[0], t.scalar(type.getElementType(), 2.0 / n)));
   out.push_back(dx);
   out.push_back(t.neg(dx));

@@ -239,11 +239,24 @@ struct DecomposeOp final : OpRewritePattern<OpTy> {
         narrow(op) ? decomposeInF32(op, rw, e) : asResults(decompose(op, e));
     // The parts keep the composite's precision rule (tg-assign-precision),
     // so reports after decomposition still say why each tensor has its type.
-    auto rule = dialect(op->getContext()).getPrecisionAttrHelper();
-    if (StringAttr r = rule.getAttr(op))
+    // A composite the backward pass replays (tg.recomputed, a VJP's
+    // ReplayScope) is replayed as a whole: its parts stay marked, so CSE
+    // cannot merge them into the forward's equal parts and keep those alive
+    // into the backward pass.
+    TGDialect &tgd = dialect(op->getContext());
+    auto rule = tgd.getPrecisionAttrHelper();
+    auto recomputed = tgd.getRecomputedAttrHelper();
+    StringAttr r = rule.getAttr(op);
+    bool replayed = recomputed.isAttrPresent(op);
+    if (r || replayed)
       for (Operation *p = prev ? prev->getNextNode() : &op->getBlock()->front();
            p != op.getOperation(); p = p->getNextNode())
-        rw.modifyOpInPlace(p, [&] { rule.setAttr(p, r); });
+        rw.modifyOpInPlace(p, [&] {
+          if (r)
+            rule.setAttr(p, r);
+          if (replayed && !p->hasTrait<OpTrait::ConstantLike>())
+            recomputed.setAttr(p, rw.getUnitAttr());
+        });
     rw.replaceOp(op, results);
     return success();
   }
