@@ -38,6 +38,24 @@ public:
   /// name) (an "inplace" entry). False with one line in `err`.
   virtual bool run(const EntrySpec &entry, const std::vector<void *> &buffers,
                    std::string &err) = 0;
+  /// Starts `entry` like run() but may return while it still runs (the
+  /// CUDA device: the host prepares the next batch meanwhile). Persistent
+  /// results are the device's at once; non-persistent ones (the loss) reach
+  /// their buffers, which must stay valid and untouched until then, only
+  /// when finish() has waited for the call. Calls complete in the order
+  /// they started; run() waits for every call started before it. The
+  /// default runs the entry now.
+  virtual bool start(const EntrySpec &entry, const std::vector<void *> &buffers,
+                     std::string &err) {
+    return run(entry, buffers, err);
+  }
+  /// Waits until at most the `keep` newest started calls are still running
+  /// and lands the results of the others (one line in `err` naming the
+  /// entry when one of them failed).
+  virtual bool finish(size_t keep, std::string &err) {
+    (void)keep, (void)err;
+    return true;
+  }
   /// Bytes of the device's arena (one allocation for every entry).
   virtual int64_t arenaBytes() const = 0;
   /// What runs, for the first line of tg-run ("emulator (PTX sm_80)").
