@@ -11,6 +11,7 @@
 #include "codegen/artifact/Manifest.h"
 #include "codegen/registry/InitAll.h"
 #include "dialects/TGDialect.h"
+#include "driver/Training.h"
 #include "frontend/Sema.h"
 #include "passes/Pipelines.h"
 #include "runtime/Artifact.h"
@@ -31,7 +32,22 @@ using namespace mlir;
 
 namespace tgc {
 
+namespace {
+/// A compiled model loaded by the runtime.
+struct Loaded {
+  std::unique_ptr<tgrt::Artifact> artifact;
+  std::unique_ptr<tgrt::Executor> executor;
+  std::string label; ///< the model's file, or "<graph>"
+};
+} // namespace
+
 struct Model::Impl {
+  explicit Impl(Loaded loaded)
+      : artifact(std::move(loaded.artifact)),
+        executor(std::move(loaded.executor)), label(std::move(loaded.label)) {
+    for (const tgrt::TensorSpec &s : executor->inputsOf("train_step"))
+      inputs[s.name] = HostTensor::zeros(s.shape, s.dtype);
+  }
   /// Fails with "call init first" until the state is set.
   bool ready(const char *entry, std::string &error) const;
   /// Marks the state() copy stale: it is made again only when asked for,
@@ -40,16 +56,18 @@ struct Model::Impl {
 
   std::unique_ptr<tgrt::Artifact> artifact;
   std::unique_ptr<tgrt::Executor> executor;
-  std::string label; ///< the model's file, or "<graph>"
+  std::string label;
   bool initialised = false;
   mutable bool stateStale = true;
   mutable TensorMap stateCopy;
   TensorMap inputs;
+  std::string budgetNote; ///< what the budget fit chose, or empty
 };
 
 Model::Model(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 Model::~Model() = default;
 const TensorMap &Model::inputSpecs() const { return impl->inputs; }
+const std::string &Model::budgetNote() const { return impl->budgetNote; }
 
 namespace {
 /// Makes TGC's dialects and their extensions available in `ctx`.
@@ -94,6 +112,52 @@ const TensorMap &Model::state() const {
   return impl->stateCopy;
 }
 
+namespace {
+/// The model of `module` (a forward model, or a training step the budget
+/// fit built and planned as `plan`), compiled exactly as tgc compiles an
+/// artifact: composites decomposed, @train_step planned, its code keeping
+/// every intermediate in the arena, then loaded by the runtime.
+std::optional<Loaded> loadModule(ModuleOp module, const tg::MemoryPlan *plan,
+                                 const std::string &diagnostics,
+                                 std::string &error) {
+  if (!module.lookupSymbol("train_step")) {
+    PassManager pm(module.getContext());
+    tg::TrainingPipelineOptions training;
+    training.decompose = true;
+    training.planMemory = true;
+    tg::buildTrainingPipeline(pm, training);
+    if (failed(pm.run(module))) {
+      error = "building the training step failed: " + diagnostics;
+      return std::nullopt;
+    }
+  }
+  std::string why;
+  FailureOr<tg::CpuArtifact> sections =
+      tg::buildCpuArtifact(module, tg::CpuObjectOptions(), plan, why);
+  if (failed(sections)) {
+    error = "compiling for the CPU failed: " + (why.empty() ? diagnostics : why);
+    return std::nullopt;
+  }
+  tgrt::ArtifactWriter writer;
+  std::string manifest =
+      llvm::formatv("{0}", llvm::json::Value(std::move(sections->manifest)));
+  if (!writer.addSection("manifest", manifest, error) ||
+      !writer.addSection("cpu.so", sections->cpuSo, error))
+    return std::nullopt;
+  Loaded loaded;
+  auto model = module->getAttrOfType<StringAttr>(tg::attr::model);
+  loaded.label = model ? model.getValue().str() : "<graph>";
+  loaded.artifact =
+      tgrt::Artifact::fromBytes(writer.bytes(), loaded.label, error);
+  if (!loaded.artifact)
+    return std::nullopt;
+  loaded.executor = tgrt::Executor::load(*loaded.artifact, error);
+  if (!loaded.executor)
+    return std::nullopt;
+  return loaded;
+}
+} // namespace
+
 std::unique_ptr<Model> Model::compileGraph(Builder &builder,
                                            std::string &error) {
   // The module lives in the builder's context; the model keeps no MLIR, so
@@ -111,42 +175,11 @@ std::unique_ptr<Model> Model::compileGraph(Builder &builder,
     error = "the graph does not verify: " + diagnostics;
     return nullptr;
   }
-  // Exactly what tgc does for an artifact: composites decomposed,
-  // @train_step planned, its code keeping every intermediate in the arena.
-  PassManager pm(ctx);
-  tg::TrainingPipelineOptions training;
-  training.decompose = true;
-  training.planMemory = true;
-  tg::buildTrainingPipeline(pm, training);
-  if (failed(pm.run(*module))) {
-    error = "building the training step failed: " + diagnostics;
+  std::optional<Loaded> loaded = loadModule(*module, nullptr, diagnostics, error);
+  if (!loaded)
     return nullptr;
-  }
-  std::string why;
-  FailureOr<tg::CpuArtifact> sections =
-      tg::buildCpuArtifact(*module, tg::CpuObjectOptions(), nullptr, why);
-  if (failed(sections)) {
-    error = "compiling for the CPU failed: " + (why.empty() ? diagnostics : why);
-    return nullptr;
-  }
-  tgrt::ArtifactWriter writer;
-  std::string manifest =
-      llvm::formatv("{0}", llvm::json::Value(std::move(sections->manifest)));
-  if (!writer.addSection("manifest", manifest, error) ||
-      !writer.addSection("cpu.so", sections->cpuSo, error))
-    return nullptr;
-  auto impl = std::make_unique<Impl>();
-  auto model = (*module)->getAttrOfType<StringAttr>(tg::attr::model);
-  impl->label = model ? model.getValue().str() : "<graph>";
-  impl->artifact = tgrt::Artifact::fromBytes(writer.bytes(), impl->label, error);
-  if (!impl->artifact)
-    return nullptr;
-  impl->executor = tgrt::Executor::load(*impl->artifact, error);
-  if (!impl->executor)
-    return nullptr;
-  for (const tgrt::TensorSpec &s : impl->executor->inputsOf("train_step"))
-    impl->inputs[s.name] = HostTensor::zeros(s.shape, s.dtype);
-  return std::unique_ptr<Model>(new Model(std::move(impl)));
+  return std::unique_ptr<Model>(
+      new Model(std::make_unique<Impl>(std::move(*loaded))));
 }
 
 std::unique_ptr<Model> Model::compileFile(
@@ -159,16 +192,40 @@ std::unique_ptr<Model> Model::compileFile(
     return nullptr;
   }
   SourceFile file(path, (*buffer)->getBuffer().str());
-  DiagEngine diag(file);
-  FrontendOptions opts;
-  opts.defines = defines;
-  std::unique_ptr<Builder> builder = parseAndElaborate(file, diag, opts);
-  if (!builder) {
-    llvm::raw_string_ostream os(error);
-    diag.print(os);
+  MLIRContext ctx;
+  addDialects(ctx);
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  ScopedDiagnosticHandler collect(&ctx, [&os](Diagnostic &d) {
+    os << d.str() << "\n";
+  });
+  CompileFn compile = frontendCompileFn(file, defines, ctx, "tgc", os);
+  OwningOpRef<ModuleOp> module = compile({});
+  if (!module) {
+    error = diagnostics;
     return nullptr;
   }
-  return compileGraph(*builder, error);
+  // A train block's memory_budget is fitted as tgc fits it (recomputation,
+  // micro-batches, bf16), not ignored.
+  auto train = (*module)->getAttrOfType<DictionaryAttr>(tg::attr::train);
+  std::optional<BudgetFit> fit;
+  if (train && train.get("memory_budget")) {
+    std::string why;
+    fit = fitBudget(compile, std::nullopt, why);
+    if (!fit) {
+      error = why.empty() ? diagnostics : why;
+      return nullptr;
+    }
+    module = std::move(fit->module);
+  }
+  std::optional<Loaded> loaded =
+      loadModule(*module, fit ? &fit->plan : nullptr, diagnostics, error);
+  if (!loaded)
+    return nullptr;
+  auto impl = std::make_unique<Impl>(std::move(*loaded));
+  if (fit)
+    impl->budgetNote = fit->note;
+  return std::unique_ptr<Model>(new Model(std::move(impl)));
 }
 
 bool Model::Impl::ready(const char *entry, std::string &error) const {

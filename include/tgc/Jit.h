@@ -101,6 +101,10 @@ public:
   const TensorMap &state() const;
   /// Names and types of the inputs of a training step.
   const TensorMap &inputSpecs() const;
+  /// What fitting the train block's `memory_budget` chose (recomputation,
+  /// micro-batches, bf16) and its cost, as tgc's note says it; empty when the
+  /// model has no budget or meets it as written.
+  const std::string &budgetNote() const;
 
 private:
   /// The loaded artifact and its executor (jit/Model.cpp); hidden so that

@@ -163,3 +163,50 @@ TEST_CASE("a JIT model trains with the runtime's loop and writes what "
   std::remove(tgx.c_str());
   rmdir(dir);
 }
+
+TEST_CASE("a JIT model honours its train block's memory budget as tgc does",
+          "[jit]") {
+  // LeNet at batch 64 plans 6.78 MiB; a budget of 4 MiB is met by four
+  // accumulated micro-batches of 16 (tgc prints the same choice).
+  std::FILE *in = std::fopen(example("cnn.tg").c_str(), "rb");
+  REQUIRE(in);
+  std::string source;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, in)) > 0;)
+    source.append(buf, n);
+  std::fclose(in);
+  const std::string anchor = "precision = fp32";
+  size_t at = source.find(anchor);
+  REQUIRE(at != std::string::npos);
+  std::string budgeted = source;
+  budgeted.insert(at + anchor.size(), "\n  memory_budget = 4MiB");
+  char path[] = "/tmp/tgc-jit-budget-XXXXXX.tg";
+  int fd = mkstemps(path, 3);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, budgeted.data(), budgeted.size()) ==
+          ssize_t(budgeted.size()));
+  close(fd);
+
+  std::string error;
+  auto fitted = tgc::Model::compileFile(path, {}, error);
+  std::remove(path);
+  INFO(error);
+  REQUIRE(fitted);
+  CHECK_THAT(fitted->budgetNote(),
+             Catch::Contains("split each batch of 64 into 4 micro-batches of 16"));
+  auto plain = tgc::Model::compileFile(example("cnn.tg"), {}, error);
+  REQUIRE(plain);
+  CHECK(plain->budgetNote().empty());
+
+  // The same batch of 64 through both: accumulating four micro-batches of
+  // 16 is the full-batch step up to rounding.
+  REQUIRE(fitted->init(3, error));
+  REQUIRE(plain->init(3, error));
+  tgc::TensorMap inputs = batch(plain->inputSpecs());
+  for (int step = 0; step < 3; ++step) {
+    double a = 0, b = 0;
+    REQUIRE(plain->trainStep(inputs, a, error));
+    REQUIRE(fitted->trainStep(inputs, b, error));
+    CHECK(b == Approx(a).epsilon(1e-5));
+  }
+}

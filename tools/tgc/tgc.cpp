@@ -11,7 +11,7 @@
 
 #include "frontend/Sema.h"
 #include "codegen/registry/InitAll.h"
-#include "tools/tgc/Training.h"
+#include "driver/Training.h"
 #include "passes/KernelReport.h"
 #include "passes/PrecisionReport.h"
 #include "codegen/artifact/CpuObject.h"
@@ -323,33 +323,13 @@ int main(int argc, char **argv) {
 
   // Front end: source -> tg module. The memory-budget search calls it again
   // with a smaller batch.
+  tgc::Defines defines;
+  for (const std::string &d : opts.defines) {
+    size_t eq = d.find('=');
+    defines.emplace_back(d.substr(0, eq), d.substr(eq + 1));
+  }
   tgc::CompileFn compile =
-      [&](const std::vector<std::pair<std::string, std::string>> &extra)
-      -> mlir::OwningOpRef<mlir::ModuleOp> {
-    tgc::DiagEngine diag(file);
-    tgc::FrontendOptions fopts;
-    for (const std::string &d : opts.defines) {
-      size_t eq = d.find('=');
-      fopts.defines.emplace_back(d.substr(0, eq), d.substr(eq + 1));
-    }
-    for (const auto &d : extra)
-      fopts.defines.push_back(d);
-    fopts.context = &ctx;
-    std::unique_ptr<tgc::Builder> builder =
-        tgc::parseAndElaborate(file, diag, fopts);
-    if (!builder) {
-      diag.print(llvm::errs());
-      return nullptr;
-    }
-    mlir::OwningOpRef<mlir::ModuleOp> module = builder->build();
-    if (!module) {
-      for (const std::string &e : builder->errors())
-        llvm::errs() << "tgc: error: " << e << "\n";
-      llvm::errs() << "tgc: error: internal error: the generated IR does not "
-                      "verify; please report this model\n";
-    }
-    return module;
-  };
+      tgc::frontendCompileFn(file, std::move(defines), ctx, "tgc", llvm::errs());
 
   std::optional<int64_t> bucketBytes = tgc::parseByteSize(opts.bucketSize);
   if (opts.ranks < 1 || opts.ranks > 1048576 || !bucketBytes) {
@@ -386,11 +366,14 @@ int main(int argc, char **argv) {
     std::optional<int64_t> budget;
     if (!opts.memoryBudget.empty())
       budget = tgc::parseByteSize(opts.memoryBudget);
-    fit = tgc::fitBudget(compile, budget);
-    if (!fit)
+    fit = tgc::fitBudget(compile, budget, error);
+    if (!fit) {
+      if (!error.empty())
+        llvm::errs() << "tgc: error: " << error << "\n";
       return 1;
+    }
     if (!fit->note.empty())
-      llvm::errs() << fit->note << "\n";
+      llvm::errs() << "tgc: note: " << fit->note << "\n";
     module = std::move(fit->module);
   } else {
     module = compile({});

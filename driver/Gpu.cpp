@@ -9,7 +9,7 @@
 #include "codegen/artifact/Manifest.h"
 #include "codegen/nvptx/Schedule.h"
 #include "passes/MemoryPlan.h"
-#include "tools/tgc/Training.h"
+#include "driver/Training.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/raw_ostream.h"

@@ -1,15 +1,25 @@
-//===- Training.h - tgc's training and memory actions -----------*- C++ -*-===//
+//===- Training.h - the compile driver ---------------------------*- C++ -*-===//
 //
-// --emit=train, --report=memory and --memory-budget: builds the training
-// step, plans its memory, and fits a budget: tg-fit-budget chooses the
-// rematerialisation; this driver recompiles the model at smaller batches
+// What tgc and the JIT API (include/tgc/Jit.h) both do between the frontend
+// and the bytes they hand on: build the training step, plan its memory with
+// the CPU backend's op scratch, fit a memory budget, and build the GPU part
+// of an artifact. Tools parse arguments and print; the decisions are here
+// and in the passes.
+//
+// The budget fit: tg-fit-budget chooses the rematerialisation (a pass: it
+// rewrites the step); this driver recompiles the model at smaller batches
 // (accumulated micro-batches) and then in bf16 when recomputation alone
-// does not fit, because only the frontend can re-type the batch.
+// does not fit, because only the frontend can re-type the batch: shapes are
+// static and computed from the model's hyper-parameters (a reshape to
+// [batch, seq, heads, d] carries the batch in an attribute), so no pass can
+// re-derive them (docs/architecture.md, "The compile driver").
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TGC_TOOLS_TGC_TRAINING_H
-#define TGC_TOOLS_TGC_TRAINING_H
+#ifndef TGC_DRIVER_TRAINING_H
+#define TGC_DRIVER_TRAINING_H
+
+#include "frontend/Diagnostics.h"
 
 #include "codegen/artifact/CpuObject.h"
 #include "passes/MemoryPlan.h"
@@ -27,9 +37,19 @@ namespace tgc {
 /// "16GiB", "512MiB", "1.5GB", "4096" (bytes) -> bytes; nullopt if malformed.
 std::optional<int64_t> parseByteSize(llvm::StringRef text);
 
+/// `-D name=value` overrides of a model's hyper-parameters.
+using Defines = std::vector<std::pair<std::string, std::string>>;
+
 /// Compiles the model with extra `-D` overrides (empty: as given).
-using CompileFn = std::function<mlir::OwningOpRef<mlir::ModuleOp>(
-    const std::vector<std::pair<std::string, std::string>> &extraDefines)>;
+using CompileFn =
+    std::function<mlir::OwningOpRef<mlir::ModuleOp>(const Defines &extra)>;
+
+/// The frontend as a CompileFn: parses and elaborates `file` with `defines`
+/// and then the extra ones, into `ctx`. The frontend's diagnostics and the
+/// builder's errors go to `diagnostics` as `<tool>: error:` lines.
+CompileFn frontendCompileFn(const SourceFile &file, Defines defines,
+                            mlir::MLIRContext &ctx, llvm::StringRef tool,
+                            llvm::raw_ostream &diagnostics);
 
 /// Makes every later buildTraining data-parallel over `ranks` processes,
 /// with gradient buckets of `bucketBytes` (tg-data-parallel), and with the
@@ -59,10 +79,12 @@ struct BudgetFit {
 /// Compiles the model and, with a budget (`budget` or the train block's
 /// memory_budget), fits it by tg-fit-budget's rematerialisation ladder,
 /// then the same at micro-batches of 1/2, 1/4, ... of the batch, then in
-/// bf16 (fp32 models). On failure prints one `tgc: error:` line saying the
-/// least peak reached and what it would take.
+/// bf16 (fp32 models). nullopt on failure: `error` says the least peak
+/// reached and what it would take (one line), or is empty where the
+/// compile or a pass reported its own diagnostic.
 std::optional<BudgetFit> fitBudget(const CompileFn &compile,
-                                   std::optional<int64_t> budget);
+                                   std::optional<int64_t> budget,
+                                   std::string &error);
 
 /// What `--target` asks for: CPU code, and the GPU architectures.
 struct Targets {
@@ -97,4 +119,4 @@ bool writeArtifactFile(mlir::ModuleOp module, const mlir::tg::MemoryPlan &plan,
 
 } // namespace tgc
 
-#endif // TGC_TOOLS_TGC_TRAINING_H
+#endif // TGC_DRIVER_TRAINING_H

@@ -1,10 +1,10 @@
-//===- Training.cpp - tgc's training and memory actions ---------*- C++ -*-===//
+//===- Training.cpp - training step, memory plan, budget fit ---*- C++ -*-===//
 //
 // See Training.h.
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/tgc/Training.h"
+#include "driver/Training.h"
 #include "dialects/TGDialect.h"
 #include "codegen/artifact/CpuObject.h"
 #include "codegen/artifact/Manifest.h"
@@ -12,6 +12,7 @@
 #include "dialects/TGOps.h"
 #include "passes/Fusion.h"
 #include "passes/Pipelines.h"
+#include "frontend/Sema.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
@@ -51,6 +52,33 @@ std::optional<int64_t> tgc::parseByteSize(llvm::StringRef text) {
   if (scale < 0 || !(bytes >= 1) || bytes > 9.0e18)
     return std::nullopt;
   return static_cast<int64_t>(bytes);
+}
+
+tgc::CompileFn tgc::frontendCompileFn(const SourceFile &file, Defines defines,
+                                      MLIRContext &ctx, StringRef tool,
+                                      llvm::raw_ostream &diagnostics) {
+  return [&file, defines = std::move(defines), &ctx, tool = tool.str(),
+          &diagnostics](const Defines &extra) -> OwningOpRef<ModuleOp> {
+    tgc::DiagEngine diag(file);
+    tgc::FrontendOptions options;
+    options.defines = defines;
+    options.defines.insert(options.defines.end(), extra.begin(), extra.end());
+    options.context = &ctx;
+    std::unique_ptr<tgc::Builder> builder = tgc::parseAndElaborate(file, diag, options);
+    if (!builder) {
+      diag.print(diagnostics);
+      return nullptr;
+    }
+    OwningOpRef<ModuleOp> module = builder->build();
+    if (!module) {
+      for (const std::string &e : builder->errors())
+        diagnostics << tool << ": error: " << e << "\n";
+      diagnostics << tool
+                  << ": error: internal error: the generated IR does not "
+                     "verify; please report this model\n";
+    }
+    return module;
+  };
 }
 
 /// --ranks and --bucket-bytes: every training build of this tgc run is
@@ -287,7 +315,8 @@ static tg::BudgetFitAttr runFit(ModuleOp module, int64_t budget,
 }
 
 std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
-                                             std::optional<int64_t> budget) {
+                                             std::optional<int64_t> budget,
+                                             std::string &error) {
   OwningOpRef<ModuleOp> module = compile({});
   if (!module)
     return std::nullopt;
@@ -364,7 +393,7 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
         return BudgetFit{std::move(m), std::move(*plan), ""};
       std::string note;
       llvm::raw_string_ostream os(note);
-      os << "tgc: note: the step needs " << formatBytes(asGiven->peakBytes())
+      os << "the step needs " << formatBytes(asGiven->peakBytes())
          << ", over the budget of " << formatBytes(*budget) << "; chose "
          << fit.getChoice() << ":";
       StringRef sep = " ";
@@ -390,24 +419,30 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
       return BudgetFit{std::move(m), std::move(*plan), note};
     }
   }
+  if (!leastModule) {
+    // Every candidate fitted the graph but not the backend's scratch on top.
+    error = "the training step does not fit the memory budget of " +
+            formatBytes(*budget) + " once the CPU backend's op scratch is "
+            "added; give a larger budget";
+    return std::nullopt;
+  }
   FailureOr<tg::MemoryPlan> plan = planTraining(*leastModule);
   if (failed(plan))
     return std::nullopt;
   int64_t fixed = plan->bytesOf(tg::BufferKind::Param) +
                   plan->bytesOf(tg::BufferKind::Optimizer);
-  llvm::errs() << "tgc: error: the training step does not fit the memory "
-                  "budget of "
-               << formatBytes(*budget) << ": the least it reached is "
-               << formatBytes(least.getPeak()) << " (recomputation level "
-               << least.getLevel() << " of 4, "
-               << (batch ? "micro-batches of " +
-                               std::to_string(*batch / least.getMicroBatches())
-                         : std::string("no 'batch' hyper-parameter to split"))
-               << ", " << least.getPrecision()
-               << "; parameters and optimizer state alone take "
-               << formatBytes(fixed) << "); it would take a budget of at least "
-               << formatBytes(least.getPeak())
-               << ", or a smaller model\n";
+  llvm::raw_string_ostream os(error);
+  os << "the training step does not fit the memory budget of "
+     << formatBytes(*budget) << ": the least it reached is "
+     << formatBytes(least.getPeak()) << " (recomputation level "
+     << least.getLevel() << " of 4, "
+     << (batch ? "micro-batches of " +
+                     std::to_string(*batch / least.getMicroBatches())
+               : std::string("no 'batch' hyper-parameter to split"))
+     << ", " << least.getPrecision()
+     << "; parameters and optimizer state alone take " << formatBytes(fixed)
+     << "); it would take a budget of at least " << formatBytes(least.getPeak())
+     << ", or a smaller model";
   return std::nullopt;
 }
 
