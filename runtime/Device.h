@@ -105,6 +105,11 @@ std::unique_ptr<Device> makeEmulatorDevice(const Artifact &artifact,
                                            const Manifest &m,
                                            std::string &err);
 
+/// Empty when CUDA device 0 opens (driver loaded, device present);
+/// otherwise why not, in one line ("no CUDA driver (libcuda.so.1 not
+/// found): ..."). What `auto` asks before compiling GPU code (the JIT).
+std::string cudaUnavailable();
+
 /// The CUDA backend for `artifact` (runtime/cuda/CudaDevice.cpp): loads
 /// gpu.fatbin on device 0 and replays the schedule of the target that fits
 /// the GPU. nullptr and `err` (one line: no driver, no device, no image for

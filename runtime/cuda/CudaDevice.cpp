@@ -586,6 +586,12 @@ private:
 
 } // namespace
 
+std::string cudaUnavailable() {
+  cu::Device dev;
+  cu::Status st = cu::Device::open(0, dev);
+  return st ? std::string() : st.message;
+}
+
 std::unique_ptr<Device> makeCudaDevice(const Artifact &artifact,
                                        const Manifest &m, std::string &err) {
   if (!artifact.has("gpu.fatbin")) {
