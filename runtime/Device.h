@@ -21,6 +21,15 @@
 
 namespace tgrt {
 
+/// A device's own allocations as its plan sizes them (bytes).
+struct DeviceMemory {
+  int64_t arena = 0;     ///< the schedule's arena (the largest entry's)
+  int64_t block = 0;     ///< parameters, optimizer state, step
+  int64_t constants = 0; ///< the schedule's constants
+  int64_t staging = 0;   ///< the staged inputs (both halves)
+  int64_t total() const { return arena + block + constants + staging; }
+};
+
 /// The devices tg-run can run a model on. Auto: CUDA where a GPU, its
 /// driver and code for it exist, else the CPU (docs/runtime.md).
 enum class DeviceKind { Cpu, Emulator, Cuda, Auto };
@@ -92,6 +101,8 @@ public:
   /// measured (for CUDA: the drop of cuMemGetInfo's free memory); -1 when
   /// the device has no memory of its own.
   virtual int64_t deviceBytes() const { return -1; }
+  /// What deviceBytes() should be by the plan, part by part.
+  virtual DeviceMemory plannedMemory() const { return {}; }
 };
 
 /// The GPU targets `artifact` has code for, and "cpu" where it has cpu.so

@@ -738,6 +738,8 @@ Executor::MemoryUse Executor::memoryUse() const {
                            : static_cast<int64_t>(arena_.size());
   use.persistentBytes = static_cast<int64_t>(persistent_.size());
   use.deviceBytes = device_ ? device_->deviceBytes() : -1;
+  if (device_)
+    use.devicePlan = device_->plannedMemory();
   if (heapStats_) {
     int64_t stats[3] = {0, 0, 0};
     heapStats_(stats);

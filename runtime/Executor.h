@@ -120,6 +120,7 @@ public:
     int64_t heapAllocations = 0; ///< allocations since the last reset
     bool heapCounted = false;    ///< the code reports its allocations
     int64_t deviceBytes = -1;    ///< a GPU's measured allocation (-1: none)
+    DeviceMemory devicePlan;     ///< what the GPU's allocation should be
   };
   MemoryUse memoryUse() const;
   /// Starts a new measurement of the code's own allocations.

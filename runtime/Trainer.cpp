@@ -386,10 +386,19 @@ std::string memoryLine(const Executor &ex) {
                 use.heapAllocations,
                 use.heapCounted ? "" : ", not counted by this artifact");
   std::string line = buf;
-  // A GPU's own allocations, measured by the drop of its free memory.
-  if (use.deviceBytes >= 0)
-    line += "; device allocation " + std::to_string(use.deviceBytes) +
-            " (arena, block, constants, staging)";
+  // A GPU's own allocations by its plan, next to what they measured: the
+  // drop of its free memory across them (a real driver rounds each
+  // allocation up to its page size).
+  if (use.deviceBytes >= 0) {
+    const DeviceMemory &p = use.devicePlan;
+    std::snprintf(buf, sizeof buf,
+                  "; device: planned %" PRId64 " (arena %" PRId64
+                  ", block %" PRId64 ", constants %" PRId64
+                  ", staging %" PRId64 "), measured %" PRId64,
+                  p.total(), p.arena, p.block, p.constants, p.staging,
+                  use.deviceBytes);
+    line += buf;
+  }
   return line;
 }
 

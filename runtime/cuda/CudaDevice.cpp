@@ -226,6 +226,7 @@ public:
     auto alloc = [&](size_t n, cu::CUdeviceptr &p) {
       return n == 0 || check(dev_->alloc(n, p), "", err);
     };
+    planned_ = {int64_t(arena), int64_t(bytes), int64_t(consts), int64_t(2 * io)};
     if (!alloc(arena, arena_) || !alloc(bytes, block_) ||
         !alloc(consts, consts_) || !alloc(2 * io, io_))
       return false;
@@ -264,6 +265,7 @@ public:
             check(dev_->upload(block_ + offset, mirror_ + offset, bytes), "", err));
   }
   int64_t deviceBytes() const override { return measured_; }
+  DeviceMemory plannedMemory() const override { return planned_; }
   int64_t arenaBytes() const override { return schedule_.maxArenaBytes(); }
   std::string describe() const override { return deviceText_; }
 
@@ -582,6 +584,7 @@ private:
   std::map<std::string, int> seen_;
   std::map<std::string, Graph> graphs_;
   int64_t measured_ = 0;
+  DeviceMemory planned_;
 };
 
 } // namespace
