@@ -93,9 +93,11 @@ public:
     return true;
   }
 
-  /// A buffer range, checked against the sizes of `entry`'s buffers.
+  /// A buffer range, checked against the sizes of `entry`'s buffers; in
+  /// iteration `iteration` of a repeat, its offset advanced by iteration
+  /// times its "stride".
   bool buffer(const Json &j, const std::string &where, const EntrySpec &entry,
-              int64_t arenaBytes, GpuBuffer &out) {
+              int64_t arenaBytes, GpuBuffer &out, int64_t iteration = 0) {
     if (!j.is_object())
       return fail(where, "expected an object");
     const Json *kind = jsonGet(j, "buffer");
@@ -104,6 +106,17 @@ public:
     if (!integer(j, "offset", where, 0, big, out.offset) ||
         !integer(j, "bytes", where, 0, big, out.bytes))
       return false;
+    if (jsonGet(j, "stride")) {
+      // |stride| and the iteration (< 2^20) keep the product in range.
+      int64_t stride = 0;
+      if (!integer(j, "stride", where, -big, big, stride))
+        return false;
+      out.offset += iteration * stride;
+      if (out.offset < 0)
+        return fail(where, "offset " + std::to_string(out.offset) +
+                               " is negative in iteration " +
+                               std::to_string(iteration) + " of the repeat");
+    }
     int64_t size = 0;
     std::string what;
     if (k == "arena") {
@@ -136,8 +149,55 @@ public:
     return true;
   }
 
+  /// Appends the steps of `j` (one launch or copy, or a repeat of them) to
+  /// `out`, expanded: the runtime replays a flat list.
+  bool steps(const Json &j, const std::string &where, const EntrySpec &entry,
+             int64_t arena, std::vector<GpuStep> &out) {
+    const Json *op = j.is_object() ? jsonGet(j, "op") : nullptr;
+    if (!op || !op->is_string() || op->get<std::string>() != "repeat") {
+      GpuStep st;
+      if (!step(j, where, entry, arena, st))
+        return false;
+      if (!room(where, out.size(), 1))
+        return false;
+      out.push_back(std::move(st));
+      return true;
+    }
+    int64_t count = 0;
+    if (!integer(j, "count", where, 1, int64_t(1) << 20, count))
+      return false;
+    const Json *body = jsonGet(j, "steps");
+    if (!body || !body->is_array() || body->empty())
+      return fail(where + ".steps", "expected a non-empty array of steps");
+    if (!room(where, out.size(), uint64_t(count) * body->size()))
+      return false;
+    for (int64_t k = 0; k < count; ++k)
+      for (size_t i = 0; i < body->size(); ++i) {
+        std::string w = where + ".steps[" + std::to_string(i) + "]";
+        const Json &s = (*body)[i];
+        const Json *inner = s.is_object() ? jsonGet(s, "op") : nullptr;
+        if (inner && inner->is_string() && inner->get<std::string>() == "repeat")
+          return fail(w, "a repeat inside a repeat");
+        GpuStep st;
+        if (!step(s, k ? w + " (iteration " + std::to_string(k) + ")" : w,
+                  entry, arena, st, k))
+          return false;
+        out.push_back(std::move(st));
+      }
+    return true;
+  }
+
+  /// Whether `adding` more steps after `have` stay within the limit of an
+  /// entry (2^24 steps: a corrupt count, not a model).
+  bool room(const std::string &where, uint64_t have, uint64_t adding) {
+    const uint64_t limit = uint64_t(1) << 24;
+    if (adding > limit - std::min(have, limit))
+      return fail(where, "the entry expands to more than 2^24 steps");
+    return true;
+  }
+
   bool step(const Json &j, const std::string &where, const EntrySpec &entry,
-            int64_t arena, GpuStep &out) {
+            int64_t arena, GpuStep &out, int64_t iteration = 0) {
     if (!j.is_object())
       return fail(where, "expected an object");
     const Json *op = jsonGet(j, "op");
@@ -147,15 +207,15 @@ public:
       const Json *src = jsonGet(j, "src"), *dst = jsonGet(j, "dst");
       if (!src || !dst)
         return fail(where, "a copy needs src and dst");
-      if (!buffer(*src, where + ".src", entry, arena, out.src) ||
-          !buffer(*dst, where + ".dst", entry, arena, out.dst))
+      if (!buffer(*src, where + ".src", entry, arena, out.src, iteration) ||
+          !buffer(*dst, where + ".dst", entry, arena, out.dst, iteration))
         return false;
       if (out.src.bytes != out.dst.bytes)
         return fail(where, "a copy's src and dst differ in size");
       return true;
     }
     if (o != "launch")
-      return fail(where + ".op", "expected \"launch\" or \"copy\"");
+      return fail(where + ".op", "expected \"launch\", \"copy\" or \"repeat\"");
     const Json *kernel = jsonGet(j, "kernel");
     if (!kernel || !kernel->is_string())
       return fail(where + ".kernel", "expected a string");
@@ -178,7 +238,7 @@ public:
     for (size_t i = 0; i < params->size(); ++i) {
       GpuBuffer b;
       if (!buffer((*params)[i], where + ".params[" + std::to_string(i) + "]",
-                  entry, arena, b))
+                  entry, arena, b, iteration))
         return false;
       out.params.push_back(b);
     }
@@ -256,13 +316,10 @@ public:
       const Json *steps = jsonGet(e, "steps"), *results = jsonGet(e, "results");
       if (!steps || !steps->is_array())
         return fail(w + ".steps", "expected an array");
-      for (size_t i = 0; i < steps->size(); ++i) {
-        GpuStep st;
-        if (!step((*steps)[i], w + ".steps[" + std::to_string(i) + "]", *spec,
-                  ge.arenaBytes, st))
+      for (size_t i = 0; i < steps->size(); ++i)
+        if (!this->steps((*steps)[i], w + ".steps[" + std::to_string(i) + "]",
+                         *spec, ge.arenaBytes, ge.steps))
           return false;
-        ge.steps.push_back(std::move(st));
-      }
       if (!results || !results->is_array() ||
           results->size() != spec->results.size())
         return fail(w + ".results",

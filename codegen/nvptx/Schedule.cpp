@@ -368,7 +368,9 @@ private:
     if (failed(moveAll(loop, moves, entry)))
       return failure();
     Block *body = loop.getBody();
+    SmallVector<size_t> starts;
     for (int64_t iv = *lb; iv < *ub; iv += *step) {
+      starts.push_back(entry.steps.size());
       indices[loop.getInductionVar()] = iv;
       for (auto [k, arg] : llvm::enumerate(loop.getRegionIterArgs()))
         where[arg] = slots[k];
@@ -388,6 +390,15 @@ private:
     }
     for (auto [k, r] : llvm::enumerate(loop.getResults()))
       where[r] = slots[k];
+    // Iterations of equal length are a candidate for the manifest's
+    // "repeat" (scheduleJson checks that they differ only by strides).
+    starts.push_back(entry.steps.size());
+    size_t length = starts.size() > 1 ? starts[1] - starts[0] : 0;
+    bool even = length > 0;
+    for (size_t i = 1; even && i < starts.size(); ++i)
+      even = starts[i] - starts[i - 1] == length;
+    if (even && starts.size() > 2)
+      entry.repeats.push_back({starts[0], length, int64_t(starts.size() - 1)});
     return success();
   }
 
@@ -398,18 +409,96 @@ private:
   llvm::DenseMap<Value, int64_t> indices; ///< index values, when known
 };
 
-llvm::json::Value refJson(const BufferRef &r) {
+llvm::json::Array dims(const std::array<uint32_t, 3> &d) {
+  return llvm::json::Array{d[0], d[1], d[2]};
+}
+
+llvm::json::Value refJson(const BufferRef &r, int64_t stride = 0) {
   static const char *kinds[] = {"arg", "arena", "const"};
   llvm::json::Object o{{"buffer", kinds[int(r.kind)]},
                        {"offset", r.offset},
                        {"bytes", r.bytes}};
   if (r.kind != BufferRef::Kind::Arena)
     o["index"] = r.index;
+  if (stride)
+    o["stride"] = stride;
   return llvm::json::Value(std::move(o));
 }
 
-llvm::json::Array dims(const std::array<uint32_t, 3> &d) {
-  return llvm::json::Array{d[0], d[1], d[2]};
+/// The buffers of a step, in a fixed order (a launch's params; a copy's
+/// source and destination).
+SmallVector<const BufferRef *> refsOf(const ScheduleStep &st) {
+  SmallVector<const BufferRef *> refs;
+  if (st.isCopy)
+    return {&st.src, &st.dst};
+  for (const BufferRef &p : st.params)
+    refs.push_back(&p);
+  return refs;
+}
+
+/// Whether `a` and `b` are the same step but for their buffer offsets.
+bool sameButOffsets(const ScheduleStep &a, const ScheduleStep &b) {
+  if (a.isCopy != b.isCopy)
+    return false;
+  if (!a.isCopy &&
+      (a.launch.symbol != b.launch.symbol || a.launch.grid != b.launch.grid ||
+       a.launch.block != b.launch.block ||
+       a.launch.dynamicSharedBytes != b.launch.dynamicSharedBytes ||
+       a.params.size() != b.params.size()))
+    return false;
+  SmallVector<const BufferRef *> ra = refsOf(a), rb = refsOf(b);
+  for (auto [x, y] : llvm::zip(ra, rb))
+    if (x->kind != y->kind || x->index != y->index || x->bytes != y->bytes)
+      return false;
+  return true;
+}
+
+/// The strides of `r` (one per buffer of each step of the first
+/// iteration), if every iteration k of `steps` is the first with each
+/// offset advanced by k * stride.
+std::optional<std::vector<std::vector<int64_t>>>
+repeatStrides(const std::vector<ScheduleStep> &steps, const RepeatedSteps &r) {
+  std::vector<std::vector<int64_t>> strides(r.length);
+  for (size_t j = 0; j < r.length; ++j) {
+    const ScheduleStep &first = steps[r.begin + j];
+    const ScheduleStep &second = steps[r.begin + r.length + j];
+    if (!sameButOffsets(first, second))
+      return std::nullopt;
+    SmallVector<const BufferRef *> a = refsOf(first), b = refsOf(second);
+    for (auto [x, y] : llvm::zip(a, b))
+      strides[j].push_back(y->offset - x->offset);
+    for (int64_t k = 2; k < r.count; ++k) {
+      const ScheduleStep &kth = steps[r.begin + size_t(k) * r.length + j];
+      if (!sameButOffsets(first, kth))
+        return std::nullopt;
+      SmallVector<const BufferRef *> c = refsOf(kth);
+      for (auto [i, pair] : llvm::enumerate(llvm::zip(a, c)))
+        if (std::get<1>(pair)->offset !=
+            std::get<0>(pair)->offset + k * strides[j][i])
+          return std::nullopt;
+    }
+  }
+  return strides;
+}
+
+/// A step of the manifest, its buffers advanced by `strides` per
+/// iteration when it is in a repeat.
+llvm::json::Object stepJson(const ScheduleStep &st,
+                            ArrayRef<int64_t> strides = {}) {
+  auto stride = [&](size_t i) { return i < strides.size() ? strides[i] : 0; };
+  if (st.isCopy)
+    return llvm::json::Object{{"op", "copy"},
+                              {"src", refJson(st.src, stride(0))},
+                              {"dst", refJson(st.dst, stride(1))}};
+  llvm::json::Array params;
+  for (auto [i, p] : llvm::enumerate(st.params))
+    params.push_back(refJson(p, stride(i)));
+  return llvm::json::Object{{"op", "launch"},
+                            {"kernel", st.launch.symbol},
+                            {"grid", dims(st.launch.grid)},
+                            {"block", dims(st.launch.block)},
+                            {"shared_bytes", st.launch.dynamicSharedBytes},
+                            {"params", std::move(params)}};
 }
 
 } // namespace
@@ -449,22 +538,32 @@ llvm::json::Object scheduleJson(const GpuSchedule &s) {
   llvm::json::Object entries;
   for (const EntrySchedule &e : s.entries) {
     llvm::json::Array steps, results;
-    for (const ScheduleStep &st : e.steps) {
-      if (st.isCopy) {
-        steps.push_back(llvm::json::Object{
-            {"op", "copy"}, {"src", refJson(st.src)}, {"dst", refJson(st.dst)}});
-        continue;
+    // An unrolled accumulation loop of GPT-2 small is 64 x 1,200 launches
+    // that differ only in which micro-batch rows they read: one "repeat"
+    // step keeps the manifest at the size of one iteration.
+    std::vector<RepeatedSteps> repeats = e.repeats;
+    llvm::sort(repeats, [](const RepeatedSteps &a, const RepeatedSteps &b) {
+      return a.begin < b.begin;
+    });
+    auto next = repeats.begin();
+    for (size_t i = 0; i < e.steps.size();) {
+      while (next != repeats.end() && next->begin < i)
+        ++next; // inside a repeat already written
+      if (next != repeats.end() && next->begin == i) {
+        const RepeatedSteps &r = *next++;
+        if (auto strides = repeatStrides(e.steps, r)) {
+          llvm::json::Array body;
+          for (size_t j = 0; j < r.length; ++j)
+            body.push_back(stepJson(e.steps[i + j], (*strides)[j]));
+          steps.push_back(llvm::json::Object{{"op", "repeat"},
+                                             {"count", r.count},
+                                             {"steps", std::move(body)}});
+          i += r.length * size_t(r.count);
+          continue;
+        }
       }
-      llvm::json::Array params;
-      for (const BufferRef &p : st.params)
-        params.push_back(refJson(p));
-      steps.push_back(llvm::json::Object{
-          {"op", "launch"},
-          {"kernel", st.launch.symbol},
-          {"grid", dims(st.launch.grid)},
-          {"block", dims(st.launch.block)},
-          {"shared_bytes", st.launch.dynamicSharedBytes},
-          {"params", std::move(params)}});
+      steps.push_back(stepJson(e.steps[i]));
+      ++i;
     }
     for (const BufferRef &r : e.results)
       results.push_back(refJson(r));

@@ -50,11 +50,22 @@ struct ScheduleStep {
   BufferRef src, dst;             ///< a copy
 };
 
+/// Steps [begin, begin + length * count) are `count` iterations of one
+/// loop body (an unrolled accumulation loop), `length` steps each.
+struct RepeatedSteps {
+  size_t begin = 0, length = 0;
+  int64_t count = 0;
+};
+
 /// The schedule of one entry point for one target.
 struct EntrySchedule {
   std::string name;
   int64_t arenaBytes = 0; ///< the GPU plan's transient bytes
   std::vector<ScheduleStep> steps;
+  /// Where `steps` repeats a loop body; the manifest writes such a run as
+  /// one "repeat" step when the iterations differ only by buffer offsets
+  /// that grow by a fixed stride (docs/artifact.md).
+  std::vector<RepeatedSteps> repeats;
   std::vector<BufferRef> results; ///< where each function result lives
 };
 

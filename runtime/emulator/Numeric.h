@@ -10,6 +10,7 @@
 #define TG_RUNTIME_EMULATOR_NUMERIC_H
 
 #include "runtime/emulator/Ptx.h"
+#include "tgc/DType.h"
 
 #include <cmath>
 #include <cstdint>
@@ -111,10 +112,11 @@ inline double decodeFormat(uint64_t bits, int expBits, int mantBits) {
   return neg ? -v : v;
 }
 
-inline float bf16ToF32(uint64_t b) { return asF32((b & 0xffff) << 16); }
-inline float f16ToF32(uint64_t b) {
-  return float(decodeFormat(b & 0xffff, 5, 10));
-}
+/// A register's low 16 bits as bf16 / f16 (the project's one definition of
+/// each widening, include/tgc/DType.h; widening is exact, so rounding modes
+/// only matter in roundToFormat).
+inline float bf16ToF32(uint64_t b) { return tgc::bf16ToFloat(uint16_t(b)); }
+inline float f16ToF32(uint64_t b) { return tgc::halfToFloat(uint16_t(b)); }
 
 } // namespace tgrt::emu
 

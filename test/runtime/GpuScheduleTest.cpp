@@ -115,7 +115,7 @@ TEST_CASE("gpu schedule: every corruption is one line naming the field",
       {std::string(step0) + "/grid", Json::array({0, 1, 1}), "grid: dimensions must be"},
       {std::string(step0) + "/block", Json::array({64, 32, 1}), "more than 1024 threads"},
       {std::string(step0) + "/shared_bytes", -1, "shared_bytes: expected an integer"},
-      {std::string(step0) + "/op", "sync", "expected \"launch\" or \"copy\""},
+      {std::string(step0) + "/op", "sync", "expected \"launch\", \"copy\" or \"repeat\""},
       {"/gpu/schedules/sm_80/entries/step/steps/1/src/index", 3,
        "src.index: expected an integer from 0 to 0"},
       {"/gpu/schedules/sm_80/entries/step/steps/1/dst/bytes", 8,
@@ -154,6 +154,100 @@ TEST_CASE("gpu schedule: every corruption is one line naming the field",
   CHECK_FALSE(parse(j, s, err));
   CHECK(err == "manifest: gpu.schedules.sm_80.entries.eval: the manifest has "
                "no entry 'eval'");
+}
+
+namespace {
+/// The schedule with its two steps wrapped in a repeat of `count`: the
+/// launch reads x once per iteration and writes arena bytes 0..16 then
+/// 32..48 (stride 32), the copy fills 16..32 and then 48..64.
+Json repeatManifest(int64_t count) {
+  Json j = scheduleManifest();
+  Json &steps = at(j, "/gpu/schedules/sm_80/entries/step/steps");
+  steps[0]["params"][1]["stride"] = 32;
+  steps[1]["dst"]["stride"] = 32;
+  Json repeat = Json::object();
+  repeat["op"] = "repeat";
+  repeat["count"] = count;
+  repeat["steps"] = steps;
+  steps = Json::array({repeat});
+  return j;
+}
+} // namespace
+
+TEST_CASE("gpu schedule: a repeat expands into its iterations",
+          "[gpu-schedule]") {
+  GpuSchedule s;
+  std::string err;
+  REQUIRE(parse(repeatManifest(3), s, err));
+  const GpuEntry *e = s.entry("step");
+  REQUIRE(e);
+  REQUIRE(e->steps.size() == 6);
+  for (int k = 0; k < 3; ++k) {
+    INFO("iteration " << k);
+    const GpuStep &launch = e->steps[size_t(2 * k)];
+    const GpuStep &copy = e->steps[size_t(2 * k + 1)];
+    CHECK(launch.kernel == "k");
+    CHECK(launch.params[0].offset == 0); // no stride: x every time
+    CHECK(launch.params[1].offset == 32 * k);
+    CHECK(copy.copy);
+    CHECK(copy.src.offset == 0);
+    CHECK(copy.dst.offset == 16 + 32 * k);
+  }
+}
+
+TEST_CASE("gpu schedule: a corrupt repeat is one line", "[gpu-schedule]") {
+  const char *rep = "/gpu/schedules/sm_80/entries/step/steps/0";
+  struct Case {
+    std::string pointer;
+    Json value;
+    std::string message;
+  } cases[] = {
+      {std::string(rep) + "/count", 0, "count: expected an integer from 1"},
+      {std::string(rep) + "/count", int64_t(1) << 21, "count: expected an integer"},
+      {std::string(rep) + "/steps", Json::array(), "expected a non-empty array"},
+      // Iteration 8 of the launch writes past the arena (8 iterations fit).
+      {std::string(rep) + "/count", 9,
+       "steps[0].steps[0] (iteration 8).params[1]: bytes 256..272 lie outside "
+       "the arena of 256 bytes"},
+      {std::string(rep) + "/steps/0/params/1/stride", -32,
+       "is negative in iteration 1 of the repeat"},
+      {std::string(rep) + "/steps/0/params/1/stride", "x",
+       "stride: expected an integer"},
+  };
+  for (const Case &c : cases) {
+    Json j = repeatManifest(2);
+    at(j, c.pointer) = c.value;
+    GpuSchedule s;
+    std::string err;
+    INFO(c.pointer << " = " << dumpJson(c.value));
+    CHECK_FALSE(parse(j, s, err));
+    CHECK(err.find(c.message) != std::string::npos);
+    CHECK(err.find('\n') == std::string::npos);
+  }
+  // The last of 8 iterations ends exactly at the arena's end.
+  GpuSchedule fits;
+  std::string why;
+  CHECK(parse(repeatManifest(8), fits, why));
+  // A repeat in a repeat, and a count whose expansion passes 2^24 steps.
+  Json nested = repeatManifest(2);
+  Json &body = at(nested, std::string(rep) + "/steps");
+  body.push_back(at(nested, rep));
+  GpuSchedule s;
+  std::string err;
+  CHECK_FALSE(parse(nested, s, err));
+  CHECK(err.find("a repeat inside a repeat") != std::string::npos);
+  Json big = repeatManifest(1 << 20);
+  Json &bigBody = at(big, std::string(rep) + "/steps");
+  for (int i = 0; i < 18; ++i) // 20 steps x 2^20 > 2^24
+    bigBody.push_back(bigBody[0]);
+  for (size_t i = 0; i < bigBody.size(); ++i) {
+    if (bigBody[i]["op"] == "launch")
+      bigBody[i]["params"][1]["stride"] = 0;
+    else
+      bigBody[i]["dst"]["stride"] = 0;
+  }
+  CHECK_FALSE(parse(big, s, err));
+  CHECK(err.find("expands to more than 2^24 steps") != std::string::npos);
 }
 
 TEST_CASE("gpu schedule: the targets an artifact has", "[gpu-schedule]") {
