@@ -1,8 +1,9 @@
 //===- Model.cpp - compile and train a model in-process ---------*- C++ -*-===//
 //
 // See include/tgc/Jit.h: frontend -> training pipeline -> the artifact tgc
-// would write (codegen/artifact, built in memory) -> the runtime's Executor
-// and Trainer. Everything MLIR and runtime lives in Model::Impl, so the
+// would write (codegen/artifact, built in memory; with the GPU step of the
+// driver's buildGpuSections for a GPU device) -> the runtime's Executor on
+// the chosen device, and its Trainer. Everything MLIR and runtime lives in Model::Impl, so the
 // public header has neither.
 //
 //===----------------------------------------------------------------------===//
@@ -38,13 +39,17 @@ struct Loaded {
   std::unique_ptr<tgrt::Artifact> artifact;
   std::unique_ptr<tgrt::Executor> executor;
   std::string label; ///< the model's file, or "<graph>"
+  /// Why Device::Auto runs on the CPU without GPU code (no driver, no
+  /// device); empty otherwise.
+  std::string noGpu;
 };
 } // namespace
 
 struct Model::Impl {
   explicit Impl(Loaded loaded)
       : artifact(std::move(loaded.artifact)),
-        executor(std::move(loaded.executor)), label(std::move(loaded.label)) {
+        executor(std::move(loaded.executor)), label(std::move(loaded.label)),
+        noGpu(std::move(loaded.noGpu)) {
     for (const tgrt::TensorSpec &s : executor->inputsOf("train_step"))
       inputs[s.name] = HostTensor::zeros(s.shape, s.dtype);
   }
@@ -62,6 +67,7 @@ struct Model::Impl {
   mutable TensorMap stateCopy;
   TensorMap inputs;
   std::string budgetNote; ///< what the budget fit chose, or empty
+  std::string noGpu;      ///< Loaded::noGpu
 };
 
 Model::Model(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
@@ -100,6 +106,23 @@ tgrt::TensorMap toRuntime(const TensorMap &m) {
   return out;
 }
 
+tgrt::DeviceKind deviceKind(Device d) {
+  switch (d) {
+  case Device::Cpu:
+    return tgrt::DeviceKind::Cpu;
+  case Device::Emulator:
+    return tgrt::DeviceKind::Emulator;
+  case Device::Cuda:
+    return tgrt::DeviceKind::Cuda;
+  case Device::Auto:
+    return tgrt::DeviceKind::Auto;
+  }
+  return tgrt::DeviceKind::Cpu;
+}
+
+/// The sections of an artifact besides its manifest.
+const char *const kCodeSections[] = {"cpu.so", "gpu.fatbin", "gpu.sm_80.ptx"};
+
 } // namespace
 
 const TensorMap &Model::state() const {
@@ -116,10 +139,43 @@ namespace {
 /// The model of `module` (a forward model, or a training step the budget
 /// fit built and planned as `plan`), compiled exactly as tgc compiles an
 /// artifact: composites decomposed, @train_step planned, its code keeping
-/// every intermediate in the arena, then loaded by the runtime.
+/// every intermediate in the arena, then loaded by the runtime on `device`.
+/// A GPU device adds the GPU step as `tgc --target=sm_80,sm_90a,cpu` builds
+/// it (the emulator: sm_80); Auto without a CUDA device compiles none and
+/// runs on the CPU.
 std::optional<Loaded> loadModule(ModuleOp module, const tg::MemoryPlan *plan,
-                                 const std::string &diagnostics,
+                                 const std::string &diagnostics, Device device,
                                  std::string &error) {
+  Loaded loaded;
+  if (device == Device::Auto) {
+    loaded.noGpu = tgrt::cudaUnavailable();
+    if (!loaded.noGpu.empty())
+      device = Device::Cpu;
+  }
+  // The GPU step first, from the training module as tgc hands it over (not
+  // planned for the CPU); buildGpuSections works on its own copy.
+  llvm::json::Object gpuManifest;
+  std::vector<std::pair<std::string, std::string>> gpuSections;
+  if (device != Device::Cpu) {
+    OwningOpRef<ModuleOp> copy;
+    if (!module.lookupSymbol("train_step")) {
+      copy = cast<ModuleOp>(module->clone());
+      if (!buildTraining(*copy)) {
+        error = "building the training step failed: " + diagnostics;
+        return std::nullopt;
+      }
+    }
+    std::vector<std::string> gpus = {"sm_80"};
+    if (device != Device::Emulator)
+      gpus.push_back("sm_90a");
+    if (!buildGpuSections(copy ? *copy : module, gpus, gpuManifest, gpuSections,
+                          error)) {
+      // Empty: a located diagnostic was printed on stderr.
+      error = "compiling for the GPU failed: " +
+              (error.empty() ? std::string("see the error above") : error);
+      return std::nullopt;
+    }
+  }
   if (!module.lookupSymbol("train_step")) {
     PassManager pm(module.getContext());
     tg::TrainingPipelineOptions training;
@@ -139,19 +195,24 @@ std::optional<Loaded> loadModule(ModuleOp module, const tg::MemoryPlan *plan,
     return std::nullopt;
   }
   tgrt::ArtifactWriter writer;
+  if (!gpuSections.empty())
+    sections->manifest["gpu"] = std::move(gpuManifest);
   std::string manifest =
       llvm::formatv("{0}", llvm::json::Value(std::move(sections->manifest)));
   if (!writer.addSection("manifest", manifest, error) ||
       !writer.addSection("cpu.so", sections->cpuSo, error))
     return std::nullopt;
-  Loaded loaded;
+  for (const auto &[name, bytes] : gpuSections)
+    if (!writer.addSection(name, bytes, error))
+      return std::nullopt;
   auto model = module->getAttrOfType<StringAttr>(tg::attr::model);
   loaded.label = model ? model.getValue().str() : "<graph>";
   loaded.artifact =
       tgrt::Artifact::fromBytes(writer.bytes(), loaded.label, error);
   if (!loaded.artifact)
     return std::nullopt;
-  loaded.executor = tgrt::Executor::load(*loaded.artifact, error);
+  loaded.executor =
+      tgrt::Executor::load(*loaded.artifact, error, deviceKind(device));
   if (!loaded.executor)
     return std::nullopt;
   return loaded;
@@ -159,7 +220,8 @@ std::optional<Loaded> loadModule(ModuleOp module, const tg::MemoryPlan *plan,
 } // namespace
 
 std::unique_ptr<Model> Model::compileGraph(Builder &builder,
-                                           std::string &error) {
+                                           std::string &error,
+                                           const CompileOptions &options) {
   // The module lives in the builder's context; the model keeps no MLIR, so
   // the context need not outlive this call.
   std::string diagnostics;
@@ -175,7 +237,8 @@ std::unique_ptr<Model> Model::compileGraph(Builder &builder,
     error = "the graph does not verify: " + diagnostics;
     return nullptr;
   }
-  std::optional<Loaded> loaded = loadModule(*module, nullptr, diagnostics, error);
+  std::optional<Loaded> loaded =
+      loadModule(*module, nullptr, diagnostics, options.device, error);
   if (!loaded)
     return nullptr;
   return std::unique_ptr<Model>(
@@ -185,7 +248,7 @@ std::unique_ptr<Model> Model::compileGraph(Builder &builder,
 std::unique_ptr<Model> Model::compileFile(
     const std::string &path,
     const std::vector<std::pair<std::string, std::string>> &defines,
-    std::string &error) {
+    std::string &error, const CompileOptions &options) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer) {
     error = "cannot read '" + path + "': " + buffer.getError().message();
@@ -219,13 +282,19 @@ std::unique_ptr<Model> Model::compileFile(
     module = std::move(fit->module);
   }
   std::optional<Loaded> loaded =
-      loadModule(*module, fit ? &fit->plan : nullptr, diagnostics, error);
+      loadModule(*module, fit ? &fit->plan : nullptr, diagnostics,
+                 options.device, error);
   if (!loaded)
     return nullptr;
   auto impl = std::make_unique<Impl>(std::move(*loaded));
   if (fit)
     impl->budgetNote = fit->note;
   return std::unique_ptr<Model>(new Model(std::move(impl)));
+}
+
+std::string Model::device() const {
+  return impl->noGpu.empty() ? impl->executor->deviceDescription()
+                             : "cpu (no CUDA: " + impl->noGpu + ")";
 }
 
 bool Model::Impl::ready(const char *entry, std::string &error) const {
@@ -271,6 +340,7 @@ bool Model::train(const TrainSettings &settings,
   tgrt::TrainOptions options;
   options.epochs = settings.epochs;
   options.batchLimit = settings.stepsPerEpoch;
+  options.lossEvery = settings.lossEvery;
   options.seed = settings.seed;
   options.save = settings.save;
   options.metrics = settings.metrics;
@@ -312,11 +382,13 @@ bool Model::loadCheckpoint(const std::string &path, std::string &error) {
 
 bool Model::writeArtifact(const std::string &path, std::string &error) const {
   tgrt::ArtifactWriter writer;
-  return writer.addSection("manifest", impl->artifact->section("manifest"),
-                           error) &&
-         writer.addSection("cpu.so", impl->artifact->section("cpu.so"),
-                           error) &&
-         writer.write(path, error);
+  if (!writer.addSection("manifest", impl->artifact->section("manifest"), error))
+    return false;
+  for (const char *name : kCodeSections)
+    if (impl->artifact->has(name) &&
+        !writer.addSection(name, impl->artifact->section(name), error))
+      return false;
+  return writer.write(path, error);
 }
 
 } // namespace tgc

@@ -21,6 +21,15 @@
 
 namespace tgrt {
 
+/// A device's own allocations as its plan sizes them (bytes).
+struct DeviceMemory {
+  int64_t arena = 0;     ///< the schedule's arena (the largest entry's)
+  int64_t block = 0;     ///< parameters, optimizer state, step
+  int64_t constants = 0; ///< the schedule's constants
+  int64_t staging = 0;   ///< the staged inputs (both halves)
+  int64_t total() const { return arena + block + constants + staging; }
+};
+
 /// The devices tg-run can run a model on. Auto: CUDA where a GPU, its
 /// driver and code for it exist, else the CPU (docs/runtime.md).
 enum class DeviceKind { Cpu, Emulator, Cuda, Auto };
@@ -38,6 +47,24 @@ public:
   /// name) (an "inplace" entry). False with one line in `err`.
   virtual bool run(const EntrySpec &entry, const std::vector<void *> &buffers,
                    std::string &err) = 0;
+  /// Starts `entry` like run() but may return while it still runs (the
+  /// CUDA device: the host prepares the next batch meanwhile). Persistent
+  /// results are the device's at once; non-persistent ones (the loss) reach
+  /// their buffers, which must stay valid and untouched until then, only
+  /// when finish() has waited for the call. Calls complete in the order
+  /// they started; run() waits for every call started before it. The
+  /// default runs the entry now.
+  virtual bool start(const EntrySpec &entry, const std::vector<void *> &buffers,
+                     std::string &err) {
+    return run(entry, buffers, err);
+  }
+  /// Waits until at most the `keep` newest started calls are still running
+  /// and lands the results of the others (one line in `err` naming the
+  /// entry when one of them failed).
+  virtual bool finish(size_t keep, std::string &err) {
+    (void)keep, (void)err;
+    return true;
+  }
   /// Bytes of the device's arena (one allocation for every entry).
   virtual int64_t arenaBytes() const = 0;
   /// What runs, for the first line of tg-run ("emulator (PTX sm_80)").
@@ -74,6 +101,8 @@ public:
   /// measured (for CUDA: the drop of cuMemGetInfo's free memory); -1 when
   /// the device has no memory of its own.
   virtual int64_t deviceBytes() const { return -1; }
+  /// What deviceBytes() should be by the plan, part by part.
+  virtual DeviceMemory plannedMemory() const { return {}; }
 };
 
 /// The GPU targets `artifact` has code for, and "cpu" where it has cpu.so
@@ -86,6 +115,11 @@ std::string artifactTargets(const Artifact &artifact, const Manifest &m);
 std::unique_ptr<Device> makeEmulatorDevice(const Artifact &artifact,
                                            const Manifest &m,
                                            std::string &err);
+
+/// Empty when CUDA device 0 opens (driver loaded, device present);
+/// otherwise why not, in one line ("no CUDA driver (libcuda.so.1 not
+/// found): ..."). What `auto` asks before compiling GPU code (the JIT).
+std::string cudaUnavailable();
 
 /// The CUDA backend for `artifact` (runtime/cuda/CudaDevice.cpp): loads
 /// gpu.fatbin on device 0 and replays the schedule of the target that fits

@@ -465,6 +465,11 @@ bool Executor::setCommunicator(Communicator *comm, std::string &err) {
 
 bool Executor::call(std::string_view name, const TensorMap &inputs,
                     TensorMap &outputs, std::string &err) {
+  return callEntry(name, inputs, outputs, /*deferred=*/false, err);
+}
+
+bool Executor::callEntry(std::string_view name, const TensorMap &inputs,
+                         TensorMap &outputs, bool deferred, std::string &err) {
   if (manifest_.ranks > 1 && !comm_ && name == "train_step") {
     err = label_ + ": train_step averages gradients over " +
           std::to_string(manifest_.ranks) +
@@ -536,19 +541,31 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
   // overwrites, so a steady-state train_step allocates nothing.
   std::vector<Tensor> &results = scratch_[e->name];
   results.resize(e->results.size());
+  // A deferred call's non-persistent results get buffers of their own that
+  // live until its loss is taken (the device may write them later).
+  std::vector<Tensor> later;
+  if (deferred) {
+    if (!spareResults_.empty()) {
+      later = std::move(spareResults_.back());
+      spareResults_.pop_back();
+    }
+    later.resize(e->results.size());
+  }
   for (size_t i = 0; i < e->results.size(); ++i) {
     const TensorSpec &s = e->results[i];
-    if (results[i].bytes.size() != s.byteSize() || results[i].dtype != s.dtype)
-      results[i] = Tensor::zeros(s.dtype, s.shape);
+    Tensor &t = deferred && !isPersistentRole(s.role) ? later[i] : results[i];
+    if (t.bytes.size() != s.byteSize() || t.dtype != s.dtype)
+      t = Tensor::zeros(s.dtype, s.shape);
     // A resident device writes every persistent result into its block.
     bool alias = resident() && isPersistentRole(s.role);
     if (e->inplace && isPersistentRole(s.role))
       for (const TensorSpec &a : e->args)
         alias |= a.role == s.role && a.name == s.name;
-    buffers.push_back(alias ? data(slots_.at(s.name)) : results[i].data());
+    buffers.push_back(alias ? data(slots_.at(s.name)) : t.data());
   }
   if (device_) {
-    if (!device_->run(*e, buffers, err)) {
+    if (!(deferred ? device_->start(*e, buffers, err)
+                   : device_->run(*e, buffers, err))) {
       err = label_ + ": " + err;
       return false;
     }
@@ -558,10 +575,13 @@ bool Executor::call(std::string_view name, const TensorMap &inputs,
     fn(buffers.data());
   }
   outputs.clear();
+  if (deferred)
+    inFlight_.push_back(std::move(later));
   for (size_t i = 0; i < e->results.size(); ++i) {
     const TensorSpec &s = e->results[i];
     if (!isPersistentRole(s.role)) {
-      outputs[s.name] = std::move(results[i]);
+      if (!deferred)
+        outputs[s.name] = std::move(results[i]);
       continue;
     }
     size_t slot = e->args.size() + (cpuArena ? 1 : 0) + i;
@@ -597,16 +617,52 @@ bool Executor::init(int64_t seed, std::string &err) {
 
 bool Executor::trainStep(const TensorMap &inputs, double &loss,
                          std::string &err) {
-  TensorMap out;
-  if (!call("train_step", inputs, out, err))
+  if (!startStep(inputs, err))
     return false;
-  for (const TensorSpec &s : manifest_.entry("train_step")->results)
-    if (s.role == "loss") {
-      loss = out.at(s.name).at(0);
-      return true;
-    }
-  err = label_ + ": train_step has no result with role 'loss'";
-  return false;
+  while (!inFlight_.empty())
+    if (!takeLoss(loss, err))
+      return false;
+  return true;
+}
+
+/// The index of train_step's result with role "loss", or -1.
+static int lossIndex(const Manifest &m) {
+  const EntrySpec *e = m.entry("train_step");
+  for (size_t i = 0; e && i < e->results.size(); ++i)
+    if (e->results[i].role == "loss")
+      return int(i);
+  return -1;
+}
+
+bool Executor::startStep(const TensorMap &inputs, std::string &err) {
+  if (manifest_.entry("train_step") && lossIndex(manifest_) < 0) {
+    err = label_ + ": train_step has no result with role 'loss'";
+    return false;
+  }
+  TensorMap none;
+  return callEntry("train_step", inputs, none, /*deferred=*/true, err);
+}
+
+bool Executor::takeLoss(double &loss, std::string &err) {
+  if (inFlight_.empty()) {
+    err = label_ + ": no train_step was started whose loss is still to take";
+    return false;
+  }
+  // The device completes calls in order: waiting for the oldest leaves
+  // the newer ones running.
+  if (device_ && !device_->finish(inFlight_.size() - 1, err)) {
+    err = label_ + ": " + err;
+    return false;
+  }
+  loss = inFlight_.front()[size_t(lossIndex(manifest_))].at(0);
+  spareResults_.push_back(std::move(inFlight_.front()));
+  inFlight_.pop_front();
+  return true;
+}
+
+bool Executor::hasStepCounter() const {
+  auto it = slots_.find("step");
+  return it != slots_.end() && it->second.bytes == dtypeSize(it->second.dtype);
 }
 
 bool Executor::eval(const TensorMap &inputs, TensorMap &outputs,
@@ -682,6 +738,8 @@ Executor::MemoryUse Executor::memoryUse() const {
                            : static_cast<int64_t>(arena_.size());
   use.persistentBytes = static_cast<int64_t>(persistent_.size());
   use.deviceBytes = device_ ? device_->deviceBytes() : -1;
+  if (device_)
+    use.devicePlan = device_->plannedMemory();
   if (heapStats_) {
     int64_t stats[3] = {0, 0, 0};
     heapStats_(stats);

@@ -26,6 +26,7 @@
 #include "runtime/Manifest.h"
 #include "runtime/Tensor.h"
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,8 +77,21 @@ public:
 
   /// `init(seed)`: fills parameters, optimizer state and step.
   bool init(int64_t seed, std::string &err);
-  /// One `train_step` on `inputs`; the "loss" result as a double.
+  /// One `train_step` on `inputs`; the "loss" result as a double. Waits
+  /// for every step started before it.
   bool trainStep(const TensorMap &inputs, double &loss, std::string &err);
+  /// Starts one `train_step` without waiting for its loss: on an
+  /// asynchronous device (CUDA) the step may still run when this returns,
+  /// so the host prepares the next batch meanwhile; elsewhere it runs now.
+  /// Its loss comes from takeLoss, in the order the steps started.
+  bool startStep(const TensorMap &inputs, std::string &err);
+  /// The loss of the oldest started step whose loss was not taken yet,
+  /// waiting for that step (not for the newer ones).
+  bool takeLoss(double &loss, std::string &err);
+  /// Steps started whose loss was not taken yet.
+  size_t stepsInFlight() const { return inFlight_.size(); }
+  /// Whether the model keeps a step counter (step() is 0 otherwise).
+  bool hasStepCounter() const;
   /// `eval(inputs)` with the current parameters.
   bool eval(const TensorMap &inputs, TensorMap &outputs, std::string &err);
 
@@ -106,6 +120,7 @@ public:
     int64_t heapAllocations = 0; ///< allocations since the last reset
     bool heapCounted = false;    ///< the code reports its allocations
     int64_t deviceBytes = -1;    ///< a GPU's measured allocation (-1: none)
+    DeviceMemory devicePlan;     ///< what the GPU's allocation should be
   };
   MemoryUse memoryUse() const;
   /// Starts a new measurement of the code's own allocations.
@@ -138,6 +153,10 @@ public:
 private:
   Executor() = default;
   using EntryFn = void (*)(void **);
+  /// call(); `deferred`: the device may return before the entry ran, and
+  /// its non-persistent results go to inFlight_ rather than `outputs`.
+  bool callEntry(std::string_view name, const TensorMap &inputs,
+                 TensorMap &outputs, bool deferred, std::string &err);
   Manifest manifest_;
   void *handle_ = nullptr;
   int fd_ = -1;
@@ -185,6 +204,10 @@ private:
   /// A resident device holds newer state than persistent_ (the mirror).
   mutable bool hostStale_ = false;
   std::map<std::string, std::vector<Tensor>> scratch_; ///< results, by entry
+  /// The non-persistent results of started train steps (oldest first;
+  /// the device lands them), and landed ones to reuse.
+  std::deque<std::vector<Tensor>> inFlight_;
+  std::vector<std::vector<Tensor>> spareResults_;
   std::map<std::string, std::string> roles_;
   std::map<std::string, IndexRange> ranges_; ///< integer inputs, by name
   std::string label_;

@@ -386,10 +386,19 @@ std::string memoryLine(const Executor &ex) {
                 use.heapAllocations,
                 use.heapCounted ? "" : ", not counted by this artifact");
   std::string line = buf;
-  // A GPU's own allocations, measured by the drop of its free memory.
-  if (use.deviceBytes >= 0)
-    line += "; device allocation " + std::to_string(use.deviceBytes) +
-            " (arena, block, constants, staging)";
+  // A GPU's own allocations by its plan, next to what they measured: the
+  // drop of its free memory across them (a real driver rounds each
+  // allocation up to its page size).
+  if (use.deviceBytes >= 0) {
+    const DeviceMemory &p = use.devicePlan;
+    std::snprintf(buf, sizeof buf,
+                  "; device: planned %" PRId64 " (arena %" PRId64
+                  ", block %" PRId64 ", constants %" PRId64
+                  ", staging %" PRId64 "), measured %" PRId64,
+                  p.total(), p.arena, p.block, p.constants, p.staging,
+                  use.deviceBytes);
+    line += buf;
+  }
   return line;
 }
 
@@ -502,8 +511,53 @@ TrainResult Trainer::train(DataSource &src) {
     if (src.shuffle)
       src.shuffle(uint64_t(opts_.seed) * 1000003u + uint64_t(epoch));
     double start = now(), lastPrint = 0, sum = 0;
+    // Steps start ahead of their losses (Executor::startStep); `taken`
+    // counts the losses taken, which are what progress and metrics show.
+    // The step counter is counted here: reading it from a GPU would wait
+    // for the step.
+    int64_t taken = 0, counter = ex_.step();
+    bool counted = ex_.hasStepCounter();
+    auto takeLosses = [&](size_t keep) -> bool {
+      while (ex_.stepsInFlight() > keep) {
+        double loss = 0;
+        if (!ex_.takeLoss(loss, err))
+          return false;
+        int64_t i = taken++;
+        counter += counted ? 1 : 0;
+        if (epoch == 1 && i == 0)
+          say("%s\n", memoryLine(ex_).c_str());
+        if (!std::isfinite(loss)) {
+          err = "the loss is " + std::to_string(loss) + " at step " +
+                std::to_string(counter) + " (diverged)";
+          return false;
+        }
+        sum += loss;
+        double t = now() - start, rate = (i + 1) * G / std::max(t, 1e-9);
+        double eta = (steps - i - 1) * G / std::max(rate, 1e-9);
+        if (!metrics.row(err, "step,%" PRId64 ",%" PRId64 ",%.9g,%.1f,\n", epoch,
+                         counter, loss, rate))
+          return false;
+        bool last = i + 1 == steps;
+        if (tty && (t - lastPrint > 0.1 || last)) {
+          say("\repoch %" PRId64 " step %" PRId64 "/%" PRId64
+              " loss %.4f %.0f samples/s ETA %s   ",
+              epoch, i + 1, steps, loss, rate, clock(eta).c_str());
+          lastPrint = t;
+        } else if (!tty && ((i + 1) % 100 == 0 || last)) {
+          say("epoch %" PRId64 " step %" PRId64 "/%" PRId64
+              " loss %.4f %.0f samples/s ETA %s\n",
+              epoch, i + 1, steps, loss, rate, clock(eta).c_str());
+        }
+      }
+      return true;
+    };
+    size_t every = size_t(std::max<int64_t>(1, opts_.lossEvery));
     for (int64_t i = 0; i < steps; ++i) {
       if (stopRequested()) {
+        // The steps already started count: their losses are taken (and
+        // logged) before the checkpoint.
+        if (!takeLosses(0))
+          return failed(err);
         if (tty)
           say("\n");
         return stopped("at epoch " + std::to_string(epoch) + " after step " +
@@ -511,35 +565,17 @@ TrainResult Trainer::train(DataSource &src) {
                        epoch > 1 || i > 0);
       }
       TensorMap batch;
-      double loss = 0;
-      bool first = epoch == 1 && i == 0;
-      if (first)
+      if (epoch == 1 && i == 0)
         ex_.resetHeapPeak();
-      if (!src.train(inputs, i * B, batch, err) || !ex_.trainStep(batch, loss, err))
+      if (!src.train(inputs, i * B, batch, err) || !ex_.startStep(batch, err))
         return failed(err);
-      if (first)
-        say("%s\n", memoryLine(ex_).c_str());
-      if (!std::isfinite(loss))
-        return failed("the loss is " + std::to_string(loss) + " at step " +
-                      std::to_string(ex_.step()) + " (diverged)");
-      sum += loss;
-      double t = now() - start, rate = (i + 1) * G / std::max(t, 1e-9);
-      double eta = (steps - i - 1) * G / std::max(rate, 1e-9);
-      if (!metrics.row(err, "step,%" PRId64 ",%" PRId64 ",%.9g,%.1f,\n", epoch,
-                       ex_.step(), loss, rate))
+      // Every `every` steps the losses come down, all but the newest step's:
+      // it keeps the GPU busy while the host waits and prints.
+      if (ex_.stepsInFlight() > every && !takeLosses(1))
         return failed(err);
-      bool last = i + 1 == steps;
-      if (tty && (t - lastPrint > 0.1 || last)) {
-        say("\repoch %" PRId64 " step %" PRId64 "/%" PRId64
-            " loss %.4f %.0f samples/s ETA %s   ",
-            epoch, i + 1, steps, loss, rate, clock(eta).c_str());
-        lastPrint = t;
-      } else if (!tty && ((i + 1) % 100 == 0 || last)) {
-        say("epoch %" PRId64 " step %" PRId64 "/%" PRId64
-            " loss %.4f %.0f samples/s ETA %s\n",
-            epoch, i + 1, steps, loss, rate, clock(eta).c_str());
-      }
     }
+    if (!takeLosses(0))
+      return failed(err);
     EpochStats stats;
     stats.epoch = epoch;
     stats.steps = steps;
@@ -584,20 +620,38 @@ TrainResult Trainer::repeat(const TensorMap &batch, int64_t steps,
     return failed(opts_.label + ": the model has no entry point 'train_step'");
   std::string err;
   ex_.resetHeapPeak();
+  // As in train(): steps run ahead of their losses, taken every
+  // `lossEvery` steps and printed in order.
+  int64_t printed = 0;
+  auto takeLosses = [&](size_t keep) -> bool {
+    while (ex_.stepsInFlight() > keep) {
+      double loss = 0;
+      if (!ex_.takeLoss(loss, err))
+        return false;
+      if (printLoss)
+        say("step %" PRId64 " loss %.9g\n", printed, loss);
+      ++printed;
+    }
+    return true;
+  };
+  size_t every = size_t(std::max<int64_t>(1, opts_.lossEvery));
   for (int64_t i = 0; i < steps; ++i) {
     if (stopRequested()) {
+      if (!takeLosses(0))
+        return failed(err);
       TrainResult r;
       r.status = TrainResult::Stopped;
       r.message = "interrupted after step " + std::to_string(i) + " of " +
                   std::to_string(steps) + "; nothing saved";
       return r;
     }
-    double loss = 0;
-    if (!ex_.trainStep(batch, loss, err))
+    if (!ex_.startStep(batch, err))
       return failed(err);
-    if (printLoss)
-      say("step %" PRId64 " loss %.9g\n", i, loss);
+    if (ex_.stepsInFlight() > every && !takeLosses(1))
+      return failed(err);
   }
+  if (!takeLosses(0))
+    return failed(err);
   return TrainResult();
 }
 

@@ -76,6 +76,12 @@ std::string memoryLine(const Executor &ex);
 struct TrainOptions {
   int64_t epochs = 1;
   int64_t batchLimit = -1; ///< at most this many steps per epoch (<= 0: all)
+  /// The host waits for the losses every this many steps (at least 1):
+  /// up to this many steps run ahead of the loss readback on an
+  /// asynchronous device (CUDA), and their losses, progress lines and
+  /// metrics rows come together. 1: each loss is taken while the next step
+  /// runs. The values are the same for every setting.
+  int64_t lossEvery = 1;
   int64_t seed = 0;        ///< for init(seed) and the order of every epoch
   std::string resume;      ///< a checkpoint to continue from
   std::string initFrom;    ///< pretrained parameters (initFromCheckpoint)

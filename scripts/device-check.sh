@@ -19,7 +19,7 @@
 # HGMMA (cuobjdump); writes bench/results/gemm-h200-<date>.md and prints a
 # short table last. Exit status: 0 if every correctness check passed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
 
 if [[ -n "${BUILD:-}" ]]; then :
@@ -146,9 +146,13 @@ fi
 # Training first (MLP and LeNet on Fashion-MNIST, --device cuda against
 # --device cpu; its own share of the budget): its table is printed last.
 TRAIN_TABLE=$STATE/train-table
-BUILD=$BUILD TG_TRAIN_CHECK_BUDGET_S=${TG_TRAIN_CHECK_BUDGET_S:-200} \
-  bash scripts/device-train-check.sh >"$TRAIN_TABLE" 2>&1
+# Its runs time out on their own; the whole is bounded too (a hang outside
+# a run must not eat the GEMM checks' time).
+TRAIN_BUDGET=${TG_TRAIN_CHECK_BUDGET_S:-200}
+BUILD=$BUILD TG_TRAIN_CHECK_BUDGET_S=$TRAIN_BUDGET \
+  timeout $((TRAIN_BUDGET + 30)) bash scripts/device-train-check.sh >"$TRAIN_TABLE" 2>&1
 train_rc=$?
+((train_rc == 124)) && echo "device-check: the training check timed out after $((TRAIN_BUDGET + 30))s" >>"$TRAIN_TABLE"
 
 declare -A OURS_MS OURS_TF STATUS ERR CFG
 fails=$((train_rc != 0))

@@ -1,9 +1,9 @@
 //===- Jit.h - compile and train a model in-process -------------*- C++ -*-===//
 //
 // The in-process (JIT) API: compile a `.tg` file or a graph built with
-// tgc::Builder to a training step for the CPU, then initialise, train and
-// evaluate it on host buffers. Parameters and optimizer state live inside
-// the Model between calls, named as in the model (docs/training.md).
+// tgc::Builder to a training step for the CPU or the GPU, then initialise,
+// train and evaluate it on host buffers. Parameters and optimizer state live
+// inside the Model between calls, named as in the model (docs/training.md).
 //
 // A Model is the artifact tgc would write, loaded in this process by the
 // runtime that tg-run uses: the same code, manifest checks, memory plan,
@@ -48,6 +48,25 @@ struct TrainSettings {
   std::string save;           ///< checkpoint written after every epoch
   std::string metrics;        ///< CSV, one row per step and per epoch
   bool progress = false;      ///< print progress lines to stdout
+  /// Take the losses every this many steps (tg-run --loss-every): on the
+  /// GPU up to this many steps run ahead of the loss readback.
+  int64_t lossEvery = 1;
+};
+
+/// Where a Model's entry points run, as `tg-run --device` chooses.
+enum class Device {
+  Cpu,      ///< the CPU code (the default)
+  Emulator, ///< the sm_80 GPU code on the PTX emulator (slow; for tests)
+  Cuda,     ///< the GPU code on CUDA device 0 (docs/runtime.md)
+  Auto,     ///< Cuda where a GPU and its driver are present, else the CPU
+};
+
+/// How Model::compileFile/compileGraph compile.
+struct CompileOptions {
+  /// Where the model runs. Every device but Cpu also compiles the GPU
+  /// step in memory as `tgc --target=sm_80,sm_90a,cpu` would (the emulator:
+  /// sm_80 only), which needs the CUDA toolkit's ptxas and fatbinary.
+  Device device = Device::Cpu;
 };
 
 /// One epoch of Model::train.
@@ -57,7 +76,7 @@ struct EpochSummary {
   double accuracy = -1; ///< % on the test split; -1 where not measured
 };
 
-/// A model compiled for the CPU in this process.
+/// A model compiled in this process, for the CPU or the GPU.
 class Model {
 public:
   ~Model();
@@ -67,10 +86,16 @@ public:
   static std::unique_ptr<Model>
   compileFile(const std::string &path,
               const std::vector<std::pair<std::string, std::string>> &defines,
-              std::string &error);
+              std::string &error, const CompileOptions &options = {});
   /// Compiles a graph built in C++ (it must have a loss and a train block).
   static std::unique_ptr<Model> compileGraph(Builder &builder,
-                                             std::string &error);
+                                             std::string &error,
+                                             const CompileOptions &options = {});
+
+  /// What runs the entry points, as tg-run's first line says it: "cpu",
+  /// "emulator (PTX sm_80)", "cuda (NVIDIA H200, sm_90; cubin sm_90a)",
+  /// "cpu (no CUDA: ...)" for Auto without a GPU.
+  std::string device() const;
 
   /// Sets parameters (from their initializers) and optimizer state from a
   /// seed; the step counter restarts at 0.

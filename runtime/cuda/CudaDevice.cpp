@@ -13,8 +13,17 @@
 // The first call of an entry runs launch by launch and synchronizes after
 // each kernel, so a failing kernel is named; the second call captures the
 // entry's launches and copies as a CUDA graph per input buffer, which every
-// later call replays with one cuGraphLaunch. docs/runtime.md, "The CUDA
-// device".
+// later call replays with one cuGraphLaunch.
+//
+// A call may return before its step has run (start/finish, Device.h): the
+// host stages the next batch while the GPU computes. Two halves of pinned
+// and device staging alternate between calls; the events that keep them
+// apart: a pinned half is rewritten once its last upload ran (inReady), a
+// device half is overwritten once the compute stream is past the call that
+// read it (ioFree), the compute stream starts a call once its upload ran
+// (inReady again). Each call's loss comes down into its own pinned buffer
+// behind its own event (a Pending), landed when finish() waits for it.
+// docs/runtime.md, "The CUDA device".
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Device.h"
@@ -24,6 +33,7 @@
 
 #include <cinttypes>
 #include <cstring>
+#include <deque>
 #include <map>
 
 namespace tgrt {
@@ -96,16 +106,25 @@ public:
     const cu::DriverApi &f = api();
     // Teardown errors are not reported: the process is ending or the
     // context is already lost; the results were checked when they came.
+    // Work still in flight finishes before its memory goes.
+    for (cu::CUstream s : {stream_, copyStream_})
+      if (s)
+        f.cuStreamSynchronize(s);
     for (auto &[key, g] : graphs_)
       f.cuGraphExecDestroy(g.exec);
-    for (cu::CUevent e : inReady_)
+    for (cu::CUevent e : {inReady_[0], inReady_[1], ioFree_[0], ioFree_[1]})
       if (e)
         f.cuEventDestroy(e);
     for (void *p : pinnedIn_)
       if (p)
         f.cuMemFreeHost(p);
-    if (pinnedOut_)
-      f.cuMemFreeHost(pinnedOut_);
+    for (std::deque<Readback> *q : {&pending_, &spare_})
+      for (Readback &r : *q) {
+        if (r.done)
+          f.cuEventDestroy(r.done);
+        if (r.pinned)
+          f.cuMemFreeHost(r.pinned);
+      }
     for (cu::CUdeviceptr p : {arena_, block_, consts_, io_})
       if (p)
         f.cuMemFree(p);
@@ -174,6 +193,7 @@ public:
       out = std::max(out, res);
     }
     ioBytes_ = io;
+    outBytes_ = out;
     size_t consts = 0;
     for (const std::string &c : schedule_.constants) {
       constOffset_.push_back(consts);
@@ -206,6 +226,7 @@ public:
     auto alloc = [&](size_t n, cu::CUdeviceptr &p) {
       return n == 0 || check(dev_->alloc(n, p), "", err);
     };
+    planned_ = {int64_t(arena), int64_t(bytes), int64_t(consts), int64_t(2 * io)};
     if (!alloc(arena, arena_) || !alloc(bytes, block_) ||
         !alloc(consts, consts_) || !alloc(2 * io, io_))
       return false;
@@ -220,14 +241,9 @@ public:
     for (int p = 0; p < 2; ++p) {
       if ((io && !check(driver().check(f.cuMemHostAlloc(&pinnedIn_[p], io, 0),
                                        "cuMemHostAlloc"), "", err)) ||
-          !check(driver().check(f.cuEventCreate(&inReady_[p],
-                                                cu::CU_EVENT_DISABLE_TIMING),
-                                "cuEventCreate"), "", err))
+          !newEvent(inReady_[p], err) || !newEvent(ioFree_[p], err))
         return false;
     }
-    if (out && !check(driver().check(f.cuMemHostAlloc(&pinnedOut_, out, 0),
-                                     "cuMemHostAlloc"), "", err))
-      return false;
     size_t freeAfter = 0;
     if (!check(dev_->memInfo(freeAfter, total), "", err))
       return false;
@@ -235,20 +251,31 @@ public:
     return true;
   }
   bool resident() const override { return true; }
+  // The synchronous copies run on the legacy default stream, which does not
+  // wait for the non-blocking compute stream: the steps in flight finish
+  // first.
   bool pullState(size_t offset, size_t bytes, std::string &err) override {
-    return !bytes || check(dev_->download(mirror_ + offset, block_ + offset, bytes),
-                           "", err);
+    return !bytes ||
+           (quiesce(err) &&
+            check(dev_->download(mirror_ + offset, block_ + offset, bytes), "", err));
   }
   bool pushState(size_t offset, size_t bytes, std::string &err) override {
-    return !bytes || check(dev_->upload(block_ + offset, mirror_ + offset, bytes),
-                           "", err);
+    return !bytes ||
+           (quiesce(err) &&
+            check(dev_->upload(block_ + offset, mirror_ + offset, bytes), "", err));
   }
   int64_t deviceBytes() const override { return measured_; }
+  DeviceMemory plannedMemory() const override { return planned_; }
   int64_t arenaBytes() const override { return schedule_.maxArenaBytes(); }
   std::string describe() const override { return deviceText_; }
 
   bool run(const EntrySpec &entry, const std::vector<void *> &buffers,
            std::string &err) override {
+    return start(entry, buffers, err) && finish(0, err);
+  }
+
+  bool start(const EntrySpec &entry, const std::vector<void *> &buffers,
+             std::string &err) override {
     const GpuEntry *e = schedule_.entry(entry.name);
     if (!e || buffers.size() != entry.args.size() + entry.results.size()) {
       err = "the GPU schedule has no entry '" + entry.name + "'";
@@ -280,7 +307,12 @@ public:
       std::memcpy(pinned + in, buffers[i], s.byteSize());
       in += align256(s.byteSize());
     }
-    if (in && (!check(driver().check(f.cuMemcpyHtoDAsync(io_ + parity * ioBytes_,
+    // The device half is overwritten once the compute stream is past the
+    // call that read it (two calls ago).
+    if (in && (!check(driver().check(f.cuStreamWaitEvent(copyStream_,
+                                                         ioFree_[parity], 0),
+                                     "cuStreamWaitEvent"), who, err) ||
+               !check(driver().check(f.cuMemcpyHtoDAsync(io_ + parity * ioBytes_,
                                                          pinned, in, copyStream_),
                                      "cuMemcpyHtoDAsync"), who, err) ||
                !check(driver().check(f.cuEventRecord(inReady_[parity], copyStream_),
@@ -330,32 +362,51 @@ public:
                  stage, err))
         return false;
     }
-    // Non-persistent results (the loss) come down through pinned memory.
+    // Non-persistent results (the loss) come down into this call's own
+    // pinned buffer, landed by finish().
+    Readback r;
+    if (!takeReadback(r, err))
+      return false;
+    r.stage = stage;
     size_t out = 0;
     for (size_t i = 0; i < entry.results.size(); ++i) {
       const TensorSpec &s = entry.results[i];
       if (isPersistentRole(s.role) || !s.byteSize())
         continue;
       if (!check(driver().check(
-                     f.cuMemcpyDtoHAsync(static_cast<uint8_t *>(pinnedOut_) + out,
+                     f.cuMemcpyDtoHAsync(static_cast<uint8_t *>(r.pinned) + out,
                                          at(e->results[i], argPtr), s.byteSize(),
                                          stream_),
                      "cuMemcpyDtoHAsync"),
-                 stage, err))
+                 stage, err)) {
+        spare_.push_back(r);
         return false;
+      }
+      r.lands.push_back({buffers[entry.args.size() + i], out, s.byteSize()});
       out += align256(s.byteSize());
     }
-    if (!check(driver().check(f.cuStreamSynchronize(stream_), "cuStreamSynchronize"),
-               stage, err))
-      return false;
-    out = 0;
-    for (size_t i = 0; i < entry.results.size(); ++i) {
-      const TensorSpec &s = entry.results[i];
-      if (isPersistentRole(s.role) || !s.byteSize())
-        continue;
-      std::memcpy(buffers[entry.args.size() + i],
-                  static_cast<uint8_t *>(pinnedOut_) + out, s.byteSize());
-      out += align256(s.byteSize());
+    bool recorded =
+        check(driver().check(f.cuEventRecord(r.done, stream_), "cuEventRecord"),
+              stage, err) &&
+        check(driver().check(f.cuEventRecord(ioFree_[parity], stream_),
+                             "cuEventRecord"),
+              stage, err);
+    (recorded ? pending_ : spare_).push_back(std::move(r));
+    return recorded;
+  }
+
+  bool finish(size_t keep, std::string &err) override {
+    const cu::DriverApi &f = api();
+    while (pending_.size() > keep) {
+      Readback &r = pending_.front();
+      if (!check(driver().check(f.cuEventSynchronize(r.done), "cuEventSynchronize"),
+                 r.stage, err))
+        return false;
+      for (const Readback::Land &l : r.lands)
+        std::memcpy(l.host, static_cast<uint8_t *>(r.pinned) + l.offset, l.bytes);
+      r.lands.clear();
+      spare_.push_back(std::move(r));
+      pending_.pop_front();
     }
     return true;
   }
@@ -367,6 +418,49 @@ private:
     cu::CUgraphExec exec = nullptr;
     std::vector<cu::CUdeviceptr> args; ///< the argument places it was captured with
   };
+  /// A started call's non-persistent results on their way down: a pinned
+  /// buffer, the event after its copies, and where each result lands.
+  struct Readback {
+    struct Land {
+      void *host;
+      size_t offset, bytes;
+    };
+    void *pinned = nullptr;
+    cu::CUevent done = nullptr;
+    std::vector<Land> lands;
+    std::string stage; ///< who failed, for an error found when waiting
+  };
+
+  bool newEvent(cu::CUevent &e, std::string &err) {
+    return check(driver().check(api().cuEventCreate(&e, cu::CU_EVENT_DISABLE_TIMING),
+                                "cuEventCreate"), "", err);
+  }
+
+  /// A free readback: a landed one, else a new one (as many as calls are
+  /// ever in flight at once, so a steady state allocates nothing).
+  bool takeReadback(Readback &r, std::string &err) {
+    if (!spare_.empty()) {
+      r = std::move(spare_.back());
+      spare_.pop_back();
+      return true;
+    }
+    r = Readback();
+    if (!newEvent(r.done, err))
+      return false;
+    if (outBytes_ &&
+        !check(driver().check(api().cuMemHostAlloc(&r.pinned, outBytes_, 0),
+                              "cuMemHostAlloc"), "", err)) {
+      api().cuEventDestroy(r.done);
+      return false;
+    }
+    return true;
+  }
+
+  /// Waits for everything enqueued (before a synchronous copy of state).
+  bool quiesce(std::string &err) {
+    return check(driver().check(api().cuStreamSynchronize(stream_),
+                                "cuStreamSynchronize"), "", err);
+  }
 
   const cu::Driver &driver() const { return dev_->driver(); }
   const cu::DriverApi &api() const { return dev_->driver().api(); }
@@ -480,18 +574,26 @@ private:
   cu::CUstream stream_ = nullptr, copyStream_ = nullptr;
   cu::CUdeviceptr arena_ = 0, block_ = 0, consts_ = 0, io_ = 0;
   std::vector<size_t> constOffset_;
-  size_t ioBytes_ = 0, blockBytes_ = 0;
+  size_t ioBytes_ = 0, outBytes_ = 0, blockBytes_ = 0;
   uint8_t *mirror_ = nullptr;
   void *pinnedIn_[2] = {nullptr, nullptr};
-  void *pinnedOut_ = nullptr;
-  cu::CUevent inReady_[2] = {nullptr, nullptr};
+  /// Per staging half: its upload ran; the compute stream is past its call.
+  cu::CUevent inReady_[2] = {nullptr, nullptr}, ioFree_[2] = {nullptr, nullptr};
+  std::deque<Readback> pending_, spare_; ///< started calls, oldest first; free ones
   uint64_t calls_ = 0;
   std::map<std::string, int> seen_;
   std::map<std::string, Graph> graphs_;
   int64_t measured_ = 0;
+  DeviceMemory planned_;
 };
 
 } // namespace
+
+std::string cudaUnavailable() {
+  cu::Device dev;
+  cu::Status st = cu::Device::open(0, dev);
+  return st ? std::string() : st.message;
+}
 
 std::unique_ptr<Device> makeCudaDevice(const Artifact &artifact,
                                        const Manifest &m, std::string &err) {

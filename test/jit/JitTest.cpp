@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
@@ -210,3 +211,70 @@ TEST_CASE("a JIT model honours its train block's memory budget as tgc does",
     CHECK(b == Approx(a).epsilon(1e-5));
   }
 }
+
+#ifdef TG_FAKE_CUDA_EMU_PATH
+namespace {
+/// Trains examples/mlp.tg (small) `steps` steps on one batch on `device`;
+/// the losses, then the final state.
+std::vector<double> trainOn(tgc::Device device, int steps, tgc::TensorMap &state,
+                            std::string &described) {
+  std::string error;
+  tgc::CompileOptions options;
+  options.device = device;
+  auto model = tgc::Model::compileFile(
+      example("mlp.tg"), {{"batch", "8"}, {"hidden", "32"}, {"pixels", "16"}},
+      error, options);
+  INFO(error);
+  REQUIRE(model);
+  described = model->device();
+  REQUIRE(model->init(7, error));
+  tgc::TensorMap inputs = batch(model->inputSpecs());
+  std::vector<double> losses;
+  for (int i = 0; i < steps; ++i) {
+    double loss = 0;
+    REQUIRE(model->trainStep(inputs, loss, error));
+    losses.push_back(loss);
+  }
+  state = model->state();
+  return losses;
+}
+
+void checkClose(const std::vector<double> &a, const std::vector<double> &b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    CHECK(std::abs(a[i] - b[i]) <= 1e-5 + 1e-4 * std::abs(a[i]));
+}
+} // namespace
+
+// The GPU step is built in memory (as tgc --target builds it, so the CUDA
+// toolkit is needed) and run through the runtime's GPU devices: the PTX
+// emulator, and CUDA on the fake driver that runs the PTX on the emulator.
+TEST_CASE("a JIT model runs on the GPU devices like on the CPU", "[jit][gpu]") {
+  if (access("/usr/local/cuda/bin/ptxas", X_OK) != 0) {
+    WARN("SKIPPED: no CUDA toolkit (ptxas) to build the GPU step");
+    return;
+  }
+  // Auto finds the fake driver: the driver library is chosen once per
+  // process, so this is set before any test opens it.
+  setenv("TG_CUDA_LIBRARY", TG_FAKE_CUDA_EMU_PATH, 1);
+  tgc::TensorMap cpuState, emuState, cudaState;
+  std::string cpu, emu, cuda;
+  std::vector<double> onCpu = trainOn(tgc::Device::Cpu, 3, cpuState, cpu);
+  std::vector<double> onEmu = trainOn(tgc::Device::Emulator, 3, emuState, emu);
+  std::vector<double> onCuda = trainOn(tgc::Device::Auto, 3, cudaState, cuda);
+  CHECK(cpu == "cpu");
+  CHECK_THAT(emu, Catch::StartsWith("emulator"));
+  CHECK_THAT(cuda, Catch::StartsWith("cuda (TGC fake GPU (PTX emulator), sm_80"));
+  checkClose(onCpu, onEmu);
+  checkClose(onCpu, onCuda);
+  // The state comes back from the device: the step counter and the weights.
+  CHECK(cudaState.at("step").get(0) == 3);
+  const tgc::HostTensor &w = cpuState.at("fc1.weight");
+  const tgc::HostTensor &wCuda = cudaState.at("fc1.weight");
+  REQUIRE(w.numElements() == wCuda.numElements());
+  double worst = 0;
+  for (int64_t i = 0; i < w.numElements(); ++i)
+    worst = std::max(worst, std::abs(w.get(i) - wCuda.get(i)));
+  CHECK(worst < 1e-5);
+}
+#endif

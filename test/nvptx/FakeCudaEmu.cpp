@@ -4,11 +4,22 @@
 // (CudaDriver.h), so `tg-run --device cuda` runs end to end without a GPU:
 // device memory is host memory, cuModuleLoadData takes the PTX image out of
 // a fat binary (decompressing it with zstd) and cuLaunchKernelEx runs the
-// kernel on the PTX emulator (runtime/emulator). Streams run their work
-// when it is enqueued; stream capture records launches and copies, and
-// cuGraphLaunch replays the recording. A kernel that faults leaves a sticky
-// error (CUDA_ERROR_ILLEGAL_ADDRESS) that the next synchronizing call
-// returns, as a real device's asynchronous error would.
+// kernel on the PTX emulator (runtime/emulator). A kernel that faults
+// leaves a sticky error (CUDA_ERROR_ILLEGAL_ADDRESS) that the next
+// synchronizing call returns, as a real device's asynchronous error would.
+//
+// Streams and events are modelled strictly enough that a missing wait
+// changes the results: work enqueued on a stream runs as late as CUDA
+// allows, only when something waits for it (cuStreamSynchronize,
+// cuEventSynchronize, a synchronous copy for the default stream,
+// cuCtxSynchronize, or a cuStreamWaitEvent of a stream that runs). An
+// asynchronous copy reads pinned host memory when it runs, not when it is
+// enqueued, so a staging buffer rewritten before its upload ran uploads the
+// new bytes; a kernel reads the device memory of the moment it runs, so a
+// copy stream that does not wait for the compute stream overwrites a batch
+// still to be read. Pageable memory is copied at the call, as the driver
+// stages it. Stream capture records the work, and cuGraphLaunch enqueues the
+// recording on the stream (run lazily like the rest).
 //
 // Environment, for the error paths of the tests:
 //   TG_FAKE_CUDA_CC=90            the compute capability it reports (80)
@@ -18,7 +29,10 @@
 //   TG_FAKE_CUDA_LOG=FILE         appends one line per driver event: a
 //                                 launch enqueued (launch K) or captured
 //                                 (record K), a kernel run (run K), a
-//                                 capture, a graph launch, a copy
+//                                 capture, a graph launch, a copy when it
+//                                 runs (HtoD, DtoH: synchronous ones),
+//                                 the host waiting (sync stream, sync
+//                                 event, sync context)
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaDriver.h"
@@ -32,9 +46,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,21 +78,35 @@ struct Function {
   Module *module;
   std::string name;
 };
-/// A recorded piece of work: runs on the emulator or copies memory.
+/// A piece of work of a stream: runs a kernel, copies memory, or waits for
+/// another stream. Returns a CUresult (a fault sets gSticky instead).
 using Work = std::function<int()>;
+/// A stream: the work enqueued and not yet run, in order. `enqueued` and
+/// `done` count the work ever enqueued and run, so an event is a position.
 struct Stream {
   bool capturing = false;
   std::vector<Work> recorded;
+  std::deque<Work> queue;
+  uint64_t enqueued = 0, done = 0;
 };
 struct Graph {
   std::vector<Work> work;
 };
+/// A recorded event: the position in its stream's work it completes at
+/// (none recorded yet: complete).
+struct Event {
+  Stream *stream = nullptr;
+  uint64_t position = 0;
+};
 
 std::map<uint64_t, size_t> gDevice; // device allocations: start -> bytes
+std::map<uintptr_t, size_t> gPinned; // cuMemHostAlloc'ed memory
 size_t gAllocated = 0;
 int gSticky = 0; // the first asynchronous error, returned by synchronizing calls
 std::map<std::string, int> gLaunches;
 Stream gDefaultStream;
+std::set<Stream *> gStreams = {&gDefaultStream};
+std::set<Event *> gEvents;
 
 size_t envSize(const char *name, size_t fallback) {
   const char *v = std::getenv(name);
@@ -93,7 +123,25 @@ void log(const std::string &line) {
 
 Stream *streamOf(void *s) { return s ? static_cast<Stream *>(s) : &gDefaultStream; }
 
-/// Runs `w` now, or records it when the stream is capturing.
+/// Runs `st`'s work up to position `until` (what an event or a
+/// synchronization needs, nothing more). Work after a fault does not run.
+void runUntil(Stream *st, uint64_t until) {
+  while (st->done < until && !st->queue.empty()) {
+    Work w = std::move(st->queue.front());
+    st->queue.pop_front();
+    ++st->done;
+    if (!gSticky)
+      w();
+  }
+}
+void runAll(Stream *st) { runUntil(st, st->enqueued); }
+void runEverything() {
+  for (Stream *st : gStreams)
+    runAll(st);
+}
+
+/// Enqueues `w` on stream `s` (it runs when something waits for it), or
+/// records it when the stream is capturing.
 int submit(void *s, Work w) {
   Stream *st = streamOf(s);
   if (st->capturing) {
@@ -102,8 +150,19 @@ int submit(void *s, Work w) {
   }
   if (gSticky)
     return gSticky;
-  int r = w();
-  return r;
+  st->queue.push_back(std::move(w));
+  ++st->enqueued;
+  return kSuccess;
+}
+
+/// Whether [p, p + n) lies in pinned host memory.
+bool isPinned(const void *p, size_t n) {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  auto it = gPinned.upper_bound(a);
+  if (it == gPinned.begin())
+    return false;
+  --it;
+  return a + n <= it->first + it->second;
 }
 
 int launchNow(Function *fn, std::array<uint32_t, 3> grid,
@@ -215,7 +274,11 @@ int cuDevicePrimaryCtxRetain(void **ctx, int) {
 }
 int cuDevicePrimaryCtxRelease_v2(int) { return kSuccess; }
 int cuCtxSetCurrent(void *) { return kSuccess; }
-int cuCtxSynchronize() { return gSticky; }
+int cuCtxSynchronize() {
+  log("sync context");
+  runEverything();
+  return gSticky;
+}
 
 int cuModuleLoadData(void **mod, const void *image) {
   std::string ptx, err;
@@ -285,6 +348,7 @@ int cuMemFree_v2(uint64_t p) {
   auto it = gDevice.find(p);
   if (it == gDevice.end())
     return kInvalidValue;
+  runEverything(); // cuMemFree waits for the work that may still use it
   gAllocated -= it->second;
   gDevice.erase(it);
   std::free(reinterpret_cast<void *>(p));
@@ -292,27 +356,48 @@ int cuMemFree_v2(uint64_t p) {
 }
 int cuMemHostAlloc(void **p, size_t bytes, unsigned) {
   *p = std::calloc(1, bytes ? bytes : 1);
-  return *p ? kSuccess : kOutOfMemory;
+  if (!*p)
+    return kOutOfMemory;
+  gPinned[reinterpret_cast<uintptr_t>(*p)] = bytes ? bytes : 1;
+  return kSuccess;
 }
 int cuMemFreeHost(void *p) {
+  runEverything();
+  gPinned.erase(reinterpret_cast<uintptr_t>(p));
   std::free(p);
   return kSuccess;
 }
+// The synchronous calls run on the legacy default stream: they wait for its
+// work, not for the runtime's non-blocking streams.
 int cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) {
+  runAll(&gDefaultStream);
   return gSticky ? gSticky : copyNow(reinterpret_cast<void *>(dst), src, n, "HtoD");
 }
 int cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) {
+  runAll(&gDefaultStream);
   return gSticky ? gSticky : copyNow(dst, reinterpret_cast<void *>(src), n, "DtoH");
 }
 int cuMemsetD8_v2(uint64_t dst, unsigned char v, size_t n) {
+  runAll(&gDefaultStream);
   std::memset(reinterpret_cast<void *>(dst), v, n);
   return gSticky;
 }
 int cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t n, void *s) {
+  if (!isPinned(src, n)) {
+    // Pageable memory is staged by the driver at the call.
+    auto bytes = std::make_shared<std::string>(static_cast<const char *>(src), n);
+    return submit(s, [=] {
+      return copyNow(reinterpret_cast<void *>(dst), bytes->data(), n, "HtoDAsync");
+    });
+  }
   return submit(s, [=] { return copyNow(reinterpret_cast<void *>(dst), src, n, "HtoDAsync"); });
 }
 int cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t n, void *s) {
-  return submit(s, [=] { return copyNow(dst, reinterpret_cast<void *>(src), n, "DtoHAsync"); });
+  int r = submit(s, [=] { return copyNow(dst, reinterpret_cast<void *>(src), n, "DtoHAsync"); });
+  // Into pageable memory the copy is synchronous.
+  if (r == kSuccess && !isPinned(dst, n) && !streamOf(s)->capturing)
+    runAll(streamOf(s));
+  return r;
 }
 int cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t n, void *s) {
   return submit(s, [=] {
@@ -322,15 +407,39 @@ int cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t n, void *s) {
 }
 
 int cuStreamCreate(void **s, unsigned) {
-  *s = new Stream();
+  auto *st = new Stream();
+  gStreams.insert(st);
+  *s = st;
   return kSuccess;
 }
 int cuStreamDestroy_v2(void *s) {
-  delete static_cast<Stream *>(s);
+  // The driver lets enqueued work finish.
+  auto *st = static_cast<Stream *>(s);
+  runAll(st);
+  gStreams.erase(st);
+  for (Event *e : gEvents)
+    if (e->stream == st)
+      e->stream = nullptr; // complete: everything it waited for ran
+  delete st;
   return kSuccess;
 }
-int cuStreamSynchronize(void *) { return gSticky; }
-int cuStreamWaitEvent(void *, void *, unsigned) { return kSuccess; }
+int cuStreamSynchronize(void *s) {
+  log("sync stream");
+  runAll(streamOf(s));
+  return gSticky;
+}
+int cuStreamWaitEvent(void *s, void *e, unsigned) {
+  auto *ev = static_cast<Event *>(e);
+  if (!ev->stream)
+    return kSuccess; // an event never recorded is complete
+  Stream *other = ev->stream;
+  uint64_t until = ev->position;
+  log("wait event");
+  return submit(s, [=] {
+    runUntil(other, until);
+    return kSuccess;
+  });
+}
 int cuStreamBeginCapture_v2(void *s, int) {
   Stream *st = streamOf(s);
   if (st->capturing)
@@ -358,11 +467,9 @@ int cuGraphLaunch(void *exec, void *s) {
   if (streamOf(s)->capturing)
     return kInvalidValue;
   log("graph launch");
-  for (Work &w : static_cast<Graph *>(exec)->work) {
-    if (gSticky)
-      return kSuccess; // the error surfaces at the next synchronization
-    w();
-  }
+  for (Work &w : static_cast<Graph *>(exec)->work)
+    if (int r = submit(s, w))
+      return r;
   return kSuccess;
 }
 int cuGraphExecDestroy(void *exec) {
@@ -375,13 +482,32 @@ int cuGraphDestroy(void *graph) {
 }
 
 int cuEventCreate(void **e, unsigned) {
-  static int token;
-  *e = &token;
+  auto *ev = new Event();
+  gEvents.insert(ev);
+  *e = ev;
   return kSuccess;
 }
-int cuEventDestroy_v2(void *) { return kSuccess; }
-int cuEventRecord(void *, void *) { return kSuccess; }
-int cuEventSynchronize(void *) { return gSticky; }
+int cuEventDestroy_v2(void *e) {
+  gEvents.erase(static_cast<Event *>(e));
+  delete static_cast<Event *>(e);
+  return kSuccess;
+}
+int cuEventRecord(void *e, void *s) {
+  Stream *st = streamOf(s);
+  if (st->capturing)
+    return kInvalidValue; // the runtime records events outside captures
+  auto *ev = static_cast<Event *>(e);
+  ev->stream = st;
+  ev->position = st->enqueued;
+  return kSuccess;
+}
+int cuEventSynchronize(void *e) {
+  auto *ev = static_cast<Event *>(e);
+  log("sync event");
+  if (ev->stream)
+    runUntil(ev->stream, ev->position);
+  return gSticky;
+}
 int cuEventElapsedTime_v2(float *ms, void *, void *) {
   *ms = 0;
   return kSuccess;

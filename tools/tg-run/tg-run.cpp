@@ -77,6 +77,8 @@ const char *kUsage =
     "  --device auto|cpu|cuda|emulator: where the entry points run (default\n"
     "  auto: cuda when a GPU and code for it exist, else cpu; the emulator\n"
     "  runs the artifact's sm_80 GPU code, tgc --target=sm_80)\n"
+    "  --loss-every N: wait for the losses every N steps (default 1); on the\n"
+    "  GPU up to N steps run ahead of the loss readback\n"
     "  mpirun -n N tg-run ... [--comm-timeout SECONDS]: data-parallel, for a\n"
     "  model compiled with tgc --ranks N\n";
 
@@ -85,7 +87,7 @@ struct Options {
   std::string load, batch, saveParams, saveGrads, initFrom;
   DeviceKind device = DeviceKind::Auto;
   bool deviceGiven = false; ///< --device was given: say which one runs
-  int64_t epochs = 1, batchLimit = -1, steps = 1, seed = 0;
+  int64_t epochs = 1, batchLimit = -1, steps = 1, seed = 0, lossEvery = 1;
   int64_t commTimeout = 300; ///< seconds a collective may wait
   bool describe = false, printLoss = false, memory = false;
 };
@@ -114,7 +116,7 @@ Options parseArgs(int argc, char **argv) {
   app.add_flag("--print-loss", o.printLoss);
   app.add_flag("--memory", o.memory);
   app.add_option("model", o.model);
-  std::string epochs, batchLimit, steps, seed, commTimeout, device;
+  std::string epochs, batchLimit, steps, seed, commTimeout, device, lossEvery;
   std::vector<std::pair<CLI::Option *, std::string *>> valued;
   auto value = [&](const char *name, std::string &into) {
     CLI::Option *opt = app.add_option(name, into)->expected(0, 1)->multi_option_policy(
@@ -137,6 +139,7 @@ Options parseArgs(int argc, char **argv) {
   value("--save-grads", o.saveGrads);
   value("--comm-timeout", commTimeout);
   value("--device", device);
+  value("--loss-every", lossEvery);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -156,6 +159,7 @@ Options parseArgs(int argc, char **argv) {
   if (!epochs.empty()) o.epochs = parseInt("--epochs", epochs, 1);
   if (!batchLimit.empty()) o.batchLimit = parseInt("--batch-limit", batchLimit, 1);
   if (!steps.empty()) o.steps = parseInt("--steps", steps, 0);
+  if (!lossEvery.empty()) o.lossEvery = parseInt("--loss-every", lossEvery, 1);
   if (!seed.empty()) o.seed = parseInt("--seed", seed, INT64_MIN);
   if (!commTimeout.empty())
     o.commTimeout = parseInt("--comm-timeout", commTimeout, 1);
@@ -335,6 +339,7 @@ TrainOptions trainOptions(const Options &o, const Executor &ex) {
   TrainOptions t;
   t.epochs = o.epochs;
   t.batchLimit = o.batchLimit;
+  t.lossEvery = o.lossEvery;
   t.seed = o.seed;
   t.resume = o.resume;
   t.initFrom = o.initFrom;
