@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# bench/data_parallel.sh BUILD - data-parallel training on this machine:
-# samples/s of the MLP on Fashion-MNIST (global batch 128, STEPS steps of
-# one epoch) for 1 process and for 2 ranks (mpirun, 64 rows each), and the
-# gradient bytes each rank sends per step (every f32 parameter once, plus
-# the loss). Prints what bench/results/*-data-parallel.md records.
+# bench/data_parallel.sh BUILD - data-parallel training on this machine
+# (docs/data-parallel.md): samples/s for 1 process and for 2 ranks (mpirun)
+# at the same global batch, for
+#   - the MLP on Fashion-MNIST (global batch 128, STEPS steps), and
+#   - a tiny GPT (1 layer, d_model 64, seq 64, vocab 256, fp32) on a token
+#     file of the GPL-3 text (global batch 16, GPT_STEPS steps),
+# plus the bytes each rank hands the communicator per step: every f32
+# parameter's gradient once (one all_reduce per bucket) and the loss. A
+# ring all_reduce sends 2 (N-1)/N times that over the wire per rank.
+# Prints one markdown table (what bench/results/data-parallel-*.md records).
+# CPU time (user + sys) is printed beside wall time: on a shared, loaded
+# machine the wall-clock samples/s are lower bounds.
 set -euo pipefail
 build=${1:-build}
 steps=${STEPS:-300}
+gpt_steps=${GPT_STEPS:-60}
 bin=$(cd "$build/bin" && pwd)
 here=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
@@ -15,13 +23,43 @@ mpirun=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
         OMPI_MCA_btl_vader_single_copy_mechanism=none
         mpirun --allow-run-as-root --oversubscribe)
 
-"$bin/tgc" "$here/examples/mlp.tg" -D batch=128 -o "$tmp/one.tgx"
-"$bin/tgc" "$here/examples/mlp.tg" -D batch=64 --ranks 2 -o "$tmp/two.tgx"
-params=$("$bin/tgc" "$here/examples/mlp.tg" --report=params | tail -n 1)
-echo "== parameters: $params (f32: 4 bytes each are all-reduced per step)"
-echo "== 1 process, batch 128"
-"$bin/tg-run" "$tmp/one.tgx" --data fashion-mnist --batch-limit "$steps" --seed 1 |
-  grep -E '^epoch [0-9]+:'
-echo "== 2 ranks x 64"
-"${mpirun[@]}" -n 2 "$bin/tg-run" "$tmp/two.tgx" --data fashion-mnist \
-  --batch-limit "$steps" --seed 1 | grep -E '^epoch [0-9]+:'
+gpt=(-D layers=1 -D d_model=64 -D heads=2 -D seq=64 -D ctx=64 -D vocab=256
+     -D accumulate=1 -O1)
+sed 's/precision = bf16/precision = fp32/' "$here/examples/gpt.tg" > "$tmp/gpt.tg"
+# 64 copies of the GPL-3 text as u16 tokens: enough for GPT_STEPS steps.
+python3 -c "import struct,sys; t=open('/usr/share/common-licenses/GPL-3','rb').read()*64; open(sys.argv[1],'wb').write(struct.pack('<%dH' % len(t), *t))" "$tmp/tok.u16"
+
+# samples/s (the epoch line's) and the run's CPU seconds.
+measure() {
+  local out=$tmp/run.txt
+  /usr/bin/time -f '%U %S' -o "$tmp/time.txt" "$@" > "$out"
+  local rate
+  rate=$(sed -nE 's/^epoch [0-9]+:.* ([0-9.]+) samples\/s.*/\1/p' "$out" | tail -n 1)
+  echo "$rate $(awk '{print $1 + $2}' "$tmp/time.txt")"
+}
+
+# Bytes of gradients per step: 4 x parameters (f32), plus the f32 loss.
+bytes() {
+  local n
+  n=$("$bin/tgc" "$@" --report=params | sed -nE 's/^total: ([0-9]+) parameters.*/\1/p')
+  echo $((4 * n + 4))
+}
+
+echo "| model | global batch | processes | samples/s (wall) | CPU s | bytes all-reduced per rank per step |"
+echo "|---|---:|---:|---:|---:|---:|"
+run_case() { # NAME GLOBAL_BATCH DATA STEPS SOURCE DEFINES...
+  local name=$1 g=$2 data=$3 n=$4 src=$5
+  shift 5
+  "$bin/tgc" "$src" "$@" -D batch="$g" -o "$tmp/one.tgx"
+  "$bin/tgc" "$src" "$@" -D batch=$((g / 2)) --ranks 2 -o "$tmp/two.tgx"
+  local b
+  b=$(bytes "$src" "$@" -D batch="$g")
+  read -r rate cpu < <(measure "$bin/tg-run" "$tmp/one.tgx" --data "$data" \
+                         --batch-limit "$n" --seed 1)
+  echo "| $name | $g | 1 | $rate | $cpu | 0 |"
+  read -r rate cpu < <(measure "${mpirun[@]}" -n 2 "$bin/tg-run" "$tmp/two.tgx" \
+                         --data "$data" --batch-limit "$n" --seed 1)
+  echo "| $name | $g | 2 x $((g / 2)) | $rate | $cpu | $b |"
+}
+run_case mlp 128 fashion-mnist "$steps" "$here/examples/mlp.tg"
+run_case "tiny GPT" 16 "u16:$tmp/tok.u16" "$gpt_steps" "$tmp/gpt.tg" "${gpt[@]}"

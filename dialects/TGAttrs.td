@@ -123,21 +123,24 @@ def TG_BudgetFitAttr : AttrDef<TG_Dialect, "BudgetFit"> {
   let mnemonic = "budget_fit";
   let summary = "How tg-fit-budget fitted the training step into a budget";
   let description = [{
-    On the module: `choice` is `none`, `recompute`, `micro-batch` or
-    `precision` (the most expensive means used); `level` the
-    rematerialisation level (0-4), `micro_batches` the batch split,
-    `precision` the step's precision; `budget`, `peak` and `unconstrained`
+    On the module: `choice` is `none`, `shard`, `recompute`, `micro-batch`
+    or `precision` (the most expensive means used; `shard` is ZeRO stage 1
+    chosen by the fitter for a data-parallel step); `level` the
+    rematerialisation level (0-4), `micro_batches` the batch split, `zero`
+    the step's ZeRO stage (0, or 1: optimizer state sharded over the
+    ranks), `precision` the step's precision; `budget`, `peak` and `unconstrained`
     planned bytes of @train_step; `extra_flops` the replayed FLOPs out of
     `step_flops` (the gradient function's, replays included); `fits` false
     when even the least peak is over the budget.
 
     ```mlir
-    module attributes {tg.budget_fit = #tg.budget_fit<choice = "recompute", level = 2, micro_batches = 1, precision = "fp32", budget = 1000, peak = 900, unconstrained = 1500, extra_flops = 10, step_flops = 310, fits = true>}
+    module attributes {tg.budget_fit = #tg.budget_fit<choice = "recompute", level = 2, micro_batches = 1, zero = 0, precision = "fp32", budget = 1000, peak = 900, unconstrained = 1500, extra_flops = 10, step_flops = 310, fits = true>}
     ```
   }];
   let parameters = (ins StringRefParameter<>:$choice,
                         "int64_t":$level,
                         "int64_t":$micro_batches,
+                        "int64_t":$zero,
                         StringRefParameter<>:$precision,
                         "int64_t":$budget,
                         "int64_t":$peak,

@@ -298,14 +298,18 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
 LogicalResult
 BudgetFitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       StringRef choice, int64_t level, int64_t microBatches,
-                      StringRef precision, int64_t budget, int64_t peak,
+                      int64_t zero, StringRef precision, int64_t budget, int64_t peak,
                       int64_t unconstrained, int64_t extraFlops,
                       int64_t stepFlops, bool fits) {
-  if (!llvm::is_contained({"none", "recompute", "micro-batch", "precision"},
-                          choice))
-    return emitError() << "#tg.budget_fit choice must be none, recompute, "
-                          "micro-batch or precision, got '"
+  if (!llvm::is_contained(
+          {"none", "shard", "recompute", "micro-batch", "precision"}, choice))
+    return emitError() << "#tg.budget_fit choice must be none, shard, "
+                          "recompute, micro-batch or precision, got '"
                        << choice << "'";
+  if (zero != 0 && zero != 1)
+    return emitError() << "#tg.budget_fit zero must be 0 or 1";
+  if (choice == "shard" && zero != 1)
+    return emitError() << "#tg.budget_fit choice 'shard' needs zero = 1";
   if (level < 0 || level > 4)
     return emitError() << "#tg.budget_fit level must be 0 to 4";
   if (microBatches < 1)

@@ -85,11 +85,14 @@ tgc::CompileFn tgc::frontendCompileFn(const SourceFile &file, Defines defines,
 /// data-parallel alike, so the memory plan and the budget fit see the
 /// collectives the artifact runs.
 static int64_t dpRanks = 1, dpBucketBytes = 25 * 1024 * 1024, dpZero = 0;
+static bool dpMayShard = true;
 
-void tgc::setDataParallel(int64_t ranks, int64_t bucketBytes, int64_t zero) {
+void tgc::setDataParallel(int64_t ranks, int64_t bucketBytes, int64_t zero,
+                          bool mayShard) {
   dpRanks = ranks;
   dpBucketBytes = bucketBytes;
   dpZero = zero;
+  dpMayShard = mayShard;
 }
 
 bool tgc::buildTraining(ModuleOp module, bool remat, bool fuse) {
@@ -308,6 +311,7 @@ static tg::BudgetFitAttr runFit(ModuleOp module, int64_t budget,
   options.ranks = dpRanks;
   options.bucketBytes = dpBucketBytes;
   options.zero = dpZero;
+  options.shard = dpMayShard;
   pm.addPass(tg::createFitBudgetPass(options));
   if (failed(pm.run(module)))
     return nullptr;
@@ -391,12 +395,22 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
       }
       if (fit.getChoice() == "none")
         return BudgetFit{std::move(m), std::move(*plan), ""};
+      // A fit that sharded the optimizer state makes the job's step a ZeRO
+      // step: later builds of this run (the kernel report) build it alike.
+      bool sharded = fit.getZero() == 1 && dpZero == 0;
+      if (sharded)
+        dpZero = 1;
       std::string note;
       llvm::raw_string_ostream os(note);
       os << "the step needs " << formatBytes(asGiven->peakBytes())
          << ", over the budget of " << formatBytes(*budget) << "; chose "
          << fit.getChoice() << ":";
       StringRef sep = " ";
+      if (sharded) {
+        os << sep << "shard the optimizer state over the " << dpRanks
+           << " ranks (ZeRO stage 1)";
+        sep = " and ";
+      }
       if (fit.getLevel() > 0) {
         os << sep << "recompute activations in the backward pass (level "
            << fit.getLevel() << " of 4)";

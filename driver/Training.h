@@ -54,7 +54,9 @@ CompileFn frontendCompileFn(const SourceFile &file, Defines defines,
 /// Makes every later buildTraining data-parallel over `ranks` processes,
 /// with gradient buckets of `bucketBytes` (tg-data-parallel), and with the
 /// optimizer state sharded over the ranks when `zero` is 1 (ZeRO stage 1).
-void setDataParallel(int64_t ranks, int64_t bucketBytes, int64_t zero);
+/// With `zero` 0 and `mayShard`, fitBudget may shard it to meet a budget.
+void setDataParallel(int64_t ranks, int64_t bucketBytes, int64_t zero,
+                     bool mayShard = true);
 
 /// Runs the training pipeline on `module` (in place), rematerializing
 /// activations if `remat` and grouping kernels (tg-fuse) if `fuse`; false

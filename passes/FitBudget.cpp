@@ -1,8 +1,9 @@
 //===- FitBudget.cpp - fit the training step into a budget ------*- C++ -*-===//
 //
-// Builds a model's training step with the cheapest rematerialisation level
-// whose planned peak fits a memory budget, and records the choice on the
-// module as #tg.budget_fit. Each candidate is the training pipeline run on
+// Builds a model's training step with the cheapest means (ZeRO-1 sharding of
+// the optimizer state for a data-parallel step, then rematerialisation
+// levels) whose planned peak fits a memory budget, and records the choice on
+// the module as #tg.budget_fit. Each candidate is the training pipeline run on
 // a copy of the model in a nested module (a dynamic pipeline), planned, and
 // kept or dropped; the chosen copy's body replaces the model's. See
 // Passes.td.
@@ -12,6 +13,7 @@
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
+#include "passes/TrainConfig.h"
 
 namespace mlir::tg {
 #define GEN_PASS_DEF_FITBUDGETPASS
@@ -26,7 +28,7 @@ namespace {
 /// One candidate's result.
 struct Candidate {
   ModuleOp module;
-  int64_t level = 0, peak = 0, extraFlops = 0, stepFlops = 0;
+  int64_t level = 0, zero = 0, peak = 0, extraFlops = 0, stepFlops = 0;
 };
 
 struct FitBudgetPass final : tg::impl::FitBudgetPassBase<FitBudgetPass> {
@@ -57,13 +59,29 @@ struct FitBudgetPass final : tg::impl::FitBudgetPassBase<FitBudgetPass> {
     for (Operation &op : module.getBody()->getOperations())
       model.push_back(&op);
 
+    // The candidates, cheapest first. Sharding the optimizer state (ZeRO
+    // stage 1) comes before any recomputation: its reduce-scatter and
+    // all-gather move the bytes of the all_reduce they replace, and it
+    // recomputes nothing, so once the plain step does not fit, every
+    // rematerialisation level is tried sharded.
+    SmallVector<std::pair<int64_t, int64_t>> ladder; // (level, zero)
+    bool tryShard = shard && ranks > 1 && zero == 0 && shardable(module);
+    for (int64_t level = 0; level <= 4; ++level) {
+      if (!tryShard || level == 0)
+        ladder.push_back({level, zero});
+      if (tryShard)
+        ladder.push_back({level, 1});
+    }
+
     std::optional<Candidate> best, chosen;
     int64_t unconstrained = 0;
-    for (int64_t level = 0; level <= 4 && !chosen; ++level) {
-      FailureOr<Candidate> c = tryLevel(module, model, level);
+    for (auto [level, stage] : ladder) {
+      if (chosen)
+        break;
+      FailureOr<Candidate> c = tryLevel(module, model, level, stage);
       if (failed(c))
         return signalPassFailure();
-      if (level == 0)
+      if (level == 0 && stage == zero)
         unconstrained = c->peak;
       bool fits = c->peak <= limit;
       if (!best || c->peak < best->peak) {
@@ -91,14 +109,17 @@ struct FitBudgetPass final : tg::impl::FitBudgetPassBase<FitBudgetPass> {
                                  best->module.getBody()->getOperations());
     best->module.erase();
 
-    std::string choice = best->level == 0 ? "none" : "recompute";
+    std::string choice = best->level > 0              ? "recompute"
+                         : best->zero != int64_t(zero) ? "shard"
+                                                       : "none";
     if (microBatches > 1)
       choice = "micro-batch";
     if (!precision.empty() && train && train.getAs<StringAttr>("precision") &&
         train.getAs<StringAttr>("precision").getValue() != prec)
       choice = "precision";
     auto fit = BudgetFitAttr::get(
-        &getContext(), choice, best->level, microBatches, prec, limit,
+        &getContext(), choice, best->level, microBatches, best->zero, prec,
+        limit,
         best->peak, unconstrained, best->extraFlops, best->stepFlops,
         bool(chosen));
     dialect(&getContext()).getBudgetFitAttrHelper().setAttr(module, fit);
@@ -109,16 +130,40 @@ struct FitBudgetPass final : tg::impl::FitBudgetPassBase<FitBudgetPass> {
                          << ": the least peak reached is "
                          << formatBytes(best->peak)
                          << " (rematerialisation level " << best->level
-                         << " of 4)";
+                         << " of 4"
+                         << (best->zero ? ", optimizer state sharded" : "")
+                         << ")";
       return signalPassFailure();
     }
   }
 
+  /// Whether ZeRO-1 can shrink the step of `module` (a model): its
+  /// optimizer keeps state (plain SGD has none to shard) and its
+  /// parameters are f32, the collectives' type (tg-data-parallel refuses
+  /// others with zero = 1).
+  bool shardable(ModuleOp module) {
+    // Without a train block the candidates' pipeline says so, once.
+    if (!module->hasAttr(attr::train))
+      return false;
+    FailureOr<TrainConfig> cfg = TrainConfig::read(module);
+    auto fn = module.lookupSymbol<func::FuncOp>(funcName);
+    if (failed(cfg) || cfg->stateSlots().empty() || !fn)
+      return false;
+    for (BlockArgument a : fn.getArguments()) {
+      auto role = fn.getArgAttrOfType<RoleAttr>(a.getArgNumber(), attr::role);
+      auto type = dyn_cast<RankedTensorType>(a.getType());
+      if (role && role.getValue() == Role::param &&
+          (!type || !type.getElementType().isF32()))
+        return false;
+    }
+    return true;
+  }
+
   /// Builds and plans the training step of a copy of `model` (the ops of
-  /// `module`) at rematerialisation `level`, in a module nested in
-  /// `module`.
+  /// `module`) at rematerialisation `level` and ZeRO stage `stage`, in a
+  /// module nested in `module`.
   FailureOr<Candidate> tryLevel(ModuleOp module, ArrayRef<Operation *> model,
-                                int64_t level) {
+                                int64_t level, int64_t stage) {
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     auto copy = ModuleOp::create(b, module.getLoc());
     for (NamedAttribute a : module->getAttrs())
@@ -136,7 +181,7 @@ struct FitBudgetPass final : tg::impl::FitBudgetPassBase<FitBudgetPass> {
     options.decompose = decompose;
     options.ranks = ranks;
     options.bucketBytes = bucketBytes;
-    options.zero = zero;
+    options.zero = stage;
     buildTrainingPipeline(pm, options);
     if (failed(runPipeline(pm, copy)))
       return failure();
@@ -154,6 +199,7 @@ struct FitBudgetPass final : tg::impl::FitBudgetPassBase<FitBudgetPass> {
     Candidate c;
     c.module = copy;
     c.level = level;
+    c.zero = stage;
     c.peak = plan->peakBytes();
     c.stepFlops = functionFlops(grad);
     if (auto remat = dialect(&getContext()).getRematAttrHelper().getAttr(grad))

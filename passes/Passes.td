@@ -337,7 +337,11 @@ def FitBudgetPass : Pass<"tg-fit-budget", "::mlir::ModuleOp"> {
     `memory_budget`). Candidates, in order of extra cost:
 
     1. nothing;
-    2. rematerialisation levels (tg-rematerialize), each a prefix of the
+    2. with `ranks` > 1 (and `zero` 0, `shard` on): the optimizer state
+       sharded over the ranks (ZeRO stage 1, tg-data-parallel's `zero =
+       1`), which communicates the bytes of the all_reduce it replaces and
+       recomputes nothing; every later candidate is then sharded too;
+    3. rematerialisation levels (tg-rematerialize), each a prefix of the
        same cost order: 1 = chains of two cheap ops (4 FLOPs per byte);
        2 = replays up to 64 FLOPs per byte, matmuls included (attention
        scores, normalisations, elementwise work); 3 = up to 1024 FLOPs per
@@ -350,7 +354,7 @@ def FitBudgetPass : Pass<"tg-fit-budget", "::mlir::ModuleOp"> {
     to be recorded, and then does the same with `precision = bf16`.
 
     The choice is recorded on the module as `tg.budget_fit =
-    #tg.budget_fit<...>` (choice, level, micro_batches, precision, budget,
+    #tg.budget_fit<...>` (choice, level, micro_batches, zero, precision, budget,
     peak, unconstrained peak, extra and step FLOPs, fits). If nothing fits,
     the least peak is kept; with `must-fit` that is an error.
   }];
@@ -378,6 +382,9 @@ def FitBudgetPass : Pass<"tg-fit-budget", "::mlir::ModuleOp"> {
     Option<"zero", "zero", "int64_t", "0",
            "ZeRO stage of the candidates (1: optimizer state sharded over "
            "the ranks)">,
+    Option<"shard", "shard", "bool", "true",
+           "With ranks > 1 and zero = 0: may shard the optimizer state "
+           "(ZeRO stage 1) to fit, before recomputing">,
   ];
 }
 

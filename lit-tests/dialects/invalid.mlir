@@ -463,12 +463,20 @@ func.func @f() attributes {tg.remat = {bytes = 1 : i64}} {
 }
 // -----
 // expected-error @+1 {{'func.func' op 'tg.budget_fit' applies only to modules}}
-func.func @f() attributes {tg.budget_fit = #tg.budget_fit<choice = "none", level = 0, micro_batches = 1, precision = "fp32", budget = 1, peak = 1, unconstrained = 1, extra_flops = 0, step_flops = 0, fits = true>} {
+func.func @f() attributes {tg.budget_fit = #tg.budget_fit<choice = "none", level = 0, micro_batches = 1, zero = 0, precision = "fp32", budget = 1, peak = 1, unconstrained = 1, extra_flops = 0, step_flops = 0, fits = true>} {
   return
 }
 // -----
-// expected-error @+1 {{#tg.budget_fit choice must be none, recompute, micro-batch or precision, got 'magic'}}
-module attributes {tg.budget_fit = #tg.budget_fit<choice = "magic", level = 0, micro_batches = 1, precision = "fp32", budget = 1, peak = 1, unconstrained = 1, extra_flops = 0, step_flops = 0, fits = true>} {
+// expected-error @+1 {{#tg.budget_fit choice must be none, shard, recompute, micro-batch or precision, got 'magic'}}
+module attributes {tg.budget_fit = #tg.budget_fit<choice = "magic", level = 0, micro_batches = 1, zero = 0, precision = "fp32", budget = 1, peak = 1, unconstrained = 1, extra_flops = 0, step_flops = 0, fits = true>} {
+}
+// -----
+// expected-error @+1 {{#tg.budget_fit choice 'shard' needs zero = 1}}
+module attributes {tg.budget_fit = #tg.budget_fit<choice = "shard", level = 0, micro_batches = 1, zero = 0, precision = "fp32", budget = 1, peak = 1, unconstrained = 1, extra_flops = 0, step_flops = 0, fits = true>} {
+}
+// -----
+// expected-error @+1 {{#tg.budget_fit zero must be 0 or 1}}
+module attributes {tg.budget_fit = #tg.budget_fit<choice = "none", level = 0, micro_batches = 1, zero = 2, precision = "fp32", budget = 1, peak = 1, unconstrained = 1, extra_flops = 0, step_flops = 0, fits = true>} {
 }
 // -----
 // expected-error @+1 {{'func.func' op argument #0: 'tg.arena' must be a unit attribute}}

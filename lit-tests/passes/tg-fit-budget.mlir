@@ -6,7 +6,7 @@
 
 // A budget the plain step fits: nothing is recomputed, and the module
 // records the choice, the peak and the step's FLOPs.
-// CHECK: module attributes {tg.budget_fit = #tg.budget_fit<choice = "none", level = 0, micro_batches = 1, precision = "fp32", budget = 1000000, peak = [[PEAK:[0-9]+]], unconstrained = [[PEAK]], extra_flops = 0, step_flops = {{[0-9]+}}, fits = true>
+// CHECK: module attributes {tg.budget_fit = #tg.budget_fit<choice = "none", level = 0, micro_batches = 1, zero = 0, precision = "fp32", budget = 1000000, peak = [[PEAK:[0-9]+]], unconstrained = [[PEAK]], extra_flops = 0, step_flops = {{[0-9]+}}, fits = true>
 // CHECK: func.func @train_step
 // CHECK-NOT: tg.recomputed
 

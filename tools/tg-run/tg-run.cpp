@@ -22,6 +22,7 @@
 // prints and writes.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/Data.h"
 #include "runtime/Safetensors.h"
 #include "runtime/Trainer.h"
 #include "tools/tg-run/Mpi.h"
@@ -363,21 +364,34 @@ TrainOptions trainOptions(const Options &o, const Executor &ex) {
 
 /// Rank r of N reads, of global batch i (N * B rows), rows
 /// [i N B + r B, i N B + (r + 1) B): the union of the shards is the batch a
-/// single process with batch N B reads, in the same order.
+/// single process with batch N B reads, in the same order. A token file's
+/// rows are windows of seq tokens, consecutive in the file, so the same
+/// row arithmetic picks rank r's windows of global batch i.
 void shardData(DataSource &data, const Executor &ex) {
-  if (data.tokenWindows)
-    die("data-parallel training reads fashion-mnist or safetensors data; "
-        "token files are not sharded yet");
-  int64_t B = 0;
+  int64_t B = 0, seq = 0;
   for (const TensorSpec &s : ex.inputsOf("train_step"))
-    if (!s.shape.empty())
+    if (!s.shape.empty()) {
       B = s.shape[0];
+      seq = s.shape.size() == 2 ? s.shape[1] : 0;
+    }
   int64_t n = gComm->size(), r = gComm->rank();
-  if (B <= 0 || data.trainRows < n * B)
-    die("the data has fewer rows than one global batch of " +
-        std::to_string(n * B) + " (" + std::to_string(n) + " ranks x " +
-        std::to_string(B) + ")");
-  data.trainRows = data.trainRows / n; // this rank's steps x B
+  std::string global = "one global batch of " + std::to_string(n * B) +
+                       " (" + std::to_string(n) + " ranks x " +
+                       std::to_string(B) + ")";
+  if (data.tokenWindows) {
+    // trainRows counts tokens; a process with batch N B has
+    // floor((tokens - 1) / (N B seq)) steps (each window's targets reach
+    // one token further), and (tokens - 1) / N + 1 tokens give a rank of
+    // batch B that many.
+    if (B <= 0 || seq <= 0 || tokenBatches(data.trainRows, n * B, seq) < 1)
+      die("the token file has fewer tokens than " + global + " windows of " +
+          std::to_string(seq) + " tokens and one more");
+    data.trainRows = (data.trainRows - 1) / n + 1;
+  } else {
+    if (B <= 0 || data.trainRows < n * B)
+      die("the data has fewer rows than " + global);
+    data.trainRows = data.trainRows / n; // this rank's steps x B
+  }
   data.train = [all = data.train, B, n, r](const std::vector<TensorSpec> &in,
                                            int64_t first, TensorMap &out,
                                            std::string &err) {

@@ -118,7 +118,9 @@ struct DriverOptions {
   cl::opt<int64_t> zero{
       "zero",
       cl::desc("with --ranks N: 1 shards the optimizer state over the ranks "
-               "(ZeRO stage 1: each rank keeps and updates 1/N of it)"),
+               "(ZeRO stage 1: each rank keeps and updates 1/N of it); "
+               "without --zero, --memory-budget may choose it, --zero 0 "
+               "forbids it"),
       cl::value_desc("STAGE"), cl::init(0), cl::cat(tgcCategory)};
   cl::opt<bool> debugInfo{"mlir-print-debuginfo",
                           cl::desc("print source locations in the IR"),
@@ -353,7 +355,9 @@ int main(int argc, char **argv) {
                     "N > 1\n";
     return 1;
   }
-  tgc::setDataParallel(opts.ranks, *bucketBytes, opts.zero);
+  // An explicit --zero 0 keeps the budget fitter from sharding.
+  tgc::setDataParallel(opts.ranks, *bucketBytes, opts.zero,
+                       opts.zero.getNumOccurrences() == 0);
 
   // Training actions plan the step, and a budget may change the batch.
   bool training = opts.emit == Emit::Train ||

@@ -4,11 +4,13 @@
     compare_dp.py ONE.txt MANY.txt ONE.safetensors MANY.safetensors [--rel R]
                   [--losses-rel L]
 
-The `step I loss L` lines must match in number and each loss within the
-relative tolerance L (default: R); every tensor of the two parameter
-files must have the same name, dtype and shape, and differ from the
+The `step I loss L` lines (or, from a --metrics CSV, its `step` rows) must
+match in number and each loss within the relative tolerance L (default:
+R); every tensor of the two parameter files (or checkpoints) must have the
+same name, dtype and shape, and an F32 tensor differ from the
 single-process one by at most R times that tensor's largest magnitude (an
-elementwise relative bound would fail on entries that cancel to ~0).
+elementwise relative bound would fail on entries that cancel to ~0); any
+other (a checkpoint's I64 `step`) must be equal.
 Prints one line per check; exits 1 on the first failure.
 """
 import argparse
@@ -19,8 +21,9 @@ import sys
 
 
 def losses(path):
-    out = [float(m.group(1)) for m in
-           (re.match(r"step \d+ loss (\S+)", line) for line in open(path)) if m]
+    out = [float(m.group(1) or m.group(2)) for m in
+           (re.match(r"step \d+ loss (\S+)|step,\d+,\d+,([^,]+),", line)
+            for line in open(path)) if m]
     if not out:
         sys.exit(f"compare_dp.py: {path} has no 'step I loss L' lines")
     return out
@@ -35,9 +38,10 @@ def tensors(path):
     for name, t in header.items():
         if name == "__metadata__":
             continue
-        if t["dtype"] != "F32":
-            sys.exit(f"compare_dp.py: {path}: {name} is {t['dtype']}, not F32")
         b, e = t["data_offsets"]
+        if t["dtype"] != "F32":
+            out[name] = (t["shape"], data[base + b:base + e])
+            continue
         count = (e - b) // 4
         out[name] = (t["shape"], struct.unpack(f"<{count}f", data[base + b:base + e]))
     return out
@@ -68,6 +72,10 @@ def main():
         (sa, va), (sb, vb) = ta[name], tb[name]
         if sa != sb:
             sys.exit(f"FAIL: {name}: shape {sa} against {sb}")
+        if isinstance(va, bytes) or isinstance(vb, bytes):
+            if va != vb:
+                sys.exit(f"FAIL: {name}: not F32 and not equal")
+            continue
         scale = max(abs(v) for v in va) or 1.0
         diff = max(abs(x - y) for x, y in zip(va, vb)) / scale
         worst = max(worst, diff)
