@@ -17,6 +17,7 @@
 
 #include "tgc/Builder.h"
 
+#include "dialects/CallPath.h"
 #include "dialects/TGDialect.h"
 #include "dialects/TGOps.h"
 
@@ -209,7 +210,8 @@ struct Builder::Impl {
         message = d.str();
       return mlir::success();
     });
-    mlir::Location where = loc(l);
+    // Ops inside a def call carry its path (keep_fp32 selects by it).
+    mlir::Location where = tg::withCallPath(loc(l), prefix);
     mlir::Operation *op =
         OpTy::create(ob, where, resultType ? resultType : ob.getNoneType(),
                      std::forward<Args>(args)...)
@@ -288,6 +290,26 @@ Builder::Scope::Scope(Builder &b, const std::string &name)
 Builder::Scope::~Scope() { b.impl->prefix.resize(saved); }
 
 const std::string &Builder::scopePrefix() const { return impl->prefix; }
+
+std::vector<std::string> Builder::callPaths() const {
+  std::vector<std::string> paths;
+  llvm::StringSet<> seen;
+  impl->func.walk([&](mlir::Operation *op) {
+    llvm::StringRef p = tg::callPath(op->getLoc());
+    if (!p.empty() && seen.insert(p).second)
+      paths.push_back(p.str());
+  });
+  return paths;
+}
+
+bool Builder::keepFp32Selects(const std::string &pattern) const {
+  bool any = false;
+  impl->func.walk([&](mlir::Operation *op) {
+    any = tg::keepFp32Selects(pattern, op);
+    return any ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
+  });
+  return any;
+}
 const std::vector<std::string> &Builder::errors() const {
   return impl->errorList;
 }
@@ -743,6 +765,12 @@ mlir::Attribute configAttr(mlir::OpBuilder &b, const ConfigValue &v) {
     return b.getBoolAttr(v.i != 0);
   case ConfigValue::Dict:
     return configDict(b, v.dict);
+  case ConfigValue::List: {
+    llvm::SmallVector<mlir::Attribute> elts;
+    for (const ConfigValue &e : v.list)
+      elts.push_back(configAttr(b, e));
+    return b.getArrayAttr(elts);
+  }
   }
   return {};
 }
@@ -759,7 +787,10 @@ mlir::OwningOpRef<mlir::ModuleOp> Builder::build() {
       return mlir::success();
     std::string msg;
     llvm::raw_string_ostream os(msg);
-    if (auto fl = mlir::dyn_cast<mlir::FileLineColLoc>(d.getLocation()))
+    mlir::Location where = d.getLocation();
+    if (auto named = mlir::dyn_cast<mlir::NameLoc>(where))
+      where = named.getChildLoc(); // a call path around the position
+    if (auto fl = mlir::dyn_cast<mlir::FileLineColLoc>(where))
       os << fl.getFilename().getValue() << ':' << fl.getLine() << ':'
          << fl.getColumn() << ": ";
     os << d.str();

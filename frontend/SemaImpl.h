@@ -213,6 +213,9 @@ private:
   // Model-level pieces.
   void evalHypers(const ModelDecl &m);
   void evalTrain(const TrainDecl &tr);
+  /// `keep_fp32 = [ln_f, "h.*.ln_*", softmax]`: each pattern must select
+  /// an op of the model by call path or op kind (dialects/CallPath.h).
+  bool evalKeepFp32(const Expr &e, ConfigValue &out);
   bool trainCall(const Expr &e, const std::string &key,
                  const std::vector<std::string> &kinds, ConfigValue &out);
 

@@ -205,14 +205,52 @@ bool Sema::trainCall(const Expr &e, const std::string &key,
   return ok;
 }
 
+bool Sema::evalKeepFp32(const Expr &e, ConfigValue &out) {
+  if (e.kind != Expr::List)
+    return diag.error(e.loc, "keep_fp32 must be a list of call-site names, "
+                             "patterns or op kinds, as in "
+                             "[ln_f, \"h.*.ln_*\", softmax]");
+  // Patterns are checked against the ops the model built; after an error in
+  // the model that set is incomplete, and a miss would be a phantom error.
+  bool check = !diag.hasErrors();
+  out = ConfigValue::ofList();
+  bool ok = true;
+  for (const ExprPtr &p : e.args) {
+    if (p->kind != Expr::Name && p->kind != Expr::String) {
+      ok = diag.error(p->loc, "keep_fp32: each entry is a name (ln_f), a "
+                              "quoted pattern (\"h.*.ln_*\") or an op kind "
+                              "(softmax)");
+      continue;
+    }
+    const std::string &pat = p->text;
+    if (check && !b->keepFp32Selects(pat)) {
+      std::vector<std::string> names = b->callPaths();
+      ok = diag.error(p->loc,
+                      withSuggestion("keep_fp32: '" + pat +
+                                         "' matches no call-site name or op "
+                                         "kind of the model" +
+                                         (names.empty()
+                                              ? std::string(" (it has no def "
+                                                            "calls)")
+                                              : ""),
+                                     pat, names));
+      continue;
+    }
+    out.list.push_back(ConfigValue::ofString(pat));
+  }
+  return ok;
+}
+
 void Sema::evalTrain(const TrainDecl &tr) {
   static const std::vector<std::string> keys = {
       "optimizer", "schedule", "batch", "accumulate",
-      "precision", "memory_budget", "clip_grad_norm", "loss_scale"};
+      "precision", "memory_budget", "clip_grad_norm", "loss_scale",
+      "keep_fp32"};
   ConfigDict dict;
   std::set<std::string> seen;
   std::string precision = "fp32";
   const Expr *lossScale = nullptr;
+  const Expr *keepFp32 = nullptr;
   Frame empty;
   frame = &empty;
   for (const TrainEntry &en : tr.entries) {
@@ -236,6 +274,10 @@ void Sema::evalTrain(const TrainDecl &tr) {
     } else if (en.key == "loss_scale") {
       lossScale = &e;
       if (!trainCall(e, "loss_scale", {"dynamic"}, cv))
+        continue;
+    } else if (en.key == "keep_fp32") {
+      keepFp32 = &e;
+      if (!evalKeepFp32(e, cv))
         continue;
     } else if (en.key == "precision") {
       static const std::vector<std::string> precs = {"fp32", "bf16", "fp16"};
@@ -276,6 +318,9 @@ void Sema::evalTrain(const TrainDecl &tr) {
     diag.error(lossScale->loc, "loss_scale applies to precision = fp16 only "
                                "(this block's precision is " +
                                    precision + ")");
+  if (keepFp32 && precision == "fp32")
+    diag.error(keepFp32->loc, "keep_fp32 applies to precision = bf16 or fp16 "
+                              "(this block's precision is fp32)");
   frame = nullptr;
   b->setTrain(std::move(dict));
 }

@@ -15,6 +15,8 @@
 
 #include "passes/Passes.h"
 
+#include "dialects/CallPath.h"
+
 #include "mlir/IR/Verifier.h"
 
 namespace mlir::tg {
@@ -33,6 +35,7 @@ namespace {
 constexpr StringLiteral kSensitive = "fp32-sensitive";
 constexpr StringLiteral kFollow = "follow";
 constexpr StringLiteral kOutput = "output";
+constexpr StringLiteral kKeep = "keep-fp32";
 
 /// Ops whose result loses accuracy in bf16: variance statistics, losses and
 /// long sums. They run in fp32, on fp32 operands, with fp32 results.
@@ -51,8 +54,10 @@ Type eltOf(Value v) {
 /// rules are spelled with `prefix` ("bf16", "fp16").
 class Assigner {
 public:
-  Assigner(func::FuncOp fn, Type low, StringRef prefix)
-      : fn(fn), b(fn.getContext()), low(low), f32(b.getF32Type()),
+  Assigner(func::FuncOp fn, Type low, StringRef prefix,
+           ArrayRef<StringRef> keep)
+      : fn(fn), b(fn.getContext()), low(low), f32(b.getF32Type()), keep(keep),
+        used(keep.size(), false),
         tg(dialect(fn.getContext())), contraction((prefix + "-acc-f32").str()),
         gather((prefix + "-gather").str()),
         f32Math((prefix + "-io-f32-math").str()),
@@ -76,6 +81,15 @@ public:
                                          .getElementType(), kOutput));
       }
     });
+  }
+
+  /// The train block's keep_fp32 patterns that selected no op.
+  SmallVector<StringRef> unused() const {
+    SmallVector<StringRef> out;
+    for (auto [pattern, hit] : llvm::zip(keep, used))
+      if (!hit)
+        out.push_back(pattern);
+    return out;
   }
 
 private:
@@ -115,10 +129,25 @@ private:
     return c;
   }
 
+  /// Whether a keep_fp32 pattern selects `op` (each pattern is tried on
+  /// every op, so that unused() names each that selected nothing).
+  bool kept(Operation *op) {
+    bool any = false;
+    for (auto [pattern, hit] : llvm::zip(keep, used))
+      if (keepFp32Selects(pattern, op))
+        any = hit = true;
+    return any;
+  }
+
   void assign(Operation *op) {
     Type target;
     StringRef rule;
-    if (isContraction(op)) {
+    if (kept(op)) {
+      // The user's choice overrides every rule below: fp32 operands and
+      // results, fp32 accumulation (no tg.acc: the dialect's default).
+      target = f32;
+      rule = kKeep;
+    } else if (isContraction(op)) {
       target = low;
       rule = contraction;
     } else if (isa<EmbeddingOp>(op)) {
@@ -162,7 +191,11 @@ private:
       r.setType(cast<RankedTensorType>(r.getType()).clone(target));
       changed = true;
     }
-    if (!changed)
+    // A kept op is marked even when it was fp32 already, so that tg-opt
+    // shows every op the pattern selected.
+    bool floats = llvm::any_of(op->getResults(),
+                               [&](Value r) { return convertible(r); });
+    if (!changed && !(rule == kKeep && floats))
       return;
     tg.getPrecisionAttrHelper().setAttr(op, b.getStringAttr(rule));
     if (rule == contraction)
@@ -172,6 +205,8 @@ private:
   func::FuncOp fn;
   OpBuilder b;
   Type low, f32;
+  ArrayRef<StringRef> keep;
+  SmallVector<bool> used;
   TGDialect &tg;
   DenseMap<Value, Value> copies;
   Operation *lastCopy = nullptr;
@@ -204,12 +239,34 @@ struct AssignPrecisionPass final
                          << funcName << "'";
       return signalPassFailure();
     }
+    // keep_fp32 patterns (the frontend checked each against the model; a
+    // hand-written module is checked here).
+    SmallVector<StringRef> keep;
+    if (auto train = module->getAttrOfType<DictionaryAttr>(attr::train))
+      if (auto list = train.getAs<ArrayAttr>("keep_fp32"))
+        for (Attribute a : list) {
+          auto str = dyn_cast<StringAttr>(a);
+          if (!str) {
+            module.emitError() << "keep_fp32 entries must be strings, got "
+                               << a;
+            return signalPassFailure();
+          }
+          keep.push_back(str.getValue());
+        }
     // fp16's gradients need loss scaling, which tg-build-train-step adds
     // for the train block's precision = fp16 (TrainConfig::lossScale).
-    if (prec == "fp16")
-      Assigner(fn, Float16Type::get(&getContext()), "fp16").run();
-    else
-      Assigner(fn, BFloat16Type::get(&getContext()), "bf16").run();
+    Assigner assigner(fn,
+                      prec == "fp16"
+                          ? Type(Float16Type::get(&getContext()))
+                          : Type(BFloat16Type::get(&getContext())),
+                      prec, keep);
+    assigner.run();
+    if (SmallVector<StringRef> unused = assigner.unused(); !unused.empty()) {
+      module.emitError() << "keep_fp32: '" << unused.front()
+                         << "' matches no call-site name or op kind of @"
+                         << funcName;
+      return signalPassFailure();
+    }
     if (failed(mlir::verify(fn)))
       return signalPassFailure();
   }

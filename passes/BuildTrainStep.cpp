@@ -98,6 +98,64 @@ LogicalResult scaleLoss(func::FuncOp grad, unsigned numForward,
   return success();
 }
 
+/// A parameter's low-precision compute copy, made once per step in
+/// @train_step and passed to the micro-batch gradient function.
+struct SharedCopy {
+  unsigned arg;          ///< the parameter's argument number
+  RankedTensorType type; ///< the copy's type
+};
+
+/// With accumulate > 1, the compute copies of the weights
+/// (tg-assign-precision's `compute-copy` casts at the top of the gradient
+/// function) would be made again for every micro-batch. Returns a private
+/// clone of `grad` that takes each copy as an extra argument, after the
+/// others, in `copies` order, instead of casting the master itself, so that
+/// @train_step casts once per step before the loop and every micro-batch
+/// reads the same copy; the clone's gradients are unchanged (the VJP of the
+/// copy, the cast back to fp32, stays inside). Returns null when `grad`
+/// makes no compute copy. `grad` itself, the `forward_grad` entry point,
+/// keeps its fp32 signature.
+func::FuncOp shareComputeCopies(func::FuncOp grad,
+                                SmallVectorImpl<SharedCopy> &copies) {
+  auto copiesOf = [](func::FuncOp fn) {
+    SmallVector<CastOp> casts;
+    for (auto c : fn.getBody().front().getOps<CastOp>()) {
+      auto rule = dialect(fn.getContext()).getPrecisionAttrHelper().getAttr(c);
+      auto arg = dyn_cast<BlockArgument>(c.getInput());
+      if (rule && rule.getValue() == kComputeCopyRule && arg &&
+          arg.getOwner() == &fn.getBody().front())
+        casts.push_back(c);
+    }
+    return casts;
+  };
+  if (copiesOf(grad).empty())
+    return {};
+  OpBuilder b(grad.getContext());
+  auto micro = cast<func::FuncOp>(grad->clone());
+  micro.setSymName((grad.getSymName() + "_micro").str());
+  micro.setPrivate();
+  // After the gradient function, under a unique name.
+  SymbolTable(grad->getParentOp())
+      .insert(micro, std::next(Block::iterator(grad)));
+  for (CastOp c : copiesOf(micro)) {
+    auto arg = cast<BlockArgument>(c.getInput());
+    auto type = cast<RankedTensorType>(c.getType());
+    unsigned index = micro.getNumArguments();
+    if (failed(micro.insertArgument(index, type, {}, c.getLoc())))
+      return {};
+    micro.setArgAttr(index, attr::role,
+                     RoleAttr::get(b.getContext(), Role::param));
+    if (auto name = micro.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                       attr::name))
+      micro.setArgAttr(index, attr::name,
+                       b.getStringAttr(name.getValue() + ".compute_copy"));
+    c.getResult().replaceAllUsesWith(micro.getArgument(index));
+    copies.push_back({arg.getArgNumber(), type});
+    c.erase();
+  }
+  return micro;
+}
+
 FailureOr<Model> analyse(func::FuncOp fn, const TrainConfig &cfg) {
   Model m;
   m.forward = fn;
@@ -244,6 +302,25 @@ struct BuildTrainStepPass final
       trackerArg = stateArg(slots * np + 1);
     }
 
+    // With micro-batches, the weights' compute copies are made here, once
+    // per step, and shared by every micro-batch (shareComputeCopies).
+    func::FuncOp gradFn = m.grad;
+    SmallVector<Value> sharedCopies;
+    if (k > 1) {
+      SmallVector<SharedCopy> copies;
+      if (func::FuncOp micro = shareComputeCopies(m.grad, copies)) {
+        gradFn = micro;
+        for (const SharedCopy &c : copies) {
+          unsigned param = llvm::find(m.params, c.arg) - m.params.begin();
+          auto cast = CastOp::create(b, loc, c.type, paramArg(param));
+          dialect(&getContext())
+              .getPrecisionAttrHelper()
+              .setAttr(cast, b.getStringAttr(kComputeCopyRule));
+          sharedCopies.push_back(cast);
+        }
+      }
+    }
+
     // Runs forward+backward on `inputs` (one micro-batch): loss and grads.
     auto callGrad = [&](ValueRange inputs, Value &loss,
                         SmallVectorImpl<Value> &grads) {
@@ -254,7 +331,8 @@ struct BuildTrainStepPass final
         operands[in] = inputs[i];
       if (scaleArg)
         operands.push_back(scaleArg);
-      auto call = func::CallOp::create(b, loc, m.grad, operands);
+      llvm::append_range(operands, sharedCopies);
+      auto call = func::CallOp::create(b, loc, gradFn, operands);
       loss = call.getResult(m.loss);
       unsigned first = m.forward.getNumResults();
       for (size_t i = 0; i < np; ++i)

@@ -72,7 +72,7 @@ std::vector<Row> collect(ModuleOp module, StringRef forward,
       Type t = c->getResult(0).getType();
       rows.push_back({"copy", rows.back().name,
                       typeName(cast<RankedTensorType>(t).getElementType()),
-                      "compute-copy (once per forward+backward)", 1,
+                      "compute-copy (once per step)", 1,
                       tensorBytes(t)});
     }
   }

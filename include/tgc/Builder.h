@@ -80,17 +80,19 @@ struct Init {
 
 /// A value in the hyper-parameter or train dictionaries.
 struct ConfigValue {
-  enum Kind { Int, Float, String, Bool, Dict } kind = Int;
+  enum Kind { Int, Float, String, Bool, Dict, List } kind = Int;
   int64_t i = 0;
   double f = 0;
   std::string s;
   std::vector<std::pair<std::string, ConfigValue>> dict;
+  std::vector<ConfigValue> list; ///< elements of a List
 
   static ConfigValue ofInt(int64_t v) { ConfigValue c; c.kind = Int; c.i = v; return c; }
   static ConfigValue ofFloat(double v) { ConfigValue c; c.kind = Float; c.f = v; return c; }
   static ConfigValue ofString(std::string v) { ConfigValue c; c.kind = String; c.s = std::move(v); return c; }
   static ConfigValue ofBool(bool v) { ConfigValue c; c.kind = Bool; c.i = v; return c; }
   static ConfigValue ofDict() { ConfigValue c; c.kind = Dict; return c; }
+  static ConfigValue ofList() { ConfigValue c; c.kind = List; return c; }
 };
 using ConfigDict = std::vector<std::pair<std::string, ConfigValue>>;
 
@@ -145,6 +147,12 @@ public:
   };
   /// The current scope prefix ("h.0.attn"), or "".
   const std::string &scopePrefix() const;
+  /// The call paths of the ops built so far (each op inside a scope
+  /// carries its prefix as a NameLoc), in order of first use.
+  std::vector<std::string> callPaths() const;
+  /// Whether keep_fp32 pattern `pattern` selects an op built so far, by
+  /// op kind or call path (dialects/CallPath.h).
+  bool keepFp32Selects(const std::string &pattern) const;
 
   // Model-level data.
   void setHyper(const std::string &name, ConfigValue value);

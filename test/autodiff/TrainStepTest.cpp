@@ -10,6 +10,8 @@
 #include "test/autodiff/GradCheck.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <cmath>
@@ -240,6 +242,82 @@ TEST_CASE("K accumulated micro-batches equal one full batch", "[train]") {
   for (size_t i = 0; i + 1 < a.size(); ++i) {
     INFO("result #" << i);
     checkClose(a[i].data, f[i].data, 1e-9);
+  }
+}
+
+/// mlpModel at precision = bf16 through tg-assign-precision and
+/// tg-build-train-step.
+static void buildMixedStep(Harness &h, int rows, int accumulate) {
+  h.parse(mlpModel(rows, accumulate));
+  PassManager pm(&h.ctx);
+  tg::AssignPrecisionPassOptions assign;
+  assign.precision = "bf16";
+  pm.addPass(tg::createAssignPrecisionPass(assign));
+  pm.addPass(tg::createBuildTrainStepPass());
+  INFO(h.diagnostics);
+  REQUIRE(succeeded(pm.run(*h.module)));
+}
+
+/// How many compute-copy casts one call of @train_step executes: its own,
+/// plus those of each function it calls, times the micro-batch loop's trip
+/// count for a call inside the loop.
+static int64_t copiesPerStep(ModuleOp module, int64_t accumulate) {
+  auto isCopy = [](Operation *op) {
+    auto rule = tg::dialect(op->getContext()).getPrecisionAttrHelper().getAttr(op);
+    return isa<tg::CastOp>(op) && rule && rule.getValue() == tg::kComputeCopyRule;
+  };
+  int64_t n = 0;
+  module.lookupSymbol<func::FuncOp>("train_step").walk([&](Operation *op) {
+    if (isCopy(op))
+      ++n;
+    auto call = dyn_cast<func::CallOp>(op);
+    if (!call)
+      return;
+    int64_t calls = op->getParentOfType<scf::ForOp>() ? accumulate : 1;
+    module.lookupSymbol<func::FuncOp>(call.getCallee()).walk([&](Operation *c) {
+      n += isCopy(c) ? calls : 0;
+    });
+  });
+  return n;
+}
+
+TEST_CASE("bf16: one compute copy per parameter per step, whatever "
+          "accumulate is, and the same numbers",
+          "[train][precision]") {
+  // Two identical micro-batches average to exactly one (0 + g + g = 2g and
+  // 2g / 2 = g are exact), so the accumulated step, whose copies are made
+  // once before the loop, must be bit-identical to the step on one
+  // micro-batch, whose gradient function makes them itself.
+  const int k = 2, rows = 2;
+  Tensor x1 = Tensor::random({rows, 4}, DType::F32, 7, 0);
+  Tensor t1 = Tensor::random({rows, 2}, DType::F32, 7, 1);
+  Tensor x = Tensor::filled({k * rows, 4}, DType::F32, 0);
+  Tensor t = Tensor::filled({k * rows, 2}, DType::F32, 0);
+  for (int i = 0; i < k; ++i) {
+    std::copy(x1.data.begin(), x1.data.end(), x.data.begin() + i * x1.data.size());
+    std::copy(t1.data.begin(), t1.data.end(), t.data.begin() + i * t1.data.size());
+  }
+  Tensor w = Tensor::random({4, 2}, DType::F32, 7, 2);
+  Tensor b = Tensor::random({2}, DType::F32, 7, 3);
+  Tensor zw = Tensor::filled({4, 2}, DType::F32, 0);
+  Tensor zb = Tensor::filled({2}, DType::F32, 0);
+  Tensor step = Tensor::filled({}, DType::I64, 0);
+
+  Harness accumulated, one;
+  buildMixedStep(accumulated, rows, k);
+  buildMixedStep(one, rows, 1);
+  CHECK(copiesPerStep(*accumulated.module, k) == 2); // w and b
+  CHECK(copiesPerStep(*one.module, 1) == 2);
+  auto a = accumulated.eval({w, b, zw, zb, zw, zb, step, x, t}, false,
+                            "train_step");
+  auto o = one.eval({w, b, zw, zb, zw, zb, step, x1, t1}, false, "train_step");
+  INFO(accumulated.diagnostics << one.diagnostics);
+  REQUIRE(succeeded(a));
+  REQUIRE(succeeded(o));
+  REQUIRE(a->size() == o->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    INFO("result #" << i);
+    CHECK((*a)[i].data == (*o)[i].data);
   }
 }
 
