@@ -189,15 +189,26 @@ def TG_TileConfigAttr : AttrDef<TG_Dialect, "TileConfig"> {
     (`warps_m` = `warps_n` = 1). The verifier admits only configurations the
     generators can build (docs/nvptx.md).
 
+    `kernel` says which generator computes the product (docs/nvptx.md,
+    "Ragged shapes"): `tensor_core` (the default, elided) is the target's
+    own (mma.sync on sm_80, wgmma + TMA on sm_90a); `mma_sync` on sm_90a is
+    the sm_80 kernel, for an operand whose rows TMA cannot describe (a
+    contiguous dimension not a multiple of 8), with sm_80's tile fields;
+    `simt` is the CUDA-core GEMM for products too small for a tensor-core
+    tile (its fixed 64x64x16 tile: stages 1, one warp each way, no
+    consumers, not persistent).
+
     ```mlir
     #tg.tile_config<bm = 128, bn = 128, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80">
+    #tg.tile_config<bm = 64, bn = 64, bk = 16, stages = 1, group_m = 1, warps_m = 1, warps_n = 1, consumer_warpgroups = 0, persistent = false, target = "sm_90a", kernel = "simt">
     ```
   }];
   let parameters = (ins "int64_t":$bm, "int64_t":$bn, "int64_t":$bk,
                         "int64_t":$stages, "int64_t":$group_m,
                         "int64_t":$warps_m, "int64_t":$warps_n,
                         "int64_t":$consumer_warpgroups, "bool":$persistent,
-                        StringRefParameter<"GPU target">:$target);
+                        StringRefParameter<"GPU target">:$target,
+                        StringRefParameter<"generator", [{"tensor_core"}]>:$kernel);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -326,12 +326,31 @@ LogicalResult
 TileConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        int64_t bm, int64_t bn, int64_t bk, int64_t stages,
                        int64_t groupM, int64_t warpsM, int64_t warpsN,
-                       int64_t consumers, bool persistent, StringRef target) {
+                       int64_t consumers, bool persistent, StringRef target,
+                       StringRef kernel) {
   // The shapes the generators in codegen/nvptx can build; a config outside
   // them would be a miscompiled kernel, not a slow one.
   auto bad = [&]() { return emitError() << "#tg.tile_config: "; };
   if (target != "sm_80" && target != "sm_90a")
     return bad() << "target must be sm_80 or sm_90a, got '" << target << "'";
+  if (kernel == "simt") {
+    // SimtGemm.cpp's one tile.
+    if (bm != 64 || bn != 64 || bk != 16 || stages != 1 || groupM != 1 ||
+        warpsM != 1 || warpsN != 1 || consumers != 0 || persistent)
+      return bad() << "the simt kernel has one tile: bm = bn = 64, bk = 16, "
+                      "stages = group_m = warps_m = warps_n = 1, no "
+                      "consumer_warpgroups, not persistent";
+    return success();
+  }
+  if (kernel == "mma_sync") {
+    if (target != "sm_90a")
+      return bad() << "kernel \"mma_sync\" is sm_80's kernel on sm_90a; on "
+                      "sm_80 it is the tensor_core kernel";
+    target = "sm_80"; // the sm_80 generator's fields and limits
+  } else if (kernel != "tensor_core") {
+    return bad() << "kernel must be tensor_core, mma_sync or simt, got '"
+                 << kernel << "'";
+  }
   for (int64_t v : {bm, bn, bk, stages, groupM})
     if (v < 1)
       return bad() << "bm, bn, bk, stages and group_m must be positive";

@@ -1,8 +1,8 @@
 //===- ConfigureGemms.cpp - tile configs for the tensor-core GEMMs -*- C++ -*-===//
 //
-// tg-configure-gemms: records, on every 16-bit GEMM of the module, the tile
-// configuration chooseTileConfig picks for each GPU target, as
-// `tg.tile_configs`. The lowering (GemmLowering.cpp) only reads it, so the
+// tg-configure-gemms: records, on every 16-bit GEMM of the module, the
+// generator and tile configuration configureGemm picks for each GPU target
+// (ragged shapes included), as `tg.tile_configs`. The lowering (GemmLowering.cpp) only reads it, so the
 // heuristic is tested, and can be overridden, apart from code generation.
 //
 //===----------------------------------------------------------------------===//
@@ -49,8 +49,7 @@ struct ConfigureGemmsPass final
       for (Target t : ts) {
         GemmProblem p = info->problem;
         p.target = t;
-        configs.push_back(
-            tileConfigAttr(op->getContext(), chooseTileConfig(p), t));
+        configs.push_back(tileConfigAttr(op->getContext(), configureGemm(p), t));
       }
       op->setAttr(mlir::tg::attr::tileConfigs,
                   ArrayAttr::get(op->getContext(), configs));

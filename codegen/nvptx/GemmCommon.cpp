@@ -228,9 +228,13 @@ void emitEpiloguePair(KernelBuilder &w, const GemmProblem &p,
   scf::IfOp ifOp = scf::IfOp::create(b, loc, pred, /*withElseRegion=*/false);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
   if (a.epilogue) {
-    // N is a multiple of 8 (checkProblem), so col + 1 < N as well.
+    // col is even, so with an even N col + 1 < N as well; an odd N (the
+    // pipeline's kernels take any) leaves the last column's pair half out.
     a.epilogue->emit(w, a.batch, row, col, v0In);
-    a.epilogue->emit(w, a.batch, row, w.addi(col, 1), v1In);
+    Value col1 = w.addi(col, 1);
+    if (p.n % 2)
+      w.openIf(w.ult(col1, a.n));
+    a.epilogue->emit(w, a.batch, row, col1, v1In);
     b.setInsertionPointAfter(ifOp);
     return;
   }

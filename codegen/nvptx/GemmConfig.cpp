@@ -85,13 +85,45 @@ TileConfig chooseTileConfig(const GemmProblem &p) {
   return best;
 }
 
-std::optional<std::string> checkProblem(const GemmProblem &p) {
+std::optional<std::string> checkShape(const GemmProblem &p) {
   if (p.m <= 0 || p.n <= 0 || p.k <= 0)
     return std::string("M, N and K must be positive");
   if (p.m > (1ll << 31) - 1 || p.n > (1ll << 31) - 1 || p.k > (1ll << 31) - 1)
     return std::string("M, N and K must fit in 31 bits");
   if (p.in != ElemType::BF16 && p.in != ElemType::F16)
     return std::string("input element type must be bf16 or f16");
+  if (p.batch < 1 || p.m * p.n * p.batch > (1ll << 31) - 1)
+    return std::string("the batch must be positive and batch x M x N fit in 31 bits");
+  return std::nullopt;
+}
+
+bool rowsAligned(const GemmProblem &p, bool a) {
+  bool kMajor = a ? p.form != Form::TN : p.form == Form::NT;
+  return (kMajor ? p.k : a ? p.m : p.n) % 8 == 0;
+}
+
+TileConfig simtTileConfig() {
+  TileConfig c{64, 64, 16, 1, 1, 1, 1};
+  c.kernel = GemmKernel::Simt;
+  return c;
+}
+
+TileConfig configureGemm(const GemmProblem &p) {
+  if (std::min({p.m, p.n, p.k}) < 8)
+    return simtTileConfig();
+  if (p.target == Target::SM90a && !(rowsAligned(p, true) && rowsAligned(p, false))) {
+    GemmProblem q = p;
+    q.target = Target::SM80;
+    TileConfig c = chooseTileConfig(q);
+    c.kernel = GemmKernel::MmaSync;
+    return c;
+  }
+  return chooseTileConfig(p);
+}
+
+std::optional<std::string> checkProblem(const GemmProblem &p) {
+  if (std::optional<std::string> bad = checkShape(p))
+    return bad;
   // 16-byte async copies (cp.async, TMA) need every row to start 16-byte
   // aligned: the contiguous dimension of each operand is a multiple of 8.
   auto need8 = [](int64_t v, const char *what) -> std::optional<std::string> {
@@ -107,8 +139,6 @@ std::optional<std::string> checkProblem(const GemmProblem &p) {
     return e;
   if (auto e = need8(p.n, "N"))
     return e;
-  if (p.batch < 1 || p.m * p.n * p.batch > (1ll << 31) - 1)
-    return std::string("the batch must be positive and batch x M x N fit in 31 bits");
   return std::nullopt;
 }
 
@@ -166,6 +196,20 @@ std::string toString(Activation a) {
   case Activation::GELU: return "gelu";
   }
   return "?";
+}
+std::string toString(GemmKernel k) {
+  switch (k) {
+  case GemmKernel::TensorCore: return "tensor_core";
+  case GemmKernel::MmaSync: return "mma_sync";
+  case GemmKernel::Simt: return "simt";
+  }
+  return "?";
+}
+std::optional<GemmKernel> parseGemmKernel(const std::string &s) {
+  for (GemmKernel k : {GemmKernel::TensorCore, GemmKernel::MmaSync, GemmKernel::Simt})
+    if (s == toString(k))
+      return k;
+  return std::nullopt;
 }
 std::optional<Target> parseTarget(const std::string &s) {
   if (s == "sm_80") return Target::SM80;

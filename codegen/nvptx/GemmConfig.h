@@ -64,6 +64,17 @@ struct GemmProblem {
   bool batchA = true, batchB = true;
 };
 
+/// Which generator computes a product (docs/nvptx.md, "Ragged shapes").
+enum class GemmKernel {
+  /// The target's own: mma.sync on sm_80, wgmma + TMA on sm_90a.
+  TensorCore,
+  /// The sm_80 mma.sync kernel on sm_90a: for an operand whose rows are not
+  /// 16-byte aligned, which a TMA descriptor cannot describe.
+  MmaSync,
+  /// The CUDA-core GEMM (SimtGemm.cpp): products too small for a tile.
+  Simt,
+};
+
 /// A tile configuration. On sm_80: a CTA of warpsM×warpsN warps computes a
 /// bm×bn tile, stepping K by bk through a `stages`-deep cp.async ring. On
 /// sm_90a: bm/64 consumer warpgroups (each 64×bn, one wgmma m64nBNk16 chain)
@@ -73,6 +84,7 @@ struct TileConfig {
   int bm = 128, bn = 128, bk = 32, stages = 4;
   int warpsM = 2, warpsN = 2; // sm_80 only
   int groupM = 8;             // tile raster: M-groups of this many tiles
+  GemmKernel kernel = GemmKernel::TensorCore;
 
   int consumerWarpgroups() const { return bm / 64; }
   /// Threads per CTA for `t`.
@@ -83,7 +95,8 @@ struct TileConfig {
   std::string str(Target t) const;
   bool operator==(const TileConfig &o) const {
     return bm == o.bm && bn == o.bn && bk == o.bk && stages == o.stages &&
-           warpsM == o.warpsM && warpsN == o.warpsN && groupM == o.groupM;
+           warpsM == o.warpsM && warpsN == o.warpsN && groupM == o.groupM &&
+           kernel == o.kernel;
   }
 };
 
@@ -91,8 +104,35 @@ struct TileConfig {
 std::vector<TileConfig> candidateConfigs(Target t);
 /// The heuristic: the configuration to use for `p` (see docs/nvptx.md).
 TileConfig chooseTileConfig(const GemmProblem &p);
-/// Why `p` cannot be generated, or nullopt if it can.
+/// Why `p` cannot be generated as a standalone kernel (runtime M, N, K, the
+/// fixed epilogue: tg-bench-gemm, buildGemmFatbin), or nullopt if it can.
+/// On top of checkShape, every operand's rows must be 16-byte aligned.
 std::optional<std::string> checkProblem(const GemmProblem &p);
+/// Why no kernel computes `p` at all (sizes, element types, the batch), or
+/// nullopt: the pipeline's kernels (static shapes, per-element epilogue)
+/// take any M, N and K (docs/nvptx.md, "Ragged shapes").
+std::optional<std::string> checkShape(const GemmProblem &p);
+/// True when the contiguous dimension of operand A (`a`) or B is a multiple
+/// of 8, so each row starts 16-byte aligned: cp.async and TMA copy it in
+/// 16-byte pieces.
+bool rowsAligned(const GemmProblem &p, bool a);
+
+/// The generator and tile configuration for a pipeline GEMM on p.target:
+/// the CUDA-core kernel when M, N or K is under 8 (a tensor-core tile of
+/// 16x8x16 would be mostly zero padding), on sm_90a the mma.sync kernel
+/// when an operand's rows are not 16-byte aligned (TMA needs 16-byte
+/// strides), else the target's tensor-core kernel; the tile by
+/// chooseTileConfig for the target whose code runs.
+TileConfig configureGemm(const GemmProblem &p);
+/// The SIMT kernel's one tile (SimtGemm.cpp).
+TileConfig simtTileConfig();
+/// The target whose generator builds `c`'s kernel for `t` (sm_80 for the
+/// mma.sync kernel on sm_90a).
+inline Target codeTarget(Target t, const TileConfig &c) {
+  return c.kernel == GemmKernel::MmaSync ? Target::SM80 : t;
+}
+std::string toString(GemmKernel k);
+std::optional<GemmKernel> parseGemmKernel(const std::string &s);
 
 /// Number of SMs the heuristic assumes (A100: 108, H100/H200: 132).
 int assumedSMs(Target t);

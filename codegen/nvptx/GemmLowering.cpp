@@ -150,11 +150,13 @@ FailureOr<GemmOpInfo> analyzeGemm(Operation *op, std::string &why) {
 }
 
 TileConfigAttr tileConfigAttr(MLIRContext *ctx, const TileConfig &c, Target t) {
-  bool sm90 = t == Target::SM90a;
+  // wgmma's fields; the mma.sync kernel's (on either target) and the SIMT
+  // kernel's have warps and no consumer warpgroups.
+  bool wgmma = t == Target::SM90a && c.kernel == GemmKernel::TensorCore;
   return TileConfigAttr::get(ctx, c.bm, c.bn, c.bk, c.stages, c.groupM,
-                             sm90 ? 1 : c.warpsM, sm90 ? 1 : c.warpsN,
-                             sm90 ? c.consumerWarpgroups() : 0, sm90,
-                             toString(t));
+                             wgmma ? 1 : c.warpsM, wgmma ? 1 : c.warpsN,
+                             wgmma ? c.consumerWarpgroups() : 0, wgmma,
+                             toString(t), toString(c.kernel));
 }
 
 TileConfig tileConfigFromAttr(TileConfigAttr a) {
@@ -166,6 +168,8 @@ TileConfig tileConfigFromAttr(TileConfigAttr a) {
   c.groupM = static_cast<int>(a.getGroupM());
   c.warpsM = static_cast<int>(a.getWarpsM());
   c.warpsN = static_cast<int>(a.getWarpsN());
+  // The verifier admitted only the names parseGemmKernel knows.
+  c.kernel = parseGemmKernel(a.getKernel().str()).value_or(GemmKernel::TensorCore);
   return c;
 }
 
@@ -344,13 +348,17 @@ void GroupEpilogue::emit(detail::KernelBuilder &w, Value batch, Value row,
 
 FailureOr<std::vector<KernelLaunch>>
 lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
+  // Both kernels (tensor-core and SIMT) are built in these dialects.
+  kernels.getContext()->getOrLoadDialect<LLVM::LLVMDialect>();
+  kernels.getContext()->getOrLoadDialect<NVVM::NVVMDialect>();
+  kernels.getContext()->getOrLoadDialect<scf::SCFDialect>();
   std::string why;
   FailureOr<GemmOpInfo> info = analyzeGemm(op, why);
   if (failed(info))
     return op->emitOpError() << "cannot become a tensor-core GEMM: " << why;
   GemmProblem p = info->problem;
   p.target = t;
-  if (std::optional<std::string> bad = checkProblem(p))
+  if (std::optional<std::string> bad = checkShape(p))
     return op->emitOpError() << "cannot become a tensor-core GEMM (M = " << p.m
                              << ", N = " << p.n << ", K = " << p.k
                              << "): " << *bad;
@@ -364,6 +372,16 @@ lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
                              << " (run tg-configure-gemms{targets="
                              << toString(t) << "} first)";
   TileConfig c = tileConfigFromAttr(cfgAttr);
+  if (c.kernel == GemmKernel::Simt)
+    return detail::lowerSimtGemm(op, t, kernels);
+  // The mma.sync kernel on sm_90a is sm_80's code: its tiles, its launch.
+  p.target = codeTarget(t, c);
+  bool sm90 = p.target == Target::SM90a;
+  if (sm90 && !(rowsAligned(p, true) && rowsAligned(p, false)))
+    return op->emitOpError()
+           << "cannot become a wgmma GEMM: an operand's rows are not 16-byte "
+              "aligned, which TMA cannot load; its #tg.tile_config for sm_90a "
+              "must say kernel = \"mma_sync\" (as tg-configure-gemms does)";
 
   GroupEpilogue epi;
   if (failed(epi.init(op, info->matmul, info->rowsPerBatch)))
@@ -381,7 +399,6 @@ lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
     return failure();
   };
   std::vector<KernelParam> params;
-  bool sm90 = t == Target::SM90a;
   for (bool isA : {true, false}) {
     KernelParam k;
     FailureOr<unsigned> index =
@@ -418,7 +435,7 @@ lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
   for (unsigned i = 0; i < op->getNumResults(); ++i)
     params.push_back({KernelParam::Kind::Result, i, {}});
 
-  LaunchGeometry g = launchGeometry(p, c, assumedSMs(t));
+  LaunchGeometry g = launchGeometry(p, c, assumedSMs(p.target));
   KernelLaunch launch;
   launch.symbol = kernelSymbol(op, "tg_gemm", t);
   launch.grid = {g.grid, g.gridY, 1};
@@ -429,9 +446,6 @@ lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
     return std::vector<KernelLaunch>{launch};
 
   MLIRContext *ctx = kernels.getContext();
-  ctx->getOrLoadDialect<LLVM::LLVMDialect>();
-  ctx->getOrLoadDialect<NVVM::NVVMDialect>();
-  ctx->getOrLoadDialect<scf::SCFDialect>();
   detail::declareSharedMemory(kernels);
   OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
   Location loc = op->getLoc();
@@ -446,7 +460,7 @@ lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
       b, loc, launch.symbol,
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), argTys));
   fn->setAttr("nvvm.kernel", b.getUnitAttr());
-  fn->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({c.threads(t), 1, 1}));
+  fn->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({c.threads(p.target), 1, 1}));
   if (sm90) // one CTA per SM lets ptxas size registers for setmaxnreg
     fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
   Block *entry = fn.addEntryBlock(b);

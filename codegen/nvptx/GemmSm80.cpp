@@ -4,7 +4,8 @@
 // warpsM×warpsN grid, each warp a (bm/warpsM)×(bn/warpsN) tile made of
 // m16n8k16 mma.sync instructions with f32 accumulators. Operands stream
 // through a `stages`-deep ring in shared memory filled by 16-byte cp.async
-// copies (zero-filled past the matrix edge, so edges need no other care);
+// copies (zero-filled past the matrix edge, so edges need no other care;
+// rows not 16-byte aligned take smaller copies, see emitLoadOperand);
 // the ring keeps each operand in its global layout (K-major or MN-major) and
 // XOR-swizzles 16-byte chunks so that ldmatrix (or ldmatrix.trans for
 // MN-major operands) reads 8 rows without bank conflicts.
@@ -86,21 +87,41 @@ void Sm80Gen::emitLoadOperand(bool isA, Value kt, Value slot) {
   int chunks = t.rows * t.cpr;
   Value ldw = w.zext64(ld);
   Type elt = mlirType(b.getContext(), p.in);
+  // A 16-byte chunk is copied in the largest pieces the row pitch keeps
+  // aligned: one 16-byte cp.async when rows are 16-byte aligned, else two
+  // of 8 or four of 4 bytes, and for an odd pitch (rows 2-byte aligned,
+  // under cp.async's minimum) eight synchronous 2-byte loads stored to the
+  // slot. A piece never straddles a row's end (the pitch is a multiple of
+  // it), so it is all in the matrix or all zero-filled.
+  int64_t pitch = kMajor ? p.k : isA ? p.m : p.n;
+  int pieceElems = pitch % 8 == 0 ? 8 : pitch % 4 == 0 ? 4 : pitch % 2 == 0 ? 2 : 1;
+  int pieceBytes = 2 * pieceElems;
   for (int i = 0; i < chunks / threads; ++i) {
     Value idx = w.addi(tid, i * threads);
     Value r = w.shri(idx, log2i(t.cpr));
     Value ch = w.andi(idx, t.cpr - 1);
     Value gr = w.add(rowOrigin, r);
-    Value gc = w.add(colOrigin, w.muli(ch, 8));
-    Value pred = w.and_(w.ult(gr, rowBound), w.ult(gc, colBound));
-    Value off = w.add(w.mul(w.zext64(gr), ldw), w.zext64(gc));
-    Value src = w.gep(base, off, elt);
-    src = w.select(pred, src, base);
-    Value size = w.select(pred, w.i32c(16), w.i32c(0));
+    Value gc0 = w.add(colOrigin, w.muli(ch, 8));
+    Value rowIn = w.ult(gr, rowBound);
     Value dOff = w.add(slotOff, swizzled(t, r, ch));
-    Value dst = w.gep(smem, dOff, b.getI8Type());
-    NVVM::CpAsyncOp::create(b, loc, dst, src, 16, NVVM::LoadCacheModifierKind::CG,
-                            size);
+    for (int q = 0; q < 8 / pieceElems; ++q) {
+      Value gc = w.addi(gc0, q * pieceElems);
+      Value pred = w.and_(rowIn, w.ult(gc, colBound));
+      Value off = w.add(w.mul(w.zext64(gr), ldw), w.zext64(gc));
+      Value src = w.select(pred, w.gep(base, off, elt), base);
+      Value dst = w.gep(smem, w.addi(dOff, q * pieceBytes), b.getI8Type());
+      if (pieceElems == 1) {
+        Value v = LLVM::LoadOp::create(b, loc, elt, src, /*alignment=*/2);
+        v = w.select(pred, v, w.zero(elt));
+        LLVM::StoreOp::create(b, loc, v, dst, /*alignment=*/2);
+        continue;
+      }
+      Value size = w.select(pred, w.i32c(pieceBytes), w.i32c(0));
+      NVVM::CpAsyncOp::create(b, loc, dst, src, pieceBytes,
+                              pieceBytes == 16 ? NVVM::LoadCacheModifierKind::CG
+                                               : NVVM::LoadCacheModifierKind::CA,
+                              size);
+    }
   }
 }
 

@@ -16,9 +16,12 @@ def ConfigureGemmsPass : Pass<"tg-configure-gemms", "::mlir::ModuleOp"> {
   let description = [{
     Attaches `tg.tile_configs`, one `#tg.tile_config<...>` per target, to
     every `gemm` group (`tg.fused <gemm>`) and every tg.matmul outside a
-    group whose operands are bf16 or f16: the configuration
-    `chooseTileConfig` picks for the product's M, N, K and batch on that
-    target (docs/nvptx.md, "Tile configurations and the heuristic"). The
+    group whose operands are bf16 or f16: the generator and configuration
+    `configureGemm` picks for the product's M, N, K, layout and batch on
+    that target (docs/nvptx.md, "Tile configurations and the heuristic",
+    "Ragged shapes"): the SIMT kernel for a product under 8 in M, N or K,
+    on sm_90a the mma.sync kernel when an operand's rows are not 16-byte
+    aligned, else the target's tensor-core kernel. The
     GPU backend's GEMM lowering reads it and refuses a GEMM without one;
     fp32 products are left to the SIMT GEMM and get none. Keeping the
     decision an attribute lets a test, or a person, change it without

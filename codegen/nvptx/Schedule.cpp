@@ -174,7 +174,8 @@ private:
     for (KernelLaunch &l : *launches) {
       ScheduleStep step;
       for (auto [i, p] : llvm::enumerate(l.params)) {
-        bool operand = p.kind == KernelParam::Kind::Operand;
+        // A TMA descriptor (sm_90a GEMMs) describes an operand's buffer.
+        bool operand = p.kind != KernelParam::Kind::Result;
         unsigned n = operand ? op->getNumOperands() : op->getNumResults();
         if (p.index >= n)
           return op->emitOpError()

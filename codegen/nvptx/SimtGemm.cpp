@@ -1,7 +1,10 @@
 //===- SimtGemm.cpp - fp32 GEMM on CUDA cores with a fused epilogue -*- C++ -*-===//
 //
-// The tensor-core generator takes bf16/f16 operands only; an f32 model's
-// products (`tg.matmul` and `tg.fused <gemm>` with f32 operands) run here.
+// An f32 model's products (`tg.matmul` and `tg.fused <gemm>` with f32
+// operands) run here, and so do bf16/f16 products whose tile config says
+// `kernel = "simt"` (M, N or K under 8, too small for a tensor-core tile:
+// docs/nvptx.md, "Ragged shapes"): their operands are read as f32 into the
+// tiles, accumulated in f32 and the product rounded to its element type.
 //
 // One CTA of 256 threads computes a 64x64 tile of one batch (blockIdx.z) of
 // the product, walking K in steps of 16: each thread loads 4 elements of the
@@ -162,8 +165,8 @@ LogicalResult buildKernel(Operation *op, SimtGemmProblem &p,
   // 0 outside the matrix. The faster part of e walks the operand's
   // contiguous dimension: K when `kContiguous` (A in nn/nt, B in nt), else
   // M or N. A clamped address keeps the load inside the buffer.
-  auto loadTile = [&](Value src, Value base, bool kContiguous, int64_t mn,
-                      Value mn0, Value k0, Value e, Value smem) {
+  auto loadTile = [&](Value src, Type elem, Value base, bool kContiguous,
+                      int64_t mn, Value mn0, Value k0, Value e, Value smem) {
     Value x, kk;
     if (kContiguous) {
       kk = w.andi(e, kBK - 1);
@@ -177,7 +180,7 @@ LogicalResult buildKernel(Operation *op, SimtGemmProblem &p,
     Value off = kContiguous ? w.add(w.muli(gx, p.k), gk)
                             : w.add(w.muli(gk, mn), gx);
     off = w.select(in, w.add(base, off), base);
-    Value v = LLVM::LoadOp::create(b, loc, w.f32, w.gep(src, off, w.f32));
+    Value v = loadElement(w, src, off, elem);
     v = w.select(in, v, w.f32c(0.0));
     LLVM::StoreOp::create(b, loc, v, w.gep(smem, w.add(w.muli(kk, kBM), x), w.f32));
   };
@@ -187,8 +190,8 @@ LogicalResult buildKernel(Operation *op, SimtGemmProblem &p,
   Value k0 = w.muli(kloop.getInductionVar(), kBK);
   for (int r = 0; r < kBK * kBM / kThreads; ++r) {
     Value e = w.addi(tid, r * kThreads);
-    loadTile(A, aBase, !p.transA, p.m, m0, k0, e, as);
-    loadTile(B, bBase, p.transB, p.n, n0, k0, e, bs);
+    loadTile(A, elemOf(p.matmul.getLhs()), aBase, !p.transA, p.m, m0, k0, e, as);
+    loadTile(B, elemOf(p.matmul.getRhs()), bBase, p.transB, p.n, n0, k0, e, bs);
   }
   NVVM::Barrier0Op::create(b, loc);
   SmallVector<Value> acc(kloop.getRegionIterArgs().begin(),
@@ -224,7 +227,12 @@ LogicalResult buildKernel(Operation *op, SimtGemmProblem &p,
       w.openIf(inside);
       Value linear =
           w.add(w.muli(batch, p.m * p.n), w.add(w.muli(row, p.n), col));
-      Value accv = kloop.getResult(i * kPer + j);
+      // The product rounds to its own type first (identity for f32), as
+      // the matmul's result does.
+      Type productElem = elemOf(p.matmul.getResult());
+      Value accv = toCompute(
+          w, toStorage(w, kloop.getResult(i * kPer + j), productElem),
+          productElem);
       if (!body) {
         storeElement(w, kern.params[numIn], linear, elemOf(op->getResult(0)),
                      accv);

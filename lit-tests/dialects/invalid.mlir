@@ -742,6 +742,31 @@ func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
 }
 // -----
 func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // expected-error @+1 {{#tg.tile_config: kernel must be tensor_core, mma_sync or simt, got 'wmma'}}
+  %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80", kernel = "wmma">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // expected-error @+1 {{#tg.tile_config: kernel "mma_sync" is sm_80's kernel on sm_90a; on sm_80 it is the tensor_core kernel}}
+  %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80", kernel = "mma_sync">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // The mma.sync kernel on sm_90a keeps sm_80's fields: no consumer warpgroups.
+  // expected-error @+1 {{#tg.tile_config: consumer_warpgroups and persistent are sm_90a's; on sm_80 they must be 0 and false}}
+  %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 128, bn = 128, bk = 64, stages = 4, group_m = 8, warps_m = 1, warps_n = 1, consumer_warpgroups = 2, persistent = true, target = "sm_90a", kernel = "mma_sync">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // expected-error @+1 {{#tg.tile_config: the simt kernel has one tile: bm = bn = 64, bk = 16, stages = group_m = warps_m = warps_n = 1, no consumer_warpgroups, not persistent}}
+  %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80", kernel = "simt">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
   // expected-error @+1 {{'tg.matmul' op 'tg.tile_configs' has two configs for sm_80}}
   %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80">, #tg.tile_config<bm = 128, bn = 128, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
   return %0 : tensor<64x64xbf16>

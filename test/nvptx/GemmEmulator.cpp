@@ -298,9 +298,13 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
   } else if (name == "nvvm.cp.async.shared.global") {
     for (int t = 0; t < T; ++t)
       if (mask[t]) {
-        unsigned sz = op.getNumOperands() > 2 ? static_cast<unsigned>(u(op.getOperand(2), 0, t)) : 16;
+        // 16-byte copies of aligned rows, 8 or 4 of rows aligned only that far.
+        unsigned size = static_cast<unsigned>(cast<NVVM::CpAsyncOp>(op).getSize());
+        unsigned sz = op.getNumOperands() > 2 ? static_cast<unsigned>(u(op.getOperand(2), 0, t)) : size;
+        if (u(op.getOperand(1), 0, t) % size)
+          fail("emulator: misaligned cp.async source");
         checkWriteIssue(u(op.getOperand(0), 0, t), t);
-        openGroup.push_back({u(op.getOperand(0), 0, t), u(op.getOperand(1), 0, t), 16, sz, t});
+        openGroup.push_back({u(op.getOperand(0), 0, t), u(op.getOperand(1), 0, t), size, sz, t});
       }
   } else if (name == "nvvm.cp.async.commit.group") {
     groups.push_back(std::move(openGroup));

@@ -85,3 +85,48 @@ func.func @tt(%a: tensor<64x32xbf16>, %b: tensor<16x64xbf16>) -> tensor<32x16xbf
   %c = tg.matmul %a, %b {transpose_lhs, transpose_rhs} : tensor<64x32xbf16>, tensor<16x64xbf16> -> tensor<32x16xbf16>
   return %c : tensor<32x16xbf16>
 }
+
+// -----
+
+// Ragged shapes (docs/nvptx.md, "Ragged shapes"). The MLP's classifier:
+// B = [256, 10] has rows of 20 bytes. sm_80's mma.sync kernel copies them
+// in 4-byte pieces (kernel elided: the default tensor_core); TMA needs
+// 16-byte strides, so on sm_90a the mma.sync kernel runs, with sm_80's
+// tile fields.
+// CHECK-LABEL: func.func @ragged_n
+// CHECK: tg.matmul
+// CHECK-SAME: #tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80">
+// CHECK-SAME: #tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_90a", kernel = "mma_sync">
+func.func @ragged_n(%x: tensor<64x256xbf16>, %w: tensor<256x10xbf16>) -> tensor<64x10xbf16> {
+  %c = tg.matmul %x, %w {tg.acc = f32} : tensor<64x256xbf16>, tensor<256x10xbf16> -> tensor<64x10xbf16>
+  return %c : tensor<64x10xbf16>
+}
+
+// The same N = 10 with the weight stored [10, 256] (transpose_rhs): both
+// operands' rows are K = 256 long, so TMA loads them; only the output is
+// ragged, and wgmma takes it.
+// CHECK-LABEL: func.func @ragged_n_aligned_rows
+// CHECK: tg.matmul
+// CHECK-SAME: target = "sm_80">
+// CHECK-SAME: consumer_warpgroups = 1, persistent = true, target = "sm_90a">]
+func.func @ragged_n_aligned_rows(%x: tensor<64x256xbf16>, %w: tensor<10x256xbf16>) -> tensor<64x10xbf16> {
+  %c = tg.matmul %x, %w {transpose_rhs, tg.acc = f32} : tensor<64x256xbf16>, tensor<10x256xbf16> -> tensor<64x10xbf16>
+  return %c : tensor<64x10xbf16>
+}
+
+// An odd K (the rows of A) is an mma.sync kernel on sm_90a as well.
+// CHECK-LABEL: func.func @odd_k
+// CHECK: target = "sm_90a", kernel = "mma_sync">
+func.func @odd_k(%a: tensor<100x51xf16>, %b: tensor<51x64xf16>) -> tensor<100x64xf16> {
+  %c = tg.matmul %a, %b {tg.acc = f32} : tensor<100x51xf16>, tensor<51x64xf16> -> tensor<100x64xf16>
+  return %c : tensor<100x64xf16>
+}
+
+// Under 8 in M, N or K a tensor-core tile (16x8x16) is mostly zero
+// padding: the SIMT GEMM's one tile, on both targets.
+// CHECK-LABEL: func.func @tiny_k
+// CHECK: tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 16, stages = 1, group_m = 1, warps_m = 1, warps_n = 1, consumer_warpgroups = 0, persistent = false, target = "sm_80", kernel = "simt">, #tg.tile_config<bm = 64, bn = 64, bk = 16, stages = 1, group_m = 1, warps_m = 1, warps_n = 1, consumer_warpgroups = 0, persistent = false, target = "sm_90a", kernel = "simt">]
+func.func @tiny_k(%a: tensor<64x3xbf16>, %b: tensor<3x64xbf16>) -> tensor<64x64xbf16> {
+  %c = tg.matmul %a, %b {tg.acc = f32} : tensor<64x3xbf16>, tensor<3x64xbf16> -> tensor<64x64xbf16>
+  return %c : tensor<64x64xbf16>
+}
