@@ -83,9 +83,8 @@ public:
     value.replaceAllUsesExcept(m.getResult(), m);
   }
 
-  LogicalResult bindValue(Operation *op, int64_t offset) {
+  LogicalResult bindValue(Operation *op, Value result, int64_t offset) {
     OpBuilder b(op);
-    Value result = op->getResult(0);
     FailureOr<Value> dest = slot(b, op->getLoc(), result.getType(), offset);
     if (failed(dest))
       return op->emitError() << "tg-bind-arena: planned offset " << offset
@@ -93,7 +92,6 @@ public:
     materialize(result, *dest);
     return success();
   }
-
   /// scf.for carrying accumulators: each carried value lives in its
   /// result's planned slot for the whole loop.
   LogicalResult bindLoop(scf::ForOp loop, ArrayRef<int64_t> offsets) {
@@ -124,27 +122,27 @@ public:
     return success();
   }
 
-  LogicalResult bindAlias(Operation *op, int64_t argIndex) {
+  LogicalResult bindAlias(Operation *op, Value result, int64_t argIndex) {
     if (argIndex < 0 || argIndex >= fn.getNumArguments() ||
-        fn.getArgument(argIndex).getType() != op->getResult(0).getType())
+        fn.getArgument(argIndex).getType() != result.getType())
       return op->emitError() << "tg-bind-arena: tg.alias_arg " << argIndex
                              << " names no argument of this type";
     fn.setArgAttr(argIndex,
                   bufferization::BufferizationDialect::kWritableAttrName,
                   BoolAttr::get(fn.getContext(), true));
-    materialize(op->getResult(0), fn.getArgument(argIndex));
+    materialize(result, fn.getArgument(argIndex));
     return success();
   }
-
   LogicalResult run() {
     tg::TGDialect &tgd = tg::dialect(fn.getContext());
     auto offsetAttr = tgd.getOffsetAttrHelper();
     auto offsetsAttr = tgd.getOffsetsAttrHelper();
     auto aliasAttr = tgd.getAliasArgAttrHelper();
+    auto aliasesAttr = tgd.getAliasArgsAttrHelper();
     SmallVector<Operation *> planned;
     fn.walk([&](Operation *op) {
       if (offsetAttr.isAttrPresent(op) || offsetsAttr.isAttrPresent(op) ||
-          aliasAttr.isAttrPresent(op))
+          aliasAttr.isAttrPresent(op) || aliasesAttr.isAttrPresent(op))
         planned.push_back(op);
     });
     for (Operation *op : planned) {
@@ -158,17 +156,33 @@ public:
           return failure();
         continue;
       }
-      if (op->getNumResults() != 1 ||
-          !isa<RankedTensorType>(op->getResult(0).getType()))
-        continue;
-      if (auto alias = aliasAttr.getAttr(op)) {
-        if (failed(bindAlias(op, alias.getInt())))
+      // One result (tg.offset / tg.alias_arg) or several, a fusion group's
+      // (tg.offsets / tg.alias_args, -1 where a result has none).
+      auto offsets = offsetsAttr.getAttr(op);
+      auto aliases = aliasesAttr.getAttr(op);
+      for (auto [i, result] : llvm::enumerate(op->getResults())) {
+        if (!isa<RankedTensorType>(result.getType()))
+          continue;
+        int64_t alias = -1, offset = -1;
+        if (op->getNumResults() == 1) {
+          if (auto a = aliasAttr.getAttr(op))
+            alias = a.getInt();
+          if (auto o = offsetAttr.getAttr(op))
+            offset = o.getInt();
+        } else {
+          if (aliases && static_cast<int64_t>(i) < aliases.size())
+            alias = aliases[i];
+          if (offsets && static_cast<int64_t>(i) < offsets.size())
+            offset = offsets[i];
+        }
+        if (alias >= 0) {
+          if (failed(bindAlias(op, result, alias)))
+            return failure();
+        } else if (offset >= 0 && arena &&
+                   failed(bindValue(op, result, offset))) {
           return failure();
-        continue;
+        }
       }
-      auto offset = offsetAttr.getAttr(op);
-      if (offset && arena && failed(bindValue(op, offset.getInt())))
-        return failure();
     }
     return success();
   }

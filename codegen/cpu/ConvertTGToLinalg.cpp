@@ -9,6 +9,7 @@
 #include "codegen/cpu/LoweringUtils.h"
 #include "codegen/cpu/Passes.h"
 #include "dialects/TGOps.h"
+#include "passes/Fusion.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -55,6 +56,10 @@ struct ConvertTGToLinalgPass final
     if (accs.wasInterrupted())
       return signalPassFailure();
 
+    // Unfused lowering: every op of a group is its own loop nest.
+    if (!fuseGroups)
+      inlineFusedGroups(root);
+
     RewritePatternSet decompose(ctx);
     populateDecomposeCompositesPatterns(decompose);
     if (failed(applyPatternsGreedily(root, std::move(decompose))))
@@ -62,10 +67,14 @@ struct ConvertTGToLinalgPass final
 
     ConversionTarget target(*ctx);
     target.addIllegalDialect<TGDialect>();
+    // Groups keep their (isolated) bodies through the conversion, so that
+    // fusion below stays inside each of them.
+    target.addLegalOp<FusedOp, YieldOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
     cpu::populateConvertTGToLinalgPatterns(patterns);
-    if (failed(applyPartialConversion(root, target, std::move(patterns))))
+    if (failed(applyPartialConversion(root, target, std::move(patterns))) ||
+        failed(cpu::fuseLoweredGroups(root)))
       signalPassFailure();
   }
 };

@@ -52,6 +52,12 @@ void populateCommToCallsPatterns(RewritePatternSet &patterns);
 /// All of the above.
 void populateConvertTGToLinalgPatterns(RewritePatternSet &patterns);
 
+/// Fuses the linalg ops of each tg.fused group under `root` whose body
+/// tg-convert-to-linalg has lowered (one loop nest per elementwise group,
+/// the epilogue of a GEMM as one, reductions with their producers), then
+/// replaces each group by its body (FusedToLoops.cpp).
+LogicalResult fuseLoweredGroups(Operation *root);
+
 /// Options of the CPU pipeline.
 struct CpuPipelineOptions {
   /// Functions that get a C interface (`_mlir_ciface_<name>`, memref
@@ -80,6 +86,10 @@ struct CpuPipelineOptions {
   /// (tg-outline-kernels), so lowering and LLVM scale with the step's
   /// length. Off only to inspect or compare the single-function code.
   bool outline = true;
+  /// Each tg.fused group becomes as few loop nests as linalg's elementwise
+  /// fusion allows (one per elementwise group). Off: each op of a group is
+  /// its own loop nest, as in unfused IR (to compare).
+  bool fuseGroups = true;
 };
 
 /// tg on tensors → LLVM dialect: decompose, convert to linalg, canonicalize,

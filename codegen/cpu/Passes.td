@@ -40,6 +40,14 @@ def ConvertTGToLinalgPass : Pass<"tg-convert-to-linalg"> {
     at its result, the rounding the reference evaluator models. An op or type
     this pass cannot lower is reported at the op's location.
 
+    A `tg.fused` group (tg-fuse) has its body converted in place, then its
+    linalg ops fused producer into consumer (upstream's elementwise fusion,
+    confined to the group) and the body inlined: an elementwise group is
+    one `linalg.generic` with one output per group result, a GEMM's
+    epilogue one generic after the contraction, a row reduction's
+    elementwise ops folded into its reductions. With `fuse-groups=false`
+    each group is inlined first and every op is its own loop nest.
+
     ```mlir
     %r = tg.add %a, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
     // becomes
@@ -56,6 +64,10 @@ def ConvertTGToLinalgPass : Pass<"tg-convert-to-linalg"> {
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::memref::MemRefDialect", "::mlir::LLVM::LLVMDialect"
   ];
+  let options = [
+    Option<"fuseGroups", "fuse-groups", "bool", "true",
+           "Each tg.fused group as few loop nests as linalg fusion allows">,
+  ];
 }
 
 def BindArenaPass : Pass<"tg-bind-arena", "::mlir::ModuleOp"> {
@@ -67,7 +79,8 @@ def BindArenaPass : Pass<"tg-bind-arena", "::mlir::ModuleOp"> {
     (`memref.view` + `bufferization.to_tensor restrict writable` +
     `bufferization.materialize_in_destination`). Values with
     `tg.alias_arg = k` are materialised in argument k, which becomes
-    writable; the accumulation loop's carried values live in their results'
+    writable; a multi-result op (a `tg.fused` group) binds each result by
+    its entry of `tg.offsets` / `tg.alias_args` (-1: none); the accumulation loop's carried values live in their results'
     slots. Run before tg-convert-to-linalg; empty-tensor elimination then
     makes producers write in place. See docs/memory.md.
 

@@ -36,12 +36,14 @@ using namespace mlir;
 
 void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
                                      const CpuPipelineOptions &options) {
-  // Fusion groups run op by op here (one loop nest per op, as unfused IR);
-  // the plan of their results moves to the ops inside.
-  pm.addPass(createInlineFusedPass());
+  // Planned group results get their arena slots first; the conversion then
+  // lowers each tg.fused group to as few loop nests as linalg fusion allows
+  // (FusedToLoops.cpp), whose outputs empty-tensor elimination puts there.
   if (options.arena)
     pm.addPass(createBindArenaPass());
-  pm.addPass(createConvertTGToLinalgPass());
+  ConvertTGToLinalgPassOptions convert;
+  convert.fuseGroups = options.fuseGroups;
+  pm.addPass(createConvertTGToLinalgPass(convert));
   pm.addPass(createCanonicalizerPass());
   // Producers of planned values write into their arena slots directly.
   if (options.arena)
@@ -146,6 +148,10 @@ struct CpuPipelineCLOptions
                        llvm::cl::desc("Each linalg op becomes a call of a "
                                       "deduplicated kernel function"),
                        llvm::cl::init(true)};
+  Option<bool> fuseGroups{*this, "fuse-groups",
+                          llvm::cl::desc("Each tg.fused group as few loop "
+                                         "nests as linalg fusion allows"),
+                          llvm::cl::init(true)};
 };
 } // namespace
 
@@ -161,6 +167,7 @@ void mlir::tg::cpu::registerCpuPasses() {
         options.blas = cl.blas;
         options.arena = cl.arena;
         options.outline = cl.outline;
+        options.fuseGroups = cl.fuseGroups;
         buildCpuPipeline(pm, options);
       });
 }

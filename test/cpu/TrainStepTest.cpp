@@ -197,6 +197,12 @@ TEST_CASE("fused train steps: the reference runs the groups, the JIT their "
     REQUIRE(buffer);
     checkTraining((*buffer)->getBuffer(), 32, 2, true, "", 50, true);
   }
+  SECTION("one-layer GPT, unplanned") {
+    auto buffer =
+        llvm::MemoryBuffer::getFile(TGC_CPU_TEST_INPUTS "/gpt-tiny.mlir");
+    REQUIRE(buffer);
+    checkTraining((*buffer)->getBuffer(), 32, 2, false, "", 50, true);
+  }
 }
 
 TEST_CASE("bf16 mixed precision: MLP, CNN and GPT train steps on the JIT match "
