@@ -95,6 +95,10 @@ void tgc::setDataParallel(int64_t ranks, int64_t bucketBytes, int64_t zero,
   dpMayShard = mayShard;
 }
 
+static bool keepAttention = false;
+
+void tgc::setKeepAttention(bool keep) { keepAttention = keep; }
+
 bool tgc::buildTraining(ModuleOp module, bool remat, bool fuse) {
   PassManager pm(module.getContext());
   tg::TrainingPipelineOptions options;
@@ -105,6 +109,7 @@ bool tgc::buildTraining(ModuleOp module, bool remat, bool fuse) {
   // What is planned and reported is what the backend runs: the composite
   // ops' intermediates are buffers of the plan, not hidden scratch.
   options.decompose = true;
+  options.keepAttention = keepAttention;
   options.fuse = fuse;
   tg::buildTrainingPipeline(pm, options);
   return succeeded(pm.run(module));
@@ -312,6 +317,7 @@ static tg::BudgetFitAttr runFit(ModuleOp module, int64_t budget,
   options.bucketBytes = dpBucketBytes;
   options.zero = dpZero;
   options.shard = dpMayShard;
+  options.keepAttention = keepAttention;
   pm.addPass(tg::createFitBudgetPass(options));
   if (failed(pm.run(module)))
     return nullptr;

@@ -58,6 +58,11 @@ CompileFn frontendCompileFn(const SourceFile &file, Defines defines,
 void setDataParallel(int64_t ranks, int64_t bucketBytes, int64_t zero,
                      bool mayShard = true);
 
+/// Makes every later buildTraining leave tg.attention and
+/// tg.attention_grad whole (for GPU targets, whose fused kernels take them;
+/// the CPU backend decomposes them when it lowers).
+void setKeepAttention(bool keep);
+
 /// Runs the training pipeline on `module` (in place), rematerializing
 /// activations if `remat` and grouping kernels (tg-fuse) if `fuse`; false
 /// on error (diagnostics are printed).

@@ -277,12 +277,8 @@ struct DecomposeCompositesPass final
     : tg::impl::DecomposeCompositesPassBase<DecomposeCompositesPass> {
   using Base::Base;
   LogicalResult initialize(MLIRContext *ctx) override {
-    static constexpr llvm::StringLiteral known[] = {
-        "softmax", "log_softmax", "gelu", "silu", "sigmoid",
-        "layer_norm", "rms_norm", "cross_entropy", "mse_loss",
-        "attention", "attention_grad"};
     for (const std::string &name : ops)
-      if (!llvm::is_contained(known, name))
+      if (!llvm::is_contained(compositeOpNames(), name))
         return emitError(UnknownLoc::get(ctx))
                << "tg-decompose: '" << name
                << "' is not a composite op (known: softmax, log_softmax, "
@@ -299,6 +295,14 @@ struct DecomposeCompositesPass final
 };
 
 } // namespace
+
+ArrayRef<StringLiteral> mlir::tg::compositeOpNames() {
+  static constexpr llvm::StringLiteral known[] = {
+      "softmax", "log_softmax", "gelu", "silu", "sigmoid",
+      "layer_norm", "rms_norm", "cross_entropy", "mse_loss",
+      "attention", "attention_grad"};
+  return known;
+}
 
 void mlir::tg::populateDecomposeCompositesPatterns(RewritePatternSet &patterns,
                                                    ArrayRef<std::string> only) {

@@ -179,6 +179,7 @@ struct FitBudgetPass final : tg::impl::FitBudgetPassBase<FitBudgetPass> {
     options.precision = precision;
     options.rematLevel = level;
     options.decompose = decompose;
+    options.keepAttention = keepAttention;
     options.ranks = ranks;
     options.bucketBytes = bucketBytes;
     options.zero = stage;

@@ -31,6 +31,9 @@ inline constexpr StringLiteral kComputeCopyRule = "compute-copy";
 void populateDecomposeCompositesPatterns(RewritePatternSet &patterns,
                                          ArrayRef<std::string> only = {});
 
+/// The names (without the "tg." prefix) of the ops tg-decompose rewrites.
+ArrayRef<StringLiteral> compositeOpNames();
+
 /// Adds `@<fn>_grad` next to `fn` (see tg-autodiff) and returns it. With
 /// `lossSeed` it takes one more, last, argument of the loss's type: the
 /// loss's cotangent (ones without it), which loss scaling sets to the scale;

@@ -372,6 +372,9 @@ def FitBudgetPass : Pass<"tg-fit-budget", "::mlir::ModuleOp"> {
            "How many micro-batches the driver split the batch into (recorded)">,
     Option<"decompose", "decompose", "bool", "true",
            "Decompose composite ops before planning (as tgc does)">,
+    Option<"keepAttention", "keep-attention", "bool", "false",
+           "With decompose: leave tg.attention and tg.attention_grad whole "
+           "(as tgc does for GPU targets)">,
     Option<"mustFit", "must-fit", "bool", "true",
            "Fail if no candidate fits (otherwise keep the least peak)">,
     Option<"ranks", "ranks", "int64_t", "1",

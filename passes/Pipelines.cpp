@@ -44,6 +44,7 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     fit.budget = options.budget;
     fit.precision = options.precision;
     fit.decompose = options.decompose;
+    fit.keepAttention = options.keepAttention;
     fit.ranks = options.ranks;
     fit.bucketBytes = options.bucketBytes;
     fit.zero = options.zero;
@@ -77,7 +78,12 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createRematerializePass(
         rematLevelOptions(level, options.forward.getValue() + "_grad")));
   if (options.decompose) {
-    pm.addPass(createDecomposeCompositesPass());
+    DecomposeCompositesPassOptions decompose;
+    if (options.keepAttention)
+      for (StringRef name : compositeOpNames())
+        if (!name.starts_with("attention"))
+          decompose.ops.push_back(name.str());
+    pm.addPass(createDecomposeCompositesPass(decompose));
     pm.addPass(createCSEPass());
   }
   // After the step is complete and simplified, before planning: values

@@ -44,6 +44,13 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Decompose composite ops (softmax, cross_entropy, ...) "
                      "so that the plan sees every buffer the code will have"),
       llvm::cl::init(false)};
+  Option<bool> keepAttention{
+      *this, "keep-attention",
+      llvm::cl::desc("With decompose: leave tg.attention and "
+                     "tg.attention_grad whole (the GPU backend's fused "
+                     "kernels take them; what no kernel takes is decomposed "
+                     "by the backend)"),
+      llvm::cl::init(false)};
   Option<bool> fuse{*this, "fuse",
                     llvm::cl::desc("Group ops into kernels (tg-fuse) before "
                                    "planning memory"),

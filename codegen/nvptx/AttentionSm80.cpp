@@ -108,6 +108,29 @@ private:
     return w.add(w.muli(r, cpr * 16), w.muli(sc, 16));
   }
   void loadTile(Value mat, int64_t rowBound, Value row0, int rows, Value dst);
+  /// At the top of iteration `i` of `n` over streamed blocks: waits until
+  /// block i's copies landed and every warp is done with the other ring
+  /// slot, then has `loadNext(slot)` refill that slot with block i + 1
+  /// (nothing in the last iteration). Returns block i's slot.
+  Value advanceRing(Value i, Value n, llvm::function_ref<void(Value)> loadNext) {
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    NVVM::Barrier0Op::create(b, loc);
+    Value next = w.addi(i, 1);
+    w.openIf(w.ult(next, n));
+    loadNext(w.andi(next, 1));
+    closeIf();
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    return w.andi(i, 1);
+  }
+  /// Key blocks of `bc` keys a CTA whose queries start at `row0` visits:
+  /// all, or (causal) up to the one holding its last query.
+  Value keyBlocks(Value row0, int bc) {
+    Value n = w.i32c((s.tk + bc - 1) / bc);
+    if (!s.causal)
+      return n;
+    return LLVM::UMinOp::create(
+        b, loc, n, w.addi(w.udiv(w.addi(row0, kOwnRows - 1), w.i32c(bc)), 1));
+  }
   Frag4 ldsm(Value byteOff, bool trans);
   Frag4 fragA(Value tile, Value rowBase, int kk);
   std::pair<Frag2, Frag2> fragBKMajor(Value tile, Value rowBase, int np, int kk);
@@ -387,12 +410,8 @@ void AttnGen::forward(Value q, Value k, Value v, Value o, Value lse) {
   loadTile(gV, s.tk, w.i32c(0), bc, vTile(w.i32c(0)));
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
 
-  // Key blocks: all of them, or (causal) up to the one holding the block's
-  // last query; blocks above the diagonal are never loaded.
-  Value nKB = w.i32c((s.tk + bc - 1) / bc);
-  if (s.causal)
-    nKB = LLVM::UMinOp::create(
-        b, loc, nKB, w.addi(w.udiv(w.addi(row0, kOwnRows - 1), w.i32c(bc)), 1));
+  // Blocks above the diagonal are never loaded.
+  Value nKB = keyBlocks(row0, bc);
   Value negInf = w.f32c(-std::numeric_limits<double>::infinity());
   int nd = static_cast<int>(s.d / 8);
   SmallVector<Value> init = {negInf, negInf, w.f32c(0), w.f32c(0)};
@@ -402,16 +421,11 @@ void AttnGen::forward(Value q, Value k, Value v, Value o, Value lse) {
   auto it = loop.getRegionIterArgs();
   Value mOld[2] = {it[0], it[1]}, lOld[2] = {it[2], it[3]};
   std::vector<Value> acc(it.begin() + 4, it.end());
-  // Block kb landed (and every warp is done with the slot refilled next).
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-  NVVM::Barrier0Op::create(b, loc);
-  Value next = w.addi(kb, 1), nextSlot = w.andi(next, 1);
-  w.openIf(w.ult(next, nKB)); // the last block prefetches nothing
-  loadTile(gK, s.tk, w.muli(next, bc), bc, kTile(nextSlot));
-  loadTile(gV, s.tk, w.muli(next, bc), bc, vTile(nextSlot));
-  closeIf();
-  NVVM::CpAsyncCommitGroupOp::create(b, loc);
-  Value cur = w.andi(kb, 1);
+  Value nextKey = w.muli(w.addi(kb, 1), bc);
+  Value cur = advanceRing(kb, nKB, [&](Value slot) {
+    loadTile(gK, s.tk, nextKey, bc, kTile(slot));
+    loadTile(gV, s.tk, nextKey, bc, vTile(slot));
+  });
   Value rowW = w.add(row0, w.muli(warp, 16));
   std::vector<Value> sAcc = scores(w.i32c(0), w.muli(warp, 16), kTile(cur), bc / 8);
 
@@ -514,25 +528,18 @@ void AttnGen::gradQ(Value dO, Value dLse, Value q, Value k, Value v, Value o,
     dRow[h] = loadShared(w.addi(r4, statsOff + kOwnRows * 4));
   }
 
-  Value nKB = w.i32c((s.tk + bc - 1) / bc);
-  if (s.causal)
-    nKB = LLVM::UMinOp::create(
-        b, loc, nKB, w.addi(w.udiv(w.addi(row0, kOwnRows - 1), w.i32c(bc)), 1));
+  Value nKB = keyBlocks(row0, bc);
   int nd = static_cast<int>(s.d / 8);
   SmallVector<Value> init(nd, w.zero(accTy));
   scf::ForOp loop = w.openFor(nKB, init, "kb");
   Value kb = loop.getInductionVar();
   std::vector<Value> acc(loop.getRegionIterArgs().begin(),
                          loop.getRegionIterArgs().end());
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-  NVVM::Barrier0Op::create(b, loc);
-  Value next = w.addi(kb, 1), nextSlot = w.andi(next, 1);
-  w.openIf(w.ult(next, nKB)); // the last block prefetches nothing
-  loadTile(gK, s.tk, w.muli(next, bc), bc, kTile(nextSlot));
-  loadTile(gV, s.tk, w.muli(next, bc), bc, vTile(nextSlot));
-  closeIf();
-  NVVM::CpAsyncCommitGroupOp::create(b, loc);
-  Value cur = w.andi(kb, 1);
+  Value nextKey = w.muli(w.addi(kb, 1), bc);
+  Value cur = advanceRing(kb, nKB, [&](Value slot) {
+    loadTile(gK, s.tk, nextKey, bc, kTile(slot));
+    loadTile(gV, s.tk, nextKey, bc, vTile(slot));
+  });
   Value aRow = w.muli(warp, 16);
   std::vector<Value> sAcc = scores(w.i32c(0), aRow, kTile(cur), bc / 8);
   std::vector<Value> dpAcc = scores(w.i32c(qBytes), aRow, vTile(cur), bc / 8);
@@ -585,25 +592,22 @@ void AttnGen::gradKV(Value dO, Value dLse, Value q, Value k, Value v, Value o,
 
   int nd = static_cast<int>(s.d / 8);
   SmallVector<Value> init(2 * nd, w.zero(accTy));
-  scf::ForOp loop = w.openFor(w.sub(nQB, first), init, "qb");
+  Value trips = w.sub(nQB, first);
+  scf::ForOp loop = w.openFor(trips, init, "qb");
   Value i = loop.getInductionVar();
   std::vector<Value> dkAcc(loop.getRegionIterArgs().begin(),
                            loop.getRegionIterArgs().begin() + nd);
   std::vector<Value> dvAcc(loop.getRegionIterArgs().begin() + nd,
                            loop.getRegionIterArgs().end());
   Value qb = w.add(first, i);
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-  NVVM::Barrier0Op::create(b, loc);
-  Value nextRow = w.muli(w.addi(qb, 1), br), nextSlot = w.andi(w.addi(i, 1), 1);
-  w.openIf(w.ult(w.addi(qb, 1), nQB));
-  loadTile(gQ, s.tq, nextRow, br, qTile(nextSlot));
-  loadTile(gDO, s.tq, nextRow, br, doTile(nextSlot));
-  closeIf();
-  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  Value nextRow = w.muli(w.addi(qb, 1), br);
+  Value cur = advanceRing(i, trips, [&](Value slot) {
+    loadTile(gQ, s.tq, nextRow, br, qTile(slot));
+    loadTile(gDO, s.tq, nextRow, br, doTile(slot));
+  });
   Value qRow0 = w.muli(qb, br);
   rowStats(w.i32c(statsOff), gDO, gO, gL, gDL, qRow0, br);
   NVVM::Barrier0Op::create(b, loc);
-  Value cur = w.andi(i, 1);
   // Transposed scores: this warp's 16 keys x the block's queries.
   std::vector<Value> sT = scores(w.i32c(0), aRow, qTile(cur), br / 8);
   std::vector<Value> dpT = scores(w.i32c(kvBytes), aRow, doTile(cur), br / 8);

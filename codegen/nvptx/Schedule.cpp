@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/nvptx/Schedule.h"
+#include "codegen/nvptx/AttentionSm80.h"
 #include "codegen/nvptx/Passes.h"
 #include "codegen/nvptx/Toolchain.h"
 
@@ -26,6 +27,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -33,7 +35,38 @@ using namespace mlir;
 
 namespace tg::nvptx {
 
+/// Decomposes the attention ops the fused kernels do not take (f32, other
+/// head dims; tgc keeps attention whole for GPU targets), with one note
+/// that says why, so that they run as today's ops instead.
+static LogicalResult decomposeRefusedAttention(ModuleOp module) {
+  SmallVector<Operation *> refused;
+  std::optional<std::string> why;
+  module.walk([&](Operation *op) {
+    if (!isAttentionOp(op))
+      return;
+    if (std::optional<std::string> r = attentionKernelRefusal(op)) {
+      if (!why)
+        why = r;
+      refused.push_back(op);
+    }
+  });
+  if (refused.empty())
+    return success();
+  refused.front()->emitRemark()
+      << "no fused GPU attention kernel for " << refused.size()
+      << " attention op(s) (the first: " << *why
+      << "); they run decomposed, with [T, T] temporaries";
+  RewritePatternSet patterns(module.getContext());
+  mlir::tg::populateDecomposeCompositesPatterns(patterns,
+                                                {"attention", "attention_grad"});
+  GreedyRewriteConfig config;
+  config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
+  return applyOpPatternsGreedily(refused, std::move(patterns), config);
+}
+
 LogicalResult prepareGpuModule(ModuleOp module, ArrayRef<StringRef> entries) {
+  if (failed(decomposeRefusedAttention(module)))
+    return failure();
   PassManager pm(module.getContext());
   pm.addPass(mlir::tg::createFusePass());
   // The tensor-core GEMMs' tile configurations, per target (both: the

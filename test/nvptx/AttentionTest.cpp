@@ -148,16 +148,18 @@ TEST_CASE("fused attention with head dimension 128",
 
 TEST_CASE("fused attention kernels assemble without spills",
           "[nvptx][attention][ptxas]") {
-  for (int64_t d : {64, 128})
-    for (const char *et : {"bf16", "f16"}) {
-      INFO("d = " << d << " " << et);
-      tgtest::SimtContext c;
-      auto kernels = lowerBoth(c, attentionIR(2, 3, 200, 200, d, et, true),
-                               ::tg::nvptx::Target::SM80);
-      // One forward kernel, dQ and dK/dV.
-      CHECK(llvm::range_size(kernels->getOps<LLVM::LLVMFuncOp>()) == 3);
-      tgtest::checkAssembles(*kernels, ::tg::nvptx::Target::SM80);
-    }
+  // sm_90a runs the same mma.sync kernels.
+  for (::tg::nvptx::Target t :
+       {::tg::nvptx::Target::SM80, ::tg::nvptx::Target::SM90a})
+    for (int64_t d : {64, 128})
+      for (const char *et : {"bf16", "f16"}) {
+        INFO(toString(t) << " d = " << d << " " << et);
+        tgtest::SimtContext c;
+        auto kernels = lowerBoth(c, attentionIR(2, 3, 200, 200, d, et, true), t);
+        // One forward kernel, dQ and dK/dV.
+        CHECK(llvm::range_size(kernels->getOps<LLVM::LLVMFuncOp>()) == 3);
+        tgtest::checkAssembles(*kernels, t);
+      }
 }
 
 TEST_CASE("attention the fused kernels do not take is refused by name",

@@ -358,6 +358,8 @@ int main(int argc, char **argv) {
   // An explicit --zero 0 keeps the budget fitter from sharding.
   tgc::setDataParallel(opts.ranks, *bucketBytes, opts.zero,
                        opts.zero.getNumOccurrences() == 0);
+  // GPU targets run attention as fused kernels (docs/attention.md).
+  tgc::setKeepAttention(!opts.targets.gpus.empty());
 
   // Training actions plan the step, and a budget may change the batch.
   bool training = opts.emit == Emit::Train ||
