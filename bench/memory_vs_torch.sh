@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# bench/memory_vs_torch.sh BUILD - issue 19's comparison: the planned peak of
+# bench/memory_vs_torch.sh BUILD [OUT] - issue 19's comparison: the planned peak of
 # one training step (tgc --report=memory) against PyTorch eager's measured
 # peak for the same step (bench/torch_peers.py memory: the profiler's
 # allocation timeline plus parameters, AdamW state and the batch), for the
 # MLP, the LeNet and a 2-layer GPT at the same batch, fp32, AdamW.
-# Writes bench/results/memory-vs-torch-<date>.md and prints it. Needs
+# Writes OUT (default bench/results/memory-vs-torch-<date>.md; a second
+# run on one day names its own) and prints it. Needs
 # Debian's python3-torch (TGC_SETUP_BENCH=1 scripts/setup.sh).
 set -euo pipefail
 build=${1:-build}
 tgc=$build/bin/tgc
 here=$(cd "$(dirname "$0")" && pwd)
-out=$here/results/memory-vs-torch-$(date -u +%Y-%m-%d).md
+out=${2:-$here/results/memory-vs-torch-$(date -u +%Y-%m-%d).md}
 py=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -37,7 +38,7 @@ mib() { awk -v b="$1" 'BEGIN { printf "%.2f", b / 1048576 }'; }
   echo
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- machine: $(uname -m), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
-  echo "- command: bench/memory_vs_torch.sh $build"
+  echo "- command: bench/memory_vs_torch.sh $build${2:+ $(basename "$2")}"
   echo "- git: $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "- peer: $("$py" -c 'import torch; print("PyTorch", torch.__version__)') eager, fp32, AdamW(foreach=True); torch.compile does not exist in 1.13"
   echo "- memory is counted, not timed, so the machine's load does not change these numbers"

@@ -235,37 +235,51 @@ LogicalResult SiluOp::buildVJP(OpBuilder &b, ValueRange g,
 
 LogicalResult GeluOp::buildVJP(OpBuilder &b, ValueRange g,
                                SmallVectorImpl<Value> &out) {
+  // The derivative is replayed from x alone (ReplayScope): the forward
+  // decomposition's x^2, tanh and halves (each x-sized) are not kept for it.
+  // Its temporaries are x-sized too, and the backward pass's worst moment
+  // is often here, so the formula is ordered to need few at once.
   TB t{b, getLoc()};
   Value x = getInput();
   Type e = TB::elt(x);
   Value half = t.scalar(e, 0.5), one = t.scalar(e, 1.0);
+  if (getApproximate() == GeluApproximation::tanh) {
+    // y = x/2 (1 + tanh u), u = k (x + c x^3):
+    // dy = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) k (1 + 3 c x^2)
+    //    = A (1/2 + p (2 - A)), A = 1 + tanh u, p = x (k/2 + 3/2 c k x^2).
+    // Each step overwrites a dying operand except the first of A, of 2 - A
+    // and of p, and g is consumed early: four x-sized buffers with x.
+    const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
+    Value a, notA, p;
+    {
+      ReplayScope replay(b);
+      Value u = t.mul(t.mul(t.add(t.mul(t.mul(x, x), t.scalar(e, c)), one), x),
+                      t.scalar(e, k));
+      a = t.add(TanhOp::create(b, getLoc(), u), one);
+      notA = t.sub(t.scalar(e, 2.0), a);
+    }
+    Value ga = t.mul(g[0], a);
+    Value rest;
+    {
+      ReplayScope replay(b);
+      p = t.mul(t.add(t.mul(t.mul(x, x), t.scalar(e, 1.5 * c * k)),
+                      t.scalar(e, 0.5 * k)),
+                x);
+      rest = t.add(t.mul(notA, p), half);
+    }
+    out.push_back(t.mul(ga, rest));
+    return success();
+  }
+  // y = x Phi(x): dy = Phi(x) + x phi(x).
   Value d;
-  // The derivative is replayed from x alone: the forward decomposition's
-  // x^2, tanh and halves (each x-sized) are not kept for it.
   {
     ReplayScope replay(b);
-    if (getApproximate() == GeluApproximation::tanh) {
-      // y = x/2 (1 + tanh u), u = k (x + c x^3):
-      // dy = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) k (1 + 3 c x^2).
-      const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
-      Value x2 = t.mul(x, x);
-      Value u =
-          t.mul(t.scalar(e, k), t.add(x, t.mul(t.scalar(e, c), t.mul(x2, x))));
-      Value th = TanhOp::create(b, getLoc(), u);
-      Value du =
-          t.mul(t.scalar(e, k), t.add(one, t.mul(t.scalar(e, 3 * c), x2)));
-      Value sech2 = t.sub(one, t.mul(th, th));
-      d = t.add(t.mul(half, t.add(one, th)),
-                t.mul(t.mul(half, x), t.mul(sech2, du)));
-    } else {
-      // y = x Phi(x): dy = Phi(x) + x phi(x).
-      Value cdf = t.mul(
-          half, t.add(one, ErfOp::create(b, getLoc(),
-                                         t.mul(x, t.scalar(e, M_SQRT1_2)))));
-      Value pdf = t.mul(t.scalar(e, 0.5 * M_2_SQRTPI * M_SQRT1_2),
-                        t.exp(t.mul(t.scalar(e, -0.5), t.mul(x, x))));
-      d = t.add(cdf, t.mul(x, pdf));
-    }
+    Value cdf = t.mul(
+        half, t.add(one, ErfOp::create(b, getLoc(),
+                                       t.mul(x, t.scalar(e, M_SQRT1_2)))));
+    Value pdf = t.mul(t.scalar(e, 0.5 * M_2_SQRTPI * M_SQRT1_2),
+                      t.exp(t.mul(t.scalar(e, -0.5), t.mul(x, x))));
+    d = t.add(cdf, t.mul(x, pdf));
   }
   out.push_back(t.mul(g[0], d));
   return success();

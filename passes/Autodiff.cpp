@@ -12,6 +12,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <set>
+
 namespace mlir::tg {
 #define GEN_PASS_DEF_AUTODIFFPASS
 #include "passes/Passes.h.inc"
@@ -46,6 +48,87 @@ bool isFloatTensor(Value v) {
   return type && isa<FloatType>(type.getElementType());
 }
 
+/// True if `v` is a constant all of whose elements are zero.
+bool isZeros(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : nullptr;
+  if (!dense || !dense.isSplat())
+    return false;
+  if (isa<FloatType>(dense.getElementType()))
+    return dense.getSplatValue<APFloat>().isZero();
+  return dense.getSplatValue<APInt>().isZero();
+}
+
+/// The sum of two zero-padded concatenations along one axis (the
+/// cotangents of slices of one value: q, k and v cut from one projection)
+/// as one concatenation of their data, or null when a data piece of one
+/// straddles a boundary of the other. Added as tensors, each padded
+/// cotangent would read zero tensors as large as the sliced value, which
+/// the backends materialise (scratch live across the step on the CPU).
+Value sumPaddedConcats(Value a, Value b, TensorBuilder &t) {
+  auto ca = a.getDefiningOp<ConcatOp>(), cb = b.getDefiningOp<ConcatOp>();
+  if (!ca || !cb || ca.getAxis() != cb.getAxis() ||
+      a.getType() != b.getType())
+    return {};
+  int64_t axis = ca.getAxis();
+  struct Piece {
+    int64_t begin, end;
+    Value data; // null: zeros
+  };
+  auto piecesOf = [&](ConcatOp c) {
+    SmallVector<Piece> pieces;
+    int64_t at = 0;
+    for (Value in : c.getInputs()) {
+      int64_t n = TensorBuilder::typeOf(in).getDimSize(axis);
+      pieces.push_back({at, at + n, isZeros(in) ? Value() : in});
+      at += n;
+    }
+    return pieces;
+  };
+  SmallVector<Piece> pa = piecesOf(ca), pb = piecesOf(cb);
+  std::set<int64_t> cuts;
+  for (const Piece &p : llvm::concat<const Piece>(pa, pb))
+    cuts.insert({p.begin, p.end});
+  // The data of `pieces` on [lo, hi): null for zeros; failure when a data
+  // piece covers only part of it or more.
+  auto on = [](ArrayRef<Piece> pieces, int64_t lo,
+               int64_t hi) -> FailureOr<Value> {
+    for (const Piece &p : pieces)
+      if (p.begin <= lo && hi <= p.end) {
+        if (p.data && (p.begin != lo || p.end != hi))
+          return failure();
+        return p.data;
+      }
+    return failure();
+  };
+  SmallVector<Piece> sum;
+  for (auto it = cuts.begin(), next = std::next(it); next != cuts.end();
+       ++it, ++next) {
+    FailureOr<Value> x = on(pa, *it, *next), y = on(pb, *it, *next);
+    if (failed(x) || failed(y))
+      return {};
+    Value data = !*x ? *y : !*y ? *x : t.add(*x, *y);
+    if (!data && !sum.empty() && !sum.back().data)
+      sum.back().end = *next; // adjacent zeros stay one piece
+    else
+      sum.push_back({*it, *next, data});
+  }
+  if (sum.size() == 1 && sum.front().data)
+    return sum.front().data;
+  auto type = TensorBuilder::typeOf(a);
+  SmallVector<Value> parts;
+  for (const Piece &p : sum) {
+    if (p.data) {
+      parts.push_back(p.data);
+      continue;
+    }
+    SmallVector<int64_t> shape(type.getShape());
+    shape[axis] = p.end - p.begin;
+    parts.push_back(t.filled(type.clone(shape), 0.0));
+  }
+  return ConcatOp::create(t.b, t.loc, parts, axis);
+}
+
 /// Cotangents of values, summed where a value is used more than once.
 class Cotangents {
 public:
@@ -53,7 +136,12 @@ public:
 
   void accumulate(Value v, Value grad) {
     Value &slot = grads[v];
-    slot = slot ? t.add(slot, grad) : grad;
+    if (!slot) {
+      slot = grad;
+      return;
+    }
+    Value merged = sumPaddedConcats(slot, grad, t);
+    slot = merged ? merged : t.add(slot, grad);
   }
   Value lookup(Value v) const { return grads.lookup(v); }
 

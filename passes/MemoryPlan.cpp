@@ -534,7 +534,31 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     }
     return end;
   };
+  // The op that reads `v` last, as the report names it; "" when that is
+  // the terminator (a returned value).
+  auto lastReader = [&](Value v) -> std::string {
+    Operation *last = nullptr;
+    int64_t end = -1;
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = topLevel(use.getOwner(), block);
+      int64_t at = user == block.getTerminator() ? n : step[user];
+      if (at > end) {
+        end = at;
+        last = user;
+      }
+    }
+    // A reshape read only by one op (a weight gradient's folded rows) is
+    // that op's view of the value: name the op.
+    while (last && isa<ReshapeOp>(last) && last->getResult(0).hasOneUse())
+      last = topLevel(*last->getResult(0).getUsers().begin(), block);
+    if (!last || last == block.getTerminator())
+      return "";
+    std::string loc = locString(last->getLoc());
+    return last->getName().getStringRef().str() +
+           (loc.empty() ? "" : " (" + loc + ")");
+  };
   DenseMap<Value, size_t> bufferOf;
+  DenseMap<size_t, Value> endsWith; // buffer -> the value read last from it
   // Nested regions, planned separately and placed after offsets are known.
   std::vector<std::pair<size_t, BlockPlan>> nestedPlans;
   Builder b(block.getParentOp()->getContext());
@@ -571,6 +595,8 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
           // The shared buffer holds the more important of the two kinds.
           size_t id = bufferOf[victim];
           Buffer &shared = plan.buffers[id];
+          if (lastUse(r) >= shared.end)
+            endsWith[id] = r;
           shared.end = std::max(shared.end, lastUse(r));
           BufferKind k = kindOf(r, marks);
           if (k == BufferKind::Gradient ||
@@ -592,9 +618,13 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
       if (auto rule = dialect(op->getContext()).getPrecisionAttrHelper().getAttr(op))
         buf.computeCopy = isa<CastOp>(op) && rule.getValue() == kComputeCopyRule;
       bufferOf[r] = plan.buffers.size();
+      endsWith[plan.buffers.size()] = r;
       plan.buffers.push_back(buf);
     }
   }
+  for (auto [id, v] : endsWith)
+    if (plan.buffers[id].kind == BufferKind::Activation)
+      plan.buffers[id].neededBy = lastReader(v);
   if (aliasTo)
     aliasUpdatesToArguments(aliasTo, block, plan.buffers, bufferOf, step);
   for (const Buffer &buf : plan.buffers)
@@ -663,9 +693,10 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
   int64_t worst = std::max_element(live.begin(), live.end()) - live.begin();
   plan.lowerBound = live[worst];
   for (size_t id = 0; id < plan.buffers.size(); ++id) {
-    const Buffer &buf = plan.buffers[id];
+    Buffer &buf = plan.buffers[id];
     if (buf.persistent || buf.start > worst || buf.end < worst)
       continue;
+    buf.atPeak = true;
     if (const BlockPlan *inner = innerOf.lookup(id))
       for (auto [kind, bytes] : inner->peakByKind)
         plan.peakByKind[kind] += bytes;

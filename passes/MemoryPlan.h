@@ -39,6 +39,10 @@ struct Buffer {
   bool holder = false;     ///< reserves a loop body's region (not a value)
   int64_t aliasOf = -1;    ///< an argument whose storage this result reuses
   bool computeCopy = false; ///< a parameter's low-precision compute copy
+  /// For an activation: the op that reads it last, which keeps it alive
+  /// from the forward pass ("tg.matmul (model.tg:13:12)"); "" otherwise.
+  std::string neededBy;
+  bool atPeak = false; ///< live at the schedule's worst moment (top level)
 };
 
 /// A complete plan of one function.

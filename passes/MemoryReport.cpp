@@ -84,6 +84,30 @@ void mlir::tg::printMemoryTable(const MemoryPlan &plan, llvm::raw_ostream &os) {
       os << "  (" << b.loc << ")";
     os << "\n";
   }
+  // What the backward pass saves, and why: each activation live at the
+  // worst moment with the op that reads it last (JSON: every buffer's
+  // needed_by).
+  std::vector<size_t> saved;
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    if (plan.buffers[i].atPeak && plan.buffers[i].kind == BufferKind::Activation)
+      saved.push_back(i);
+  llvm::sort(saved, [&](size_t a, size_t b) {
+    if (plan.buffers[a].bytes != plan.buffers[b].bytes)
+      return plan.buffers[a].bytes > plan.buffers[b].bytes;
+    return a < b;
+  });
+  if (saved.empty())
+    return;
+  os << "\nactivations live at the peak, each with the op that needs it:\n";
+  for (size_t i : saved) {
+    const Buffer &b = plan.buffers[i];
+    os << "  " << llvm::right_justify(formatBytes(b.bytes), 11) << "  "
+       << b.name;
+    if (!b.loc.empty())
+      os << "  (" << b.loc << ")";
+    os << "  needed by " << (b.neededBy.empty() ? "the step's results" : b.neededBy)
+       << "\n";
+  }
 }
 
 llvm::json::Object mlir::tg::memorySummaryJson(const MemoryPlan &plan) {
@@ -113,7 +137,8 @@ void mlir::tg::printMemoryJson(const MemoryPlan &plan, llvm::raw_ostream &os) {
         {"name", b.name},     {"op", b.op},         {"loc", b.loc},
         {"kind", kindName(b.kind)}, {"bytes", b.bytes}, {"offset", b.offset},
         {"start", b.start},   {"end", b.end},       {"persistent", b.persistent},
-        {"nested", b.nested}});
+        {"nested", b.nested}, {"needed_by", b.neededBy},
+        {"at_peak", b.atPeak}});
   llvm::json::Object root = memorySummaryJson(plan);
   root["steps"] = plan.steps;
   root["buffers"] = std::move(buffers);
