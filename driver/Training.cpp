@@ -81,35 +81,18 @@ tgc::CompileFn tgc::frontendCompileFn(const SourceFile &file, Defines defines,
   };
 }
 
-/// --ranks and --bucket-bytes: every training build of this tgc run is
-/// data-parallel alike, so the memory plan and the budget fit see the
-/// collectives the artifact runs.
-static int64_t dpRanks = 1, dpBucketBytes = 25 * 1024 * 1024, dpZero = 0;
-static bool dpMayShard = true;
-
-void tgc::setDataParallel(int64_t ranks, int64_t bucketBytes, int64_t zero,
-                          bool mayShard) {
-  dpRanks = ranks;
-  dpBucketBytes = bucketBytes;
-  dpZero = zero;
-  dpMayShard = mayShard;
-}
-
-static bool keepAttention = false;
-
-void tgc::setKeepAttention(bool keep) { keepAttention = keep; }
-
-bool tgc::buildTraining(ModuleOp module, bool remat, bool fuse) {
+bool tgc::buildTraining(ModuleOp module, const BuildSettings &settings,
+                        bool remat, bool fuse) {
   PassManager pm(module.getContext());
   tg::TrainingPipelineOptions options;
   options.rematerialize = remat;
-  options.ranks = dpRanks;
-  options.bucketBytes = dpBucketBytes;
-  options.zero = dpZero;
+  options.ranks = settings.ranks;
+  options.bucketBytes = settings.bucketBytes;
+  options.zero = settings.zero;
   // What is planned and reported is what the backend runs: the composite
   // ops' intermediates are buffers of the plan, not hidden scratch.
   options.decompose = true;
-  options.keepAttention = keepAttention;
+  options.keepAttention = settings.keepAttention;
   options.fuse = fuse;
   tg::buildTrainingPipeline(pm, options);
   return succeeded(pm.run(module));
@@ -117,10 +100,12 @@ bool tgc::buildTraining(ModuleOp module, bool remat, bool fuse) {
 
 /// Plans @train_step of a copy of `module` (its training step built first
 /// if it has none); `copy` keeps the planned module.
-static FailureOr<tg::MemoryPlan> planCopy(ModuleOp module, bool remat,
-                                          OwningOpRef<ModuleOp> &copy) {
+static FailureOr<tg::MemoryPlan>
+planCopy(ModuleOp module, const tgc::BuildSettings &settings, bool remat,
+         OwningOpRef<ModuleOp> &copy) {
   copy = cast<ModuleOp>(module->clone());
-  if (!copy->lookupSymbol("train_step") && !tgc::buildTraining(*copy, remat))
+  if (!copy->lookupSymbol("train_step") &&
+      !tgc::buildTraining(*copy, settings, remat))
     return failure();
   return tg::planMemory(copy->lookupSymbol<func::FuncOp>("train_step"), {});
 }
@@ -270,9 +255,11 @@ static FailureOr<int64_t> cpuScratchBytes(ModuleOp planned,
          plan.transientBytes;
 }
 
-FailureOr<tg::MemoryPlan> tgc::planTraining(ModuleOp module, bool remat) {
+FailureOr<tg::MemoryPlan> tgc::planTraining(ModuleOp module,
+                                            const BuildSettings &settings,
+                                            bool remat) {
   OwningOpRef<ModuleOp> copy;
-  FailureOr<tg::MemoryPlan> plan = planCopy(module, remat, copy);
+  FailureOr<tg::MemoryPlan> plan = planCopy(module, settings, remat, copy);
   if (failed(plan))
     return failure();
   // What the budget and the report cover is what the runtime allocates:
@@ -306,18 +293,19 @@ void setMicroBatching(ModuleOp module, int64_t batch, int64_t accumulate) {
 /// Runs tg-fit-budget on `module` (a model); its #tg.budget_fit, or null
 /// on error (printed).
 static tg::BudgetFitAttr runFit(ModuleOp module, int64_t budget,
-                               StringRef precision, int64_t microBatches) {
+                               StringRef precision, int64_t microBatches,
+                               const tgc::BuildSettings &settings) {
   PassManager pm(module.getContext());
   tg::FitBudgetPassOptions options;
   options.budget = budget;
   options.precision = precision.str();
   options.microBatches = microBatches;
   options.mustFit = false;
-  options.ranks = dpRanks;
-  options.bucketBytes = dpBucketBytes;
-  options.zero = dpZero;
-  options.shard = dpMayShard;
-  options.keepAttention = keepAttention;
+  options.ranks = settings.ranks;
+  options.bucketBytes = settings.bucketBytes;
+  options.zero = settings.zero;
+  options.shard = settings.mayShard;
+  options.keepAttention = settings.keepAttention;
   pm.addPass(tg::createFitBudgetPass(options));
   if (failed(pm.run(module)))
     return nullptr;
@@ -326,6 +314,7 @@ static tg::BudgetFitAttr runFit(ModuleOp module, int64_t budget,
 
 std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
                                              std::optional<int64_t> budget,
+                                             BuildSettings &settings,
                                              std::string &error) {
   OwningOpRef<ModuleOp> module = compile({});
   if (!module)
@@ -334,7 +323,7 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
   if (!budget)
     budget = intEntry(train, "memory_budget");
   if (!budget) {
-    FailureOr<tg::MemoryPlan> plan = planTraining(*module);
+    FailureOr<tg::MemoryPlan> plan = planTraining(*module, settings);
     if (failed(plan))
       return std::nullopt;
     return BudgetFit{std::move(module), std::move(*plan), ""};
@@ -353,7 +342,7 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
   // What the step needs as given, the backend's op scratch included (the
   // peak every candidate's note is compared with; the fit pass's own
   // `unconstrained` is the graph's plan alone).
-  FailureOr<tg::MemoryPlan> asGiven = planTraining(*module);
+  FailureOr<tg::MemoryPlan> asGiven = planTraining(*module, settings);
   if (failed(asGiven))
     return std::nullopt;
   tg::BudgetFitAttr least;
@@ -375,20 +364,34 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
       OwningOpRef<ModuleOp> m;
       tg::BudgetFitAttr fit;
       FailureOr<tg::MemoryPlan> plan = failure();
-      for (int64_t reserve = 0, tries = 0; tries < 2; ++tries) {
-        m = cast<ModuleOp>((*model)->clone());
-        fit = runFit(*m, std::max<int64_t>(1, *budget - reserve), prec, f);
-        if (!fit)
-          return std::nullopt;
-        if (!fit.getFits())
+      // Sharding is tried first where allowed; a sharded step whose CPU
+      // scratch eats what sharding saved falls back to the replicated
+      // ladder at the same batch, so allowing sharding never makes the
+      // choice worse than --zero 0.
+      SmallVector<bool, 2> shardChoices{settings.mayShard};
+      if (settings.mayShard)
+        shardChoices.push_back(false);
+      for (bool shard : shardChoices) {
+        BuildSettings trial = settings;
+        trial.mayShard = shard;
+        for (int64_t reserve = 0, tries = 0; tries < 2; ++tries) {
+          m = cast<ModuleOp>((*model)->clone());
+          fit = runFit(*m, std::max<int64_t>(1, *budget - reserve), prec, f,
+                       trial);
+          if (!fit)
+            return std::nullopt;
+          if (!fit.getFits())
+            break;
+          plan = planTraining(*m, trial);
+          if (failed(plan))
+            return std::nullopt;
+          if (plan->peakBytes() <= *budget)
+            break;
+          reserve = plan->scratchBytes;
+          fit = tg::BudgetFitAttr();
+        }
+        if (fit)
           break;
-        plan = planTraining(*m);
-        if (failed(plan))
-          return std::nullopt;
-        if (plan->peakBytes() <= *budget)
-          break;
-        reserve = plan->scratchBytes;
-        fit = tg::BudgetFitAttr();
       }
       if (!fit)
         continue;
@@ -403,9 +406,9 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
         return BudgetFit{std::move(m), std::move(*plan), ""};
       // A fit that sharded the optimizer state makes the job's step a ZeRO
       // step: later builds of this run (the kernel report) build it alike.
-      bool sharded = fit.getZero() == 1 && dpZero == 0;
+      bool sharded = fit.getZero() == 1 && settings.zero == 0;
       if (sharded)
-        dpZero = 1;
+        settings.zero = 1;
       std::string note;
       llvm::raw_string_ostream os(note);
       os << "the step needs " << formatBytes(asGiven->peakBytes())
@@ -413,7 +416,7 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
          << fit.getChoice() << ":";
       StringRef sep = " ";
       if (sharded) {
-        os << sep << "shard the optimizer state over the " << dpRanks
+        os << sep << "shard the optimizer state over the " << settings.ranks
            << " ranks (ZeRO stage 1)";
         sep = " and ";
       }
@@ -446,7 +449,7 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
             "added; give a larger budget";
     return std::nullopt;
   }
-  FailureOr<tg::MemoryPlan> plan = planTraining(*leastModule);
+  FailureOr<tg::MemoryPlan> plan = planTraining(*leastModule, settings);
   if (failed(plan))
     return std::nullopt;
   int64_t fixed = plan->bytesOf(tg::BufferKind::Param) +

@@ -51,28 +51,37 @@ CompileFn frontendCompileFn(const SourceFile &file, Defines defines,
                             mlir::MLIRContext &ctx, llvm::StringRef tool,
                             llvm::raw_ostream &diagnostics);
 
-/// Makes every later buildTraining data-parallel over `ranks` processes,
-/// with gradient buckets of `bucketBytes` (tg-data-parallel), and with the
-/// optimizer state sharded over the ranks when `zero` is 1 (ZeRO stage 1).
-/// With `zero` 0 and `mayShard`, fitBudget may shard it to meet a budget.
-void setDataParallel(int64_t ranks, int64_t bucketBytes, int64_t zero,
-                     bool mayShard = true);
-
-/// Makes every later buildTraining leave tg.attention and
-/// tg.attention_grad whole (for GPU targets, whose fused kernels take them;
-/// the CPU backend decomposes them when it lowers).
-void setKeepAttention(bool keep);
+/// How every training step of one compile is built: the plan, the budget
+/// fit and the artifact must see the same step, so the caller makes one of
+/// these and hands it to each call (no process-wide state: the JIT API
+/// compiles several models in one process).
+struct BuildSettings {
+  /// Data-parallel over `ranks` processes with gradient buckets of
+  /// `bucketBytes` (tg-data-parallel); the optimizer state sharded over
+  /// the ranks when `zero` is 1 (ZeRO stage 1).
+  int64_t ranks = 1;
+  int64_t bucketBytes = 25 * 1024 * 1024;
+  int64_t zero = 0;
+  /// With `zero` 0, fitBudget may shard the state to meet a budget (and
+  /// then sets `zero` to 1 for the builds that follow).
+  bool mayShard = true;
+  /// Leave tg.attention and tg.attention_grad whole (GPU targets, whose
+  /// fused kernels take them; the CPU backend decomposes them when it
+  /// lowers).
+  bool keepAttention = false;
+};
 
 /// Runs the training pipeline on `module` (in place), rematerializing
 /// activations if `remat` and grouping kernels (tg-fuse) if `fuse`; false
 /// on error (diagnostics are printed).
-bool buildTraining(mlir::ModuleOp module, bool remat = false,
-                   bool fuse = false);
+bool buildTraining(mlir::ModuleOp module, const BuildSettings &settings,
+                   bool remat = false, bool fuse = false);
 
 /// Plans the memory of @train_step in a copy of `module`, with the CPU
 /// backend's op scratch (MemoryPlan::scratchBytes) that its arena adds.
-mlir::FailureOr<mlir::tg::MemoryPlan> planTraining(mlir::ModuleOp module,
-                                                   bool remat = false);
+mlir::FailureOr<mlir::tg::MemoryPlan>
+planTraining(mlir::ModuleOp module, const BuildSettings &settings,
+             bool remat = false);
 
 /// The outcome of fitting a budget.
 struct BudgetFit {
@@ -91,6 +100,7 @@ struct BudgetFit {
 /// compile or a pass reported its own diagnostic.
 std::optional<BudgetFit> fitBudget(const CompileFn &compile,
                                    std::optional<int64_t> budget,
+                                   BuildSettings &settings,
                                    std::string &error);
 
 /// What `--target` asks for: CPU code, and the GPU architectures.

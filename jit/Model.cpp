@@ -160,7 +160,11 @@ std::optional<Loaded> loadModule(ModuleOp module, const tg::MemoryPlan *plan,
     OwningOpRef<ModuleOp> copy;
     if (!module.lookupSymbol("train_step")) {
       copy = cast<ModuleOp>(module->clone());
-      if (!buildTraining(*copy)) {
+      // The GPU step keeps attention whole for the fused kernels, as tgc
+      // does for GPU targets; the CPU code is built from `module` apart.
+      BuildSettings gpuBuild;
+      gpuBuild.keepAttention = true;
+      if (!buildTraining(*copy, gpuBuild)) {
         error = "building the training step failed: " + diagnostics;
         return std::nullopt;
       }
@@ -274,7 +278,8 @@ std::unique_ptr<Model> Model::compileFile(
   std::optional<BudgetFit> fit;
   if (train && train.get("memory_budget")) {
     std::string why;
-    fit = fitBudget(compile, std::nullopt, why);
+    BuildSettings settings;
+    fit = fitBudget(compile, std::nullopt, settings, why);
     if (!fit) {
       error = why.empty() ? diagnostics : why;
       return nullptr;

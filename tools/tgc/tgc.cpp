@@ -356,10 +356,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   // An explicit --zero 0 keeps the budget fitter from sharding.
-  tgc::setDataParallel(opts.ranks, *bucketBytes, opts.zero,
-                       opts.zero.getNumOccurrences() == 0);
+  tgc::BuildSettings settings;
+  settings.ranks = opts.ranks;
+  settings.bucketBytes = *bucketBytes;
+  settings.zero = opts.zero;
+  settings.mayShard = opts.zero.getNumOccurrences() == 0;
   // GPU targets run attention as fused kernels (docs/attention.md).
-  tgc::setKeepAttention(!opts.targets.gpus.empty());
+  settings.keepAttention = !opts.targets.gpus.empty();
 
   // Training actions plan the step, and a budget may change the batch.
   bool training = opts.emit == Emit::Train ||
@@ -372,7 +375,7 @@ int main(int argc, char **argv) {
     std::optional<int64_t> budget;
     if (!opts.memoryBudget.empty())
       budget = tgc::parseByteSize(opts.memoryBudget);
-    fit = tgc::fitBudget(compile, budget, error);
+    fit = tgc::fitBudget(compile, budget, settings, error);
     if (!fit) {
       if (!error.empty())
         llvm::errs() << "tgc: error: " << error << "\n";
@@ -388,11 +391,12 @@ int main(int argc, char **argv) {
     return 1;
   if ((opts.emit == Emit::Train || opts.emit == Emit::Artifact ||
        opts.report == Report::Precision) &&
-      !module->lookupSymbol("train_step") && !tgc::buildTraining(*module))
+      !module->lookupSymbol("train_step") &&
+      !tgc::buildTraining(*module, settings))
     return 1;
   // The kernels are those of the fused step (tg-fuse after the pipeline).
   if (opts.report == Report::Kernels &&
-      !tgc::buildTraining(*module, false, /*fuse=*/true))
+      !tgc::buildTraining(*module, settings, false, /*fuse=*/true))
     return 1;
   if (opts.emit == Emit::Artifact) {
     // Refused before any code is generated: a plan no machine here can run
