@@ -243,7 +243,13 @@ struct AssignPrecisionPass final
     // hand-written module is checked here).
     SmallVector<StringRef> keep;
     if (auto train = module->getAttrOfType<DictionaryAttr>(attr::train))
-      if (auto list = train.getAs<ArrayAttr>("keep_fp32"))
+      if (Attribute given = train.get("keep_fp32")) {
+        auto list = dyn_cast<ArrayAttr>(given);
+        if (!list) {
+          module.emitError() << "keep_fp32 must be an array of strings, got "
+                             << given;
+          return signalPassFailure();
+        }
         for (Attribute a : list) {
           auto str = dyn_cast<StringAttr>(a);
           if (!str) {
@@ -253,6 +259,7 @@ struct AssignPrecisionPass final
           }
           keep.push_back(str.getValue());
         }
+      }
     // fp16's gradients need loss scaling, which tg-build-train-step adds
     // for the train block's precision = fp16 (TrainConfig::lossScale).
     Assigner assigner(fn,

@@ -39,3 +39,27 @@ func.func @forward(%x: tensor<4x8xf32> {tg.name = "x", tg.role = #tg.role<input>
   return %1 : tensor<f32>
 }
 }
+
+// -----
+
+// expected-error @+1 {{keep_fp32 must be an array of strings, got "tanh"}}
+module attributes {tg.train = {precision = "bf16", keep_fp32 = "tanh"}} {
+func.func @forward(%x: tensor<4x8xf32> {tg.name = "x", tg.role = #tg.role<input>})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
+  %0 = tg.tanh %x : tensor<4x8xf32>
+  %1 = tg.mean %0 axes = [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  return %1 : tensor<f32>
+}
+}
+
+// -----
+
+// expected-error @+1 {{keep_fp32 entries must be strings, got 3 : i64}}
+module attributes {tg.train = {precision = "bf16", keep_fp32 = [3]}} {
+func.func @forward(%x: tensor<4x8xf32> {tg.name = "x", tg.role = #tg.role<input>})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
+  %0 = tg.tanh %x : tensor<4x8xf32>
+  %1 = tg.mean %0 axes = [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  return %1 : tensor<f32>
+}
+}
