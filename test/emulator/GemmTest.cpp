@@ -16,6 +16,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -28,6 +29,8 @@ struct Outcome {
   std::string error;
   double relErr = 0;
   int64_t unwritten = 0;
+  uint64_t instructions = 0; // executed by the launch
+  double seconds = 0;        // the launch's wall time
 };
 
 /// The encoded tensor map of operand A (`a`) or B of an sm_90a GEMM over
@@ -125,12 +128,18 @@ Outcome emulate(const GemmProblem &p, const TileConfig &c,
   uint32_t alphaBits;
   std::memcpy(&alphaBits, &alpha, 4);
   LaunchGeometry g = launchGeometry(p, c, assumedSMs(p.target));
-  if (!mod->launch(kernelName(p, c), {g.grid, 1, 1}, {g.block, 1, 1},
+  auto t0 = std::chrono::steady_clock::now();
+  bool launched = mod->launch(kernelName(p, c), {g.grid, 1, 1}, {g.block, 1, 1},
                    g.smemBytes,
                    {opA, opB, addr(cBytes.data()),
                     addr(bias.data()), addr(resBytes.data()), uint64_t(p.m),
                     uint64_t(p.n), uint64_t(p.k), alphaBits},
-                   mem, r.error))
+                   mem, r.error);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            t0)
+                  .count();
+  r.instructions = mod->lastInstructionCount();
+  if (!launched)
     return r;
   bool aK = p.form != Form::TN, bK = p.form == Form::NT;
   double errSq = 0, refSq = 0;
@@ -297,5 +306,33 @@ TEST_CASE("emulator: broken sm_90a kernels fail", "[emulator][gemm][sm90]") {
     Outcome r = emulate(p, c, missingExpectTx);
     INFO(r.error);
     CHECK(r.error.find("shared-memory race") != std::string::npos);
+  }
+}
+
+TEST_CASE("emulator: GEMM instructions a second, sm_80 and sm_90a",
+          "[emulator][gemm][sm90]") {
+  // The largest tile of each target on the 264x264x296 problem of
+  // docs/emulator.md (a wgmma or mma.sync counts as one instruction; a
+  // loose floor so a loaded machine does not fail it; the rate is printed).
+  for (Target target : {Target::SM80, Target::SM90a}) {
+    TileConfig c = candidateConfigs(target).front();
+    GemmProblem p;
+    p.target = target;
+    p.form = Form::NT;
+    p.m = p.n = 264;
+    p.k = 296;
+    Outcome r = emulate(p, c);
+    INFO(r.error);
+    REQUIRE(r.error.empty());
+    CHECK(r.relErr < 1e-6);
+    double rate = double(r.instructions) / r.seconds;
+    WARN(kernelName(p, c) << ": " << r.instructions << " instructions in "
+                          << r.seconds << " s = " << rate / 1e6 << " M/s");
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    continue;
+#endif
+#endif
+    CHECK(rate > 1e6);
   }
 }
