@@ -154,7 +154,7 @@ void Cta::tmaLoad(Thread &t, const Inst &in, uint64_t *R) {
   uint64_t dst = addrOf(in.ops[0], R), mapAddr = addrOf(in.ops[1], R);
   const uint8_t *bytes = mem(t, Space::Generic, mapAddr, kTensorMapBytes, 64,
                              "tensor-map read", Access::Read);
-  TensorMap m;
+  TmaDescriptor m;
   if (std::string why = decodeTensorMap(bytes, m); !why.empty())
     fault(t, "cp.async.bulk.tensor: the tensor map at " + hex(mapAddr) +
                  ": " + why);

@@ -27,7 +27,7 @@ std::string at(const char *what, uint32_t i) {
 }
 
 /// The rules of cuTensorMapEncodeTiled; "" or the first one broken.
-std::string check(const TensorMap &m) {
+std::string check(const TmaDescriptor &m) {
   uint32_t elem = tensorMapElementBytes(m.dataType);
   if (!elem)
     return "unknown tensor data type " + std::to_string(m.dataType);
@@ -114,7 +114,7 @@ uint32_t tensorMapElementBytes(uint32_t t) {
   }
 }
 
-std::string encodeTensorMap(void *out, const TensorMap &m) {
+std::string encodeTensorMap(void *out, const TmaDescriptor &m) {
   if (std::string why = check(m); !why.empty())
     return why;
   uint8_t b[kTensorMapBytes] = {};
@@ -152,7 +152,7 @@ std::string encodeTensorMapTiled(void *out, uint32_t dataType, uint32_t rank,
     return "rank " + std::to_string(rank) + " is not 1 to 5";
   if (!globalDim || !boxDim || !elementStrides || (rank > 1 && !globalStrides))
     return "a null dimension, stride or box array";
-  TensorMap m;
+  TmaDescriptor m;
   m.dataType = dataType;
   m.rank = rank;
   m.globalAddress = reinterpret_cast<uintptr_t>(globalAddress);
@@ -170,14 +170,14 @@ std::string encodeTensorMapTiled(void *out, uint32_t dataType, uint32_t rank,
   return encodeTensorMap(out, m);
 }
 
-std::string decodeTensorMap(const void *bytes, TensorMap &m) {
+std::string decodeTensorMap(const void *bytes, TmaDescriptor &m) {
   const uint8_t *b = static_cast<const uint8_t *>(bytes);
   if (get<uint32_t>(b, 0) != kMagic)
     return "not an encoded tensor map (a buffer pointer where the kernel "
            "takes a CUtensorMap?)";
   if (get<uint32_t>(b, 124) != fnv1a(b, 124))
     return "a corrupted tensor map (its checksum does not match)";
-  m = TensorMap();
+  m = TmaDescriptor();
   m.dataType = b[4];
   m.rank = b[5];
   m.interleave = b[6];

@@ -48,7 +48,7 @@ enum : uint32_t { kTmaOobZero = 0, kTmaOobNan = 1 };
 
 /// What a tiled tensor map describes: cuTensorMapEncodeTiled's arguments.
 /// globalStrides[i] is the byte stride of dimension i + 1 (rank - 1 used).
-struct TensorMap {
+struct TmaDescriptor {
   uint32_t dataType = kTmaBfloat16, rank = 2;
   uint64_t globalAddress = 0;
   uint64_t globalDim[5] = {};
@@ -65,7 +65,7 @@ uint32_t tensorMapElementBytes(uint32_t dataType);
 /// Checks `m` against cuTensorMapEncodeTiled's documented rules and, when
 /// it passes, writes its 128-byte encoding to `out`. Returns "" or the
 /// first rule broken ("boxDim[0] is 300, over 256").
-std::string encodeTensorMap(void *out, const TensorMap &m);
+std::string encodeTensorMap(void *out, const TmaDescriptor &m);
 
 /// cuTensorMapEncodeTiled's signature over encodeTensorMap (what a fake
 /// driver forwards to): also checks that `out` is 64-byte aligned.
@@ -80,7 +80,7 @@ std::string encodeTensorMapTiled(void *out, uint32_t dataType, uint32_t rank,
 
 /// Decodes 128 bytes written by encodeTensorMap into `m`: "" or why they
 /// are not such an encoding.
-std::string decodeTensorMap(const void *bytes, TensorMap &m);
+std::string decodeTensorMap(const void *bytes, TmaDescriptor &m);
 
 } // namespace tgrt::emu
 

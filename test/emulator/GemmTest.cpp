@@ -40,7 +40,7 @@ void encodeMap(uint8_t *out, const GemmProblem &p, const TileConfig &c,
                bool a, const void *data) {
   TmaTensor t = tmaTensor(p, a);
   TmaBox box = tmaBox(p, c, a);
-  tgrt::emu::TensorMap m;
+  tgrt::emu::TmaDescriptor m;
   m.dataType =
       p.in == ElemType::BF16 ? tgrt::emu::kTmaBfloat16 : tgrt::emu::kTmaFloat16;
   m.rank = t.batches > 1 ? 3 : 2;

@@ -42,7 +42,7 @@ TEST_CASE("tensor map: encode and decode round trip", "[emulator][tma]") {
   a.rank = 3;
   a.dims[2] = 4;
   REQUIRE(encode(map, a) == "");
-  TensorMap m;
+  TmaDescriptor m;
   REQUIRE(decodeTensorMap(map, m) == "");
   CHECK(m.dataType == kTmaBfloat16);
   CHECK(m.rank == 3);
@@ -93,7 +93,7 @@ TEST_CASE("tensor map: the driver's rules", "[emulator][tma]") {
 TEST_CASE("tensor map: bytes that are not an encoding are refused",
           "[emulator][tma]") {
   alignas(64) uint8_t map[kTensorMapBytes] = {};
-  TensorMap m;
+  TmaDescriptor m;
   CHECK(decodeTensorMap(map, m).find("not an encoded tensor map") !=
         std::string::npos);
   REQUIRE(encode(map, Args()) == "");
