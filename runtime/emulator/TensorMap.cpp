@@ -13,13 +13,6 @@
 namespace tgrt::emu {
 namespace {
 
-uint32_t fnv1a(const uint8_t *p, size_t n) {
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < n; ++i)
-    h = (h ^ p[i]) * 16777619u;
-  return h;
-}
-
 constexpr uint32_t kMagic = 0x4D544754; // "TGTM"
 
 std::string at(const char *what, uint32_t i) {
@@ -119,21 +112,18 @@ std::string encodeTensorMap(void *out, const TmaDescriptor &m) {
     return why;
   uint8_t b[kTensorMapBytes] = {};
   put<uint32_t>(b, 0, kMagic);
-  b[4] = uint8_t(m.dataType);
-  b[5] = uint8_t(m.rank);
-  b[6] = uint8_t(m.interleave);
-  b[7] = uint8_t(m.swizzle);
-  b[8] = uint8_t(m.l2Promotion);
-  b[9] = uint8_t(m.oobFill);
+  uint8_t small[6] = {uint8_t(m.dataType),   uint8_t(m.rank),
+                      uint8_t(m.interleave), uint8_t(m.swizzle),
+                      uint8_t(m.l2Promotion), uint8_t(m.oobFill)};
+  std::memcpy(b + 4, small, 6);
   put<uint64_t>(b, 16, m.globalAddress);
   for (uint32_t i = 0; i < m.rank; ++i) {
+    b[10 + i] = uint8_t(m.elementStrides[i]);
     put<uint64_t>(b, 24 + 8 * i, m.globalDim[i]);
-    put<uint16_t>(b, 96 + 2 * i, uint16_t(m.boxDim[i]));
-    b[106 + i] = uint8_t(m.elementStrides[i]);
+    put<uint16_t>(b, 104 + 2 * i, uint16_t(m.boxDim[i] - 1));
     if (i + 1 < m.rank)
       put<uint64_t>(b, 64 + 8 * i, m.globalStrides[i]);
   }
-  put<uint32_t>(b, 124, fnv1a(b, 124));
   std::memcpy(out, b, kTensorMapBytes);
   return "";
 }
@@ -175,8 +165,6 @@ std::string decodeTensorMap(const void *bytes, TmaDescriptor &m) {
   if (get<uint32_t>(b, 0) != kMagic)
     return "not an encoded tensor map (a buffer pointer where the kernel "
            "takes a CUtensorMap?)";
-  if (get<uint32_t>(b, 124) != fnv1a(b, 124))
-    return "a corrupted tensor map (its checksum does not match)";
   m = TmaDescriptor();
   m.dataType = b[4];
   m.rank = b[5];
@@ -186,12 +174,17 @@ std::string decodeTensorMap(const void *bytes, TmaDescriptor &m) {
   m.oobFill = b[9];
   m.globalAddress = get<uint64_t>(b, 16);
   for (uint32_t i = 0; i < 5 && i < m.rank; ++i) {
+    m.elementStrides[i] = b[10 + i];
     m.globalDim[i] = get<uint64_t>(b, 24 + 8 * i);
-    m.boxDim[i] = get<uint16_t>(b, 96 + 2 * i);
-    m.elementStrides[i] = b[106 + i];
+    m.boxDim[i] = uint32_t(get<uint16_t>(b, 104 + 2 * i)) + 1;
     if (i < 4)
       m.globalStrides[i] = get<uint64_t>(b, 64 + 8 * i);
   }
+  // What the encoder leaves zero: a map overwritten by the kernel (or not
+  // written by it) shows here or in the rules.
+  for (uint32_t i = 114; i < kTensorMapBytes; ++i)
+    if (b[i])
+      return "a corrupted tensor map (its unused bytes are not zero)";
   return check(m);
 }
 

@@ -10,13 +10,13 @@
 // kernel overwrote) fails its launch naming the address, instead of
 // loading garbage.
 //
-// Encoding (little endian, 128 bytes):
-//   0  u32 magic "TGTM"    4 u8 data type, rank, interleave, swizzle,
-//   8  u8 l2 promotion, oob fill, 0 x6
+// Encoding (little endian, 128 bytes; the layout engineer B's
+// runtime/cuda/TensorMap.h packs, so either side reads the other's):
+//   0  "TGTM"              4 u8 data type, rank, interleave, swizzle,
+//   8  u8 L2 promotion, out-of-bounds fill, elementStrides[5], 0
 //   16 u64 global address  24 u64 globalDim[5]
 //   64 u64 globalStrides[4] (bytes, dimensions 1..4)
-//   96 u16 boxDim[5]       106 u8 elementStrides[5]
-//   111 0 x13              124 u32 FNV-1a of bytes 0..123
+//   104 u16 boxDim[5] - 1 (so 256 fits)      114 zeros up to 128
 // Enum values are cuda.h's (CU_TENSOR_MAP_DATA_TYPE_*, _INTERLEAVE_*,
 // _SWIZZLE_*, _L2_PROMOTION_*, _FLOAT_OOB_FILL_*).
 //

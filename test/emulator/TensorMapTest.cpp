@@ -97,6 +97,9 @@ TEST_CASE("tensor map: bytes that are not an encoding are refused",
   CHECK(decodeTensorMap(map, m).find("not an encoded tensor map") !=
         std::string::npos);
   REQUIRE(encode(map, Args()) == "");
-  map[40] ^= 1; // a changed dimension
-  CHECK(decodeTensorMap(map, m).find("checksum") != std::string::npos);
+  map[125] = 1; // an unused byte
+  CHECK(decodeTensorMap(map, m).find("corrupted") != std::string::npos);
+  map[125] = 0;
+  map[105] = 1; // box 64 -> 320 columns
+  CHECK(decodeTensorMap(map, m).find("boxDim[0] is 320") != std::string::npos);
 }
