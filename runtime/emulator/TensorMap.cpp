@@ -160,6 +160,27 @@ std::string encodeTensorMapTiled(void *out, uint32_t dataType, uint32_t rank,
   return encodeTensorMap(out, m);
 }
 
+std::string encodeMatrixTensorMap(void *out, bool bf16, uint64_t address,
+                                  uint64_t rows, uint64_t cols,
+                                  uint64_t batches, uint32_t boxRows,
+                                  uint32_t boxCols) {
+  TmaDescriptor m;
+  m.dataType = bf16 ? kTmaBfloat16 : kTmaFloat16;
+  m.rank = batches > 1 ? 3 : 2;
+  m.globalAddress = address;
+  m.globalDim[0] = cols;
+  m.globalDim[1] = rows;
+  m.globalDim[2] = batches;
+  m.globalStrides[0] = cols * 2;
+  m.globalStrides[1] = rows * cols * 2;
+  m.boxDim[0] = boxCols;
+  m.boxDim[1] = boxRows;
+  m.boxDim[2] = 1;
+  m.swizzle = kTmaSwizzle128B;
+  m.l2Promotion = 3; // 256 bytes
+  return encodeTensorMap(out, m);
+}
+
 std::string decodeTensorMap(const void *bytes, TmaDescriptor &m) {
   const uint8_t *b = static_cast<const uint8_t *>(bytes);
   if (get<uint32_t>(b, 0) != kMagic)

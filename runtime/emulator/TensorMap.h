@@ -78,6 +78,15 @@ std::string encodeTensorMapTiled(void *out, uint32_t dataType, uint32_t rank,
                                  uint32_t interleave, uint32_t swizzle,
                                  uint32_t l2Promotion, uint32_t oobFill);
 
+/// The map TGC's sm_90a kernels take over `batches` dense row-major
+/// rows x cols matrices of 16-bit elements at `address` (the arguments
+/// Device::encodeTensorMap gives the driver: 2-D, or 3-D with the batch
+/// outermost; boxRows x boxCols boxes; 128B swizzle; zero fill), encoded.
+std::string encodeMatrixTensorMap(void *out, bool bf16, uint64_t address,
+                                  uint64_t rows, uint64_t cols,
+                                  uint64_t batches, uint32_t boxRows,
+                                  uint32_t boxCols);
+
 /// Decodes 128 bytes written by encodeTensorMap into `m`: "" or why they
 /// are not such an encoding.
 std::string decodeTensorMap(const void *bytes, TmaDescriptor &m);

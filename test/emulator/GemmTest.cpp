@@ -40,22 +40,9 @@ void encodeMap(uint8_t *out, const GemmProblem &p, const TileConfig &c,
                bool a, const void *data) {
   TmaTensor t = tmaTensor(p, a);
   TmaBox box = tmaBox(p, c, a);
-  tgrt::emu::TmaDescriptor m;
-  m.dataType =
-      p.in == ElemType::BF16 ? tgrt::emu::kTmaBfloat16 : tgrt::emu::kTmaFloat16;
-  m.rank = t.batches > 1 ? 3 : 2;
-  m.globalAddress = reinterpret_cast<uint64_t>(data);
-  m.globalDim[0] = t.cols;
-  m.globalDim[1] = t.rows;
-  m.globalDim[2] = t.batches;
-  m.globalStrides[0] = t.cols * 2;
-  m.globalStrides[1] = t.rows * t.cols * 2;
-  m.boxDim[0] = box.inner;
-  m.boxDim[1] = box.outer;
-  m.boxDim[2] = 1;
-  m.swizzle = tgrt::emu::kTmaSwizzle128B;
-  m.l2Promotion = 3;
-  std::string why = tgrt::emu::encodeTensorMap(out, m);
+  std::string why = tgrt::emu::encodeMatrixTensorMap(
+      out, p.in == ElemType::BF16, reinterpret_cast<uint64_t>(data), t.rows,
+      t.cols, t.batches, box.outer, box.inner);
   INFO(why);
   REQUIRE(why.empty());
 }
