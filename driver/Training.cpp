@@ -133,28 +133,6 @@ static int64_t scratchAbove(ModuleOp lowered, StringRef fn, int64_t transient) {
   return arena ? arena - llvm::alignTo(transient, 256) : 0;
 }
 
-/// A multi-element splat constant: the CPU backend lowers it to a fill of
-/// a fresh tensor, which tg-plan-memory does not plan (constants live in
-/// the code), so where an op reads it the fill is op scratch.
-static bool isSplatFill(Value v) {
-  auto c = v.getDefiningOp<tg::ConstantOp>();
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return c && type && type.getNumElements() > 1 &&
-         isa<SplatElementsAttr>(c.getValue());
-}
-
-/// Whether an op of `step` reads a splat fill (as the initial value of the
-/// accumulation loop it is copied into the loop's planned slot instead).
-static bool readsSplatFill(func::FuncOp step) {
-  return step
-      .walk([](tg::ConstantOp c) {
-        bool read = isSplatFill(c) &&
-                    !llvm::all_of(c->getUsers(), llvm::IsaPred<scf::ForOp>);
-        return read ? WalkResult::interrupt() : WalkResult::advance();
-      })
-      .wasInterrupted();
-}
-
 /// Bytes of op scratch the CPU backend places after the planned region of
 /// `planned`'s train_step (tg-plan-scratch; 0 for models without
 /// convolutions, pooling or materialised splats).
@@ -167,9 +145,10 @@ static bool readsSplatFill(func::FuncOp step) {
 /// arguments (constants are cloned), its results planned values. Equal ops
 /// (the same printed kernel) are lowered once. An op's scratch lives only
 /// while the op runs, so the scratch of different ops never overlaps and
-/// the step's scratch region is the largest op's. Where scratch can live
-/// across ops (a splat read by ops) or an op alone allocates what its own
-/// plan cannot place, the step is lowered whole, as before.
+/// the step's scratch region is the largest op's (the lowering fills a
+/// splat constant right before each op that reads it, so a fill is that
+/// op's scratch too). Where an op alone allocates what its own plan cannot
+/// place, the step is lowered whole, as before.
 static FailureOr<int64_t> cpuScratchBytes(ModuleOp planned,
                                           const tg::MemoryPlan &plan) {
   auto step = planned.lookupSymbol<func::FuncOp>("train_step");
@@ -178,10 +157,7 @@ static FailureOr<int64_t> cpuScratchBytes(ModuleOp planned,
       return failure();
     return scratchAbove(planned, "train_step", plan.transientBytes);
   };
-  // A splat's fill read by ops (directly or through views) is scratch
-  // live across ops: only the whole step's lowering places it as the
-  // backend does.
-  if (!step || readsSplatFill(step))
+  if (!step)
     return whole();
 
   MLIRContext *ctx = planned.getContext();
