@@ -5,11 +5,16 @@
 // evaluator's float64 attention and attention_grad, on the shapes where
 // blocked kernels go wrong: T = 1, T not a multiple of the 64-row block,
 // more keys than queries and fewer, one head, causal and not, bf16 and f16,
-// head dims 64 and 128. Also: ptxas accepts every kernel without spills,
-// and what the kernels do not take is refused by name.
+// head dims 64 and 128. The sm_90a forward kernel (wgmma + TMA,
+// AttentionSm90.cpp) runs on the IR-level emulator (GemmEmulator.h: TMA
+// boxes with zero fill, mbarrier phases, wgmma descriptors, with its
+// happens-before check) against the same reference. Also: ptxas accepts
+// every kernel without spills, and what the kernels do not take is refused
+// by name.
 //
 //===----------------------------------------------------------------------===//
 #include "EmuHarness.h"
+#include "GemmEmulator.h"
 #include "SimtTestUtil.h"
 
 #include "codegen/nvptx/AttentionSm80.h"
@@ -60,6 +65,21 @@ double maxAbs(const ref::Tensor &t) {
   return m;
 }
 
+/// Random arguments for attentionIR's @f.
+std::vector<ref::Tensor> randomArgs(func::FuncOp f) {
+  std::vector<ref::Tensor> args;
+  for (auto [i, a] : llvm::enumerate(f.getArguments())) {
+    auto rt = cast<RankedTensorType>(a.getType());
+    // dLSE is usually zero in a model; a non-zero one checks that it
+    // enters D.
+    double span = i == 4 ? 0.25 : 1.0;
+    args.push_back(ref::Tensor::random(rt.getShape(),
+                                       *ref::dtypeOf(rt.getElementType()), 7,
+                                       i, -span, span));
+  }
+  return args;
+}
+
 /// Evaluates attentionIR with the reference, runs both ops on the emulator
 /// (the gradient fed the reference's output and log-sum-exp) and compares
 /// every result: within `rtol` relative to each result's largest
@@ -75,16 +95,7 @@ void checkAttention(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
   INFO(c.diags);
   REQUIRE(m);
   auto f = m->lookupSymbol<func::FuncOp>("f");
-  std::vector<ref::Tensor> args;
-  for (auto [i, a] : llvm::enumerate(f.getArguments())) {
-    auto rt = cast<RankedTensorType>(a.getType());
-    // dLSE is usually zero in a model; a non-zero one checks that it
-    // enters D.
-    double span = i == 4 ? 0.25 : 1.0;
-    args.push_back(ref::Tensor::random(rt.getShape(),
-                                       *ref::dtypeOf(rt.getElementType()), 7,
-                                       i, -span, span));
-  }
+  std::vector<ref::Tensor> args = randomArgs(f);
   auto want = ref::evaluate(f, args);
   INFO(c.diags);
   REQUIRE(succeeded(want));
@@ -108,6 +119,68 @@ void checkAttention(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
     // The log-sum-exp comes from f32 scores of exact bf16 products.
     double tol = i == 1 ? 1e-5 : rtol;
     CHECK(tgtest::worstError(got[i], (*want)[i], 0, tol * scale) <= 1.0);
+  }
+}
+
+/// The sm_90a forward kernel of attentionIR's tg.attention on the IR
+/// emulator (the launch exactly as lowerOpToKernels returns it: its tensor
+/// maps become the emulator's descriptors) against the reference's output
+/// and log-sum-exp.
+void checkSm90Forward(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
+                      const std::string &et, bool causal, double rtol) {
+  INFO("sm_90a B=" << b << " H=" << h << " Tq=" << tq << " Tk=" << tk
+                   << " d=" << d << " " << et << (causal ? " causal" : ""));
+  tgtest::SimtContext c;
+  OwningOpRef<ModuleOp> m =
+      parseSourceString<ModuleOp>(attentionIR(b, h, tq, tk, d, et, causal), &c.ctx);
+  INFO(c.diags);
+  REQUIRE(m);
+  auto f = m->lookupSymbol<func::FuncOp>("f");
+  std::vector<ref::Tensor> args = randomArgs(f);
+  auto want = ref::evaluate(f, args);
+  REQUIRE(succeeded(want));
+  Operation *fwd = &f.getBody().front().front();
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
+  auto launches =
+      ::tg::nvptx::lowerOpToKernels(fwd, ::tg::nvptx::Target::SM90a, *kernels);
+  INFO(c.diags);
+  REQUIRE(succeeded(launches));
+  REQUIRE(launches->size() == 1);
+  const ::tg::nvptx::KernelLaunch &l = launches->front();
+  CHECK(l.symbol.find("tg_attn_fwd_wgmma_sm_90a") == 0);
+  std::vector<std::vector<uint8_t>> in = {
+      tgtest::pack(args[0]), tgtest::pack(args[1]), tgtest::pack(args[2])};
+  // Unwritten output stays NaN (0xFF bytes) and fails the comparison.
+  std::vector<std::vector<uint8_t>> out;
+  for (size_t i = 0; i < 2; ++i)
+    out.emplace_back(tgtest::pack((*want)[i]).size(), 0xFF);
+  std::vector<::tg::nvptx::emu::KernelArg> kargs;
+  for (const ::tg::nvptx::KernelParam &p : l.params) {
+    ::tg::nvptx::emu::KernelArg a;
+    bool result = p.kind == ::tg::nvptx::KernelParam::Kind::Result;
+    a.buffer = result ? &out[p.index] : &in[p.index];
+    if (p.kind == ::tg::nvptx::KernelParam::Kind::TensorMap) {
+      a.tensorMap = true;
+      a.rows = p.map.rows;
+      a.cols = p.map.cols;
+      a.batches = p.map.batches;
+      a.boxRows = p.map.boxRows;
+      a.boxCols = p.map.boxCols;
+    }
+    kargs.push_back(a);
+  }
+  std::string err = ::tg::nvptx::emu::runKernel(
+      tgtest::printModule(*kernels), l.symbol, {l.grid[0], l.grid[1]},
+      static_cast<int>(l.block[0]), l.dynamicSharedBytes, kargs);
+  INFO(err);
+  REQUIRE(err.empty());
+  const char *names[] = {"output", "lse"};
+  for (size_t i = 0; i < 2; ++i) {
+    INFO(names[i]);
+    ref::Tensor got = tgtest::unpack(out[i], (*want)[i].shape, (*want)[i].dtype);
+    double scale = std::max(maxAbs((*want)[i]), 1e-3);
+    double tol = i == 1 ? 1e-5 : rtol;
+    CHECK(tgtest::worstError(got, (*want)[i], 0, tol * scale) <= 1.0);
   }
 }
 
@@ -146,9 +219,25 @@ TEST_CASE("fused attention with head dimension 128",
   checkAttention(1, 1, 33, 33, 128, "f16", false, 2e-3);
 }
 
+TEST_CASE("sm_90a attention forward (wgmma + TMA) matches the reference",
+          "[nvptx][attention][sm90]") {
+  checkSm90Forward(1, 2, 1, 1, 64, "bf16", true, 1e-2);     // T = 1, 3-D maps
+  checkSm90Forward(1, 1, 77, 77, 64, "bf16", true, 1e-2);   // ragged causal
+  checkSm90Forward(1, 1, 77, 77, 64, "bf16", false, 1e-2);
+  checkSm90Forward(2, 1, 20, 150, 64, "f16", false, 2e-3);  // 2 key blocks
+  checkSm90Forward(1, 1, 300, 300, 64, "bf16", true, 1e-2); // 3 CTAs, ring reuse
+  checkSm90Forward(1, 1, 70, 20, 64, "bf16", true, 1e-2);   // fewer keys
+}
+
+TEST_CASE("sm_90a attention forward with head dimension 128",
+          "[nvptx][attention][sm90]") {
+  checkSm90Forward(1, 1, 130, 130, 128, "bf16", true, 1e-2);
+  checkSm90Forward(1, 2, 33, 33, 128, "f16", false, 2e-3);
+}
+
 TEST_CASE("fused attention kernels assemble without spills",
           "[nvptx][attention][ptxas]") {
-  // sm_90a runs the same mma.sync kernels.
+  // sm_90a: the wgmma forward and the mma.sync backward kernels.
   for (::tg::nvptx::Target t :
        {::tg::nvptx::Target::SM80, ::tg::nvptx::Target::SM90a})
     for (int64_t d : {64, 128})
