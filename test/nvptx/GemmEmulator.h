@@ -24,7 +24,10 @@
 //    phases (and the TMA issues that completed their bytes) are acquired by
 //    a successful wait; wgmma reads count from the wait_group that retires
 //    them, so a TMA refill of a slot whose reads are not known to be retired
-//    is reported.
+//    is reported. Shared stores by threads (attention's P, which a wgmma
+//    then reads) are writes in that check too, and a named barrier
+//    (bar.sync id, n) orders its participants; the last writer of each
+//    16-byte chunk is the one checked.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TG_TEST_NVPTX_GEMMEMULATOR_H
