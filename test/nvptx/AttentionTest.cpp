@@ -80,34 +80,49 @@ std::vector<ref::Tensor> randomArgs(func::FuncOp f) {
   return args;
 }
 
+/// attentionIR's @f with random arguments and the reference's results.
+struct AttentionCase {
+  AttentionCase(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
+                const std::string &et, bool causal) {
+    m = parseSourceString<ModuleOp>(attentionIR(b, h, tq, tk, d, et, causal),
+                                    &c.ctx);
+    INFO(c.diags);
+    REQUIRE(m);
+    f = m->lookupSymbol<func::FuncOp>("f");
+    args = randomArgs(f);
+    auto results = ref::evaluate(f, args);
+    INFO(c.diags);
+    REQUIRE(succeeded(results));
+    want = *results;
+  }
+  tgtest::SimtContext c;
+  OwningOpRef<ModuleOp> m;
+  func::FuncOp f;
+  std::vector<ref::Tensor> args, want;
+};
+
 /// Evaluates attentionIR with the reference, runs both ops on the emulator
 /// (the gradient fed the reference's output and log-sum-exp) and compares
 /// every result: within `rtol` relative to each result's largest
 /// magnitude (bf16 probabilities and dS feed the products, as in every
 /// FlashAttention; the reference is float64 throughout).
 void checkAttention(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
-                    const std::string &et, bool causal, double rtol) {
-  INFO("B=" << b << " H=" << h << " Tq=" << tq << " Tk=" << tk << " d=" << d
+                    const std::string &et, bool causal, double rtol,
+                    ::tg::nvptx::Target target = ::tg::nvptx::Target::SM80) {
+  INFO(toString(target) << " B=" << b << " H=" << h << " Tq=" << tq << " Tk=" << tk << " d=" << d
             << " " << et << (causal ? " causal" : ""));
-  tgtest::SimtContext c;
-  OwningOpRef<ModuleOp> m =
-      parseSourceString<ModuleOp>(attentionIR(b, h, tq, tk, d, et, causal), &c.ctx);
-  INFO(c.diags);
-  REQUIRE(m);
-  auto f = m->lookupSymbol<func::FuncOp>("f");
-  std::vector<ref::Tensor> args = randomArgs(f);
-  auto want = ref::evaluate(f, args);
-  INFO(c.diags);
-  REQUIRE(succeeded(want));
-  Operation *fwd = &f.getBody().front().front();
+  AttentionCase ac(b, h, tq, tk, d, et, causal);
+  const std::vector<ref::Tensor> &args = ac.args, *want = &ac.want;
+  Operation *fwd = &ac.f.getBody().front().front();
   Operation *bwd = fwd->getNextNode();
   std::vector<ref::Tensor> got, grads;
   std::string err;
-  bool ran = tgtest::runOnEmulator(fwd, {args[0], args[1], args[2]}, got, err) &&
-             tgtest::runOnEmulator(bwd,
-                                   {args[3], args[4], args[0], args[1], args[2],
-                                    (*want)[0], (*want)[1]},
-                                   grads, err);
+  bool ran =
+      tgtest::runOnEmulator(fwd, {args[0], args[1], args[2]}, got, err, target) &&
+      tgtest::runOnEmulator(bwd,
+                            {args[3], args[4], args[0], args[1], args[2],
+                             (*want)[0], (*want)[1]},
+                            grads, err, target);
   INFO(err);
   REQUIRE(ran);
   got.insert(got.end(), grads.begin(), grads.end());
@@ -130,16 +145,10 @@ void checkSm90Forward(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
                       const std::string &et, bool causal, double rtol) {
   INFO("sm_90a B=" << b << " H=" << h << " Tq=" << tq << " Tk=" << tk
                    << " d=" << d << " " << et << (causal ? " causal" : ""));
-  tgtest::SimtContext c;
-  OwningOpRef<ModuleOp> m =
-      parseSourceString<ModuleOp>(attentionIR(b, h, tq, tk, d, et, causal), &c.ctx);
-  INFO(c.diags);
-  REQUIRE(m);
-  auto f = m->lookupSymbol<func::FuncOp>("f");
-  std::vector<ref::Tensor> args = randomArgs(f);
-  auto want = ref::evaluate(f, args);
-  REQUIRE(succeeded(want));
-  Operation *fwd = &f.getBody().front().front();
+  AttentionCase ac(b, h, tq, tk, d, et, causal);
+  tgtest::SimtContext &c = ac.c;
+  const std::vector<ref::Tensor> &args = ac.args, *want = &ac.want;
+  Operation *fwd = &ac.f.getBody().front().front();
   OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
   auto launches =
       ::tg::nvptx::lowerOpToKernels(fwd, ::tg::nvptx::Target::SM90a, *kernels);
@@ -156,18 +165,8 @@ void checkSm90Forward(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
     out.emplace_back(tgtest::pack((*want)[i]).size(), 0xFF);
   std::vector<::tg::nvptx::emu::KernelArg> kargs;
   for (const ::tg::nvptx::KernelParam &p : l.params) {
-    ::tg::nvptx::emu::KernelArg a;
     bool result = p.kind == ::tg::nvptx::KernelParam::Kind::Result;
-    a.buffer = result ? &out[p.index] : &in[p.index];
-    if (p.kind == ::tg::nvptx::KernelParam::Kind::TensorMap) {
-      a.tensorMap = true;
-      a.rows = p.map.rows;
-      a.cols = p.map.cols;
-      a.batches = p.map.batches;
-      a.boxRows = p.map.boxRows;
-      a.boxCols = p.map.boxCols;
-    }
-    kargs.push_back(a);
+    kargs.push_back(::tg::nvptx::emu::kernelArg(p, result ? &out[p.index] : &in[p.index]));
   }
   std::string err = ::tg::nvptx::emu::runKernel(
       tgtest::printModule(*kernels), l.symbol, {l.grid[0], l.grid[1]},
@@ -227,6 +226,17 @@ TEST_CASE("sm_90a attention forward (wgmma + TMA) matches the reference",
   checkSm90Forward(2, 1, 20, 150, 64, "f16", false, 2e-3);  // 2 key blocks
   checkSm90Forward(1, 1, 300, 300, 64, "bf16", true, 1e-2); // 3 CTAs, ring reuse
   checkSm90Forward(1, 1, 70, 20, 64, "bf16", true, 1e-2);   // fewer keys
+}
+
+TEST_CASE("sm_90a attention (wgmma forward, mma.sync backward) from its PTX",
+          "[nvptx][attention][sm90][emulator]") {
+  // The PTX emulator runs what ptxas would assemble: the forward's TMA,
+  // mbarriers and wgmma, the tensor maps encoded as the runtime does.
+  using ::tg::nvptx::Target;
+  checkAttention(1, 2, 1, 1, 64, "bf16", true, 1e-2, Target::SM90a);
+  checkAttention(1, 1, 150, 150, 64, "bf16", true, 1e-2, Target::SM90a);
+  checkAttention(2, 1, 20, 150, 64, "f16", false, 2e-3, Target::SM90a);
+  checkAttention(1, 1, 130, 130, 128, "bf16", true, 1e-2, Target::SM90a);
 }
 
 TEST_CASE("sm_90a attention forward with head dimension 128",

@@ -612,6 +612,20 @@ std::string runGemm(const GemmProblem &p, const TileConfig &c, unsigned grid,
       });
 }
 
+KernelArg kernelArg(const KernelParam &p, std::vector<uint8_t> *buffer) {
+  KernelArg a;
+  a.buffer = buffer;
+  if (p.kind == KernelParam::Kind::TensorMap) {
+    a.tensorMap = true;
+    a.rows = p.map.rows;
+    a.cols = p.map.cols;
+    a.boxRows = p.map.boxRows;
+    a.boxCols = p.map.boxCols;
+    a.batches = p.map.batches;
+  }
+  return a;
+}
+
 std::string runKernel(const std::string &mlir, const std::string &symbol,
                       std::array<unsigned, 2> grid, int threads,
                       size_t smemBytes, const std::vector<KernelArg> &args) {

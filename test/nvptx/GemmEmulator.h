@@ -34,6 +34,7 @@
 #define TG_TEST_NVPTX_GEMMEMULATOR_H
 
 #include "codegen/nvptx/GemmConfig.h"
+#include "codegen/nvptx/KernelGen.h"
 
 #include <array>
 #include <cstdint>
@@ -63,6 +64,10 @@ struct KernelArg {
   uint32_t boxRows = 0, boxCols = 0;
   uint64_t batches = 1; ///< > 1: a 3-D map of that many matrices
 };
+
+/// The argument for kernel parameter `p` over `buffer` (a TMA descriptor
+/// with p's map when p is one).
+KernelArg kernelArg(const KernelParam &p, std::vector<uint8_t> *buffer);
 
 /// Runs kernel `symbol` of the kernel module `mlir` (printed MLIR) over
 /// grid[0] x grid[1] CTAs of `threads` threads with `smemBytes` of dynamic

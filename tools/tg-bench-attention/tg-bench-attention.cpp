@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
     return fail("--target must be sm_80 or sm_90a");
   if (ptxPath.empty() || launchPath.empty())
     return fail("give --emit-ptx and --emit-launches");
-  auto t = target == "sm_80" ? tg::nvptx::Target::SM80 : tg::nvptx::Target::SM90a;
+  auto t = target == "sm_80" ? ::tg::nvptx::Target::SM80 : ::tg::nvptx::Target::SM90a;
 
   DialectRegistry registry;
   mlir::tg::registerAllDialects(registry);
@@ -123,15 +123,15 @@ int main(int argc, char **argv) {
   std::string lines;
   for (auto [tag, op] : {std::pair<const char *, Operation *>{"fwd", fwd},
                          {"bwd", bwd.getOperation()}}) {
-    auto launches = tg::nvptx::lowerOpToKernels(op, t, *kernels);
+    auto launches = ::tg::nvptx::lowerOpToKernels(op, t, *kernels);
     if (failed(launches))
       return fail("the kernels do not take this shape: " + diags);
-    for (const tg::nvptx::KernelLaunch &l : *launches) {
+    for (const ::tg::nvptx::KernelLaunch &l : *launches) {
       lines += std::string(tag) + " " + l.symbol;
       for (uint32_t v : {l.grid[0], l.grid[1], l.block[0], l.dynamicSharedBytes})
         lines += " " + std::to_string(v);
-      for (const tg::nvptx::KernelParam &p : l.params) {
-        using K = tg::nvptx::KernelParam::Kind;
+      for (const ::tg::nvptx::KernelParam &p : l.params) {
+        using K = ::tg::nvptx::KernelParam::Kind;
         lines += p.kind == K::Result ? " res:" : p.kind == K::Operand ? " op:" : " map:";
         lines += std::to_string(p.index);
         if (p.kind == K::TensorMap)
@@ -145,7 +145,7 @@ int main(int argc, char **argv) {
   std::string text, ptx, err;
   llvm::raw_string_ostream os(text);
   kernels->print(os);
-  if (!tg::nvptx::compileMLIRToPTX(text, t, ptx, err))
+  if (!::tg::nvptx::compileMLIRToPTX(text, t, ptx, err))
     return fail("PTX generation failed: " + err);
   std::ofstream(ptxPath) << ptx;
   std::ofstream(launchPath) << lines;
