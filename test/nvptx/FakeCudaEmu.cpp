@@ -30,7 +30,9 @@
 //                                 launch enqueued (launch K) or captured
 //                                 (record K), a kernel run (run K), a
 //                                 capture, a graph launch, a copy when it
-//                                 runs (HtoD, DtoH: synchronous ones),
+//                                 runs (HtoD, DtoH: synchronous ones), a
+//                                 host function when it runs (the fake
+//                                 libnccl's collectives, FakeNccl.cpp),
 //                                 the host waiting (sync stream, sync
 //                                 event, sync context)
 //
@@ -403,6 +405,16 @@ int cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t n, void *s) {
   return submit(s, [=] {
     return copyNow(reinterpret_cast<void *>(dst), reinterpret_cast<void *>(src), n,
                    "DtoDAsync");
+  });
+}
+
+// A host function runs on the stream like a kernel (the fake libnccl,
+// FakeNccl.cpp, runs its collectives this way), also from a graph.
+int cuLaunchHostFunc(void *s, void (*fn)(void *), void *user) {
+  return submit(s, [=] {
+    log("host function");
+    fn(user);
+    return kSuccess;
   });
 }
 
