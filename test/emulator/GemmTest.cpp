@@ -9,6 +9,7 @@
 // accesses and the epilogue math as the NVPTX backend prints them.
 //
 //===----------------------------------------------------------------------===//
+#include "PtxTestUtil.h"
 #include "runtime/emulator/Emulator.h"
 #include "runtime/emulator/TensorMap.h"
 
@@ -16,7 +17,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -30,7 +30,7 @@ struct Outcome {
   double relErr = 0;
   int64_t unwritten = 0;
   uint64_t instructions = 0; // executed by the launch
-  double seconds = 0;        // the launch's wall time
+  double seconds = 0;        // the launch's process CPU time
 };
 
 /// The encoded tensor map of operand A (`a`) or B of an sm_90a GEMM over
@@ -115,16 +115,14 @@ Outcome emulate(const GemmProblem &p, const TileConfig &c,
   uint32_t alphaBits;
   std::memcpy(&alphaBits, &alpha, 4);
   LaunchGeometry g = launchGeometry(p, c, assumedSMs(p.target));
-  auto t0 = std::chrono::steady_clock::now();
+  double t0 = ptxtest::cpuSeconds();
   bool launched = mod->launch(kernelName(p, c), {g.grid, 1, 1}, {g.block, 1, 1},
                    g.smemBytes,
                    {opA, opB, addr(cBytes.data()),
                     addr(bias.data()), addr(resBytes.data()), uint64_t(p.m),
                     uint64_t(p.n), uint64_t(p.k), alphaBits},
                    mem, r.error);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            t0)
-                  .count();
+  r.seconds = ptxtest::cpuSeconds() - t0;
   r.instructions = mod->lastInstructionCount();
   if (!launched)
     return r;
@@ -300,7 +298,8 @@ TEST_CASE("emulator: GEMM instructions a second, sm_80 and sm_90a",
           "[emulator][gemm][sm90]") {
   // The largest tile of each target on the 264x264x296 problem of
   // docs/emulator.md (a wgmma or mma.sync counts as one instruction; a
-  // loose floor so a loaded machine does not fail it; the rate is printed).
+  // loose floor over process CPU time, so a loaded machine does not fail it;
+  // the rate is printed).
   for (Target target : {Target::SM80, Target::SM90a}) {
     TileConfig c = candidateConfigs(target).front();
     GemmProblem p;

@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <ctime>
 #include <memory>
 #include <string>
 
@@ -35,6 +36,15 @@ inline std::unique_ptr<tgrt::emu::PtxModule> parseOk(const std::string &body) {
   INFO(err);
   REQUIRE(m);
   return m;
+}
+
+/// The CPU seconds this process has used: the emulator's rate checks
+/// divide by it rather than by wall time, so that other work on a loaded
+/// machine does not fail a check meant to catch a slower emulator.
+inline double cpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
 }
 
 } // namespace ptxtest
