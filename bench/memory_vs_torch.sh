@@ -12,18 +12,7 @@ build=${1:-build}
 tgc=$build/bin/tgc
 here=$(cd "$(dirname "$0")" && pwd)
 out=${2:-$here/results/memory-vs-torch-$(date -u +%Y-%m-%d).md}
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-"$py" -c 'import torch' 2>/dev/null || {
-  echo "memory_vs_torch: error: $py has no torch (TGC_SETUP_BENCH=1 scripts/setup.sh)" >&2
-  exit 1
-}
-
-# The GPT example trains in bf16 with accumulation; the comparison is fp32
-# and one micro-batch, as the issue measured it.
-sed -e 's/precision = bf16/precision = fp32/' -e '/memory_budget/d' \
-  "$here/../examples/gpt.tg" >"$tmp/gpt-fp32.tg"
+source "$here/torch_common.sh" memory_vs_torch
 gpt_d="layers=2 d_model=256 heads=4 seq=128 batch=8 vocab=512 ctx=128"
 
 models=(

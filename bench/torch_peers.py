@@ -20,7 +20,8 @@ optimizer state, the batch), is the step's peak. Prints one JSON line with
 the peak and its parts.
 
 time: the median step time over `steps` steps after warm-up, at the best
-thread count of 1..nproc (each tried). Prints one JSON line.
+thread count of 1..nproc (each tried; `by_threads` has every one). Prints
+one JSON line.
 
 torch.compile does not exist in Debian's PyTorch 1.13, so eager is the peer.
 """
@@ -202,6 +203,7 @@ def memory(name, overrides):
 
 def timing(name, overrides, steps):
     best = None
+    by_threads = {}
     for threads in range(1, (os.cpu_count() or 1) + 1):
         torch.set_num_threads(threads)
         _, _, _, step = build(name, overrides)
@@ -213,11 +215,12 @@ def timing(name, overrides, steps):
             step()
             times.append(time.perf_counter() - start)
         median = statistics.median(times)
+        by_threads[threads] = median * 1e3
         if best is None or median < best[1]:
             best = (threads, median)
     print(json.dumps({"model": name, "torch": torch.__version__,
                       "threads": best[0], "step_ms": best[1] * 1e3,
-                      "steps": steps}))
+                      "steps": steps, "by_threads": by_threads}))
 
 
 def main(argv):
