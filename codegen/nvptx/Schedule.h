@@ -161,6 +161,10 @@ struct GpuArtifact {
   llvm::json::Object manifest; ///< the manifest's "gpu" member
   std::string fatbin;          ///< the "gpu.fatbin" section
   std::string ptxSm80;         ///< the "gpu.sm_80.ptx" section ("" if none)
+  /// The "gpu.sm_90a.ptx" section ("" if none): sm_90a code cannot be
+  /// JIT-compiled for later GPUs, so the fat binary holds only its cubin;
+  /// this text is what `tg-run --device emulator` runs.
+  std::string ptxSm90a;
 };
 
 /// The whole GPU step for `targets`: prepareGpuModule on a copy of
