@@ -171,11 +171,18 @@ LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ValueRange g,
                                        getEps().convertToDouble())));
   Value xh = t.mul(centred, r);
   Value dxh = getScale() ? t.mul(g[0], getScale()) : g[0];
+  // g xh is shared by the scale's gradient and mean(dxh xh) = mean(g xh s):
+  // one x-sized product that dies at its two reductions. Computed apart, the
+  // scale gradient's own product was the last reader of g and xh, and a
+  // scheduler that defers ops adding bytes kept both alive until the end of
+  // the backward pass (two buffers per layer norm in the 2-layer GPT).
+  Value gxh = t.mul(g[0], xh);
+  Value dxhXh = getScale() ? t.mul(gxh, getScale()) : gxh;
   Value inner = t.sub(t.sub(dxh, t.mean(dxh, last, true)),
-                      t.mul(xh, t.mean(t.mul(dxh, xh), last, true)));
+                      t.mul(xh, t.mean(dxhXh, last, true)));
   out.push_back(t.mul(r, inner));
   if (getScale())
-    out.push_back(t.reduceToShape(t.mul(g[0], xh), TB::typeOf(getScale())));
+    out.push_back(t.reduceToShape(gxh, TB::typeOf(getScale())));
   if (getBias())
     out.push_back(t.reduceToShape(g[0], TB::typeOf(getBias())));
   return success();

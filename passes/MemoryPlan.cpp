@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/MemoryPlan.h"
+#include "passes/ScheduleHoist.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -497,9 +498,11 @@ BlockPlan planBlock(Block &block, const Marks &marks, const PlanOptions &opts,
       op->moveBefore(block.getTerminator());
   };
   scheduleBlock(block);
+  hoistShrinkingOps(block);
   SmallVector<Operation *> topDown = currentOrder();
   BlockPlan first = planBlockInOrder(block, marks, opts, aliasTo);
   scheduleBlockBottomUp(block);
+  hoistShrinkingOps(block);
   BlockPlan second = planBlockInOrder(block, marks, opts, aliasTo);
   if (second.size < first.size)
     return second;

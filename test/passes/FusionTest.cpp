@@ -185,10 +185,8 @@ TEST_CASE("fused and unfused random graphs agree on the reference evaluator",
     INFO("seed " << seed << "\n" << ir);
     h.parse(ir);
     auto f = h.module->lookupSymbol<func::FuncOp>("f");
-    SmallVector<Tensor> args;
-    for (auto [i, t] : llvm::enumerate(f.getArgumentTypes()))
-      args.push_back(Tensor::random(cast<RankedTensorType>(t).getShape(),
-                                    DType::F64, seed, i));
+    SmallVector<Tensor> args =
+        randomArgs(f.getArgumentTypes(), DType::F64, seed);
     auto before = h.eval(args, true);
     REQUIRE(succeeded(before));
     int transposes = 0;

@@ -71,6 +71,17 @@ struct Harness {
   }
 };
 
+/// One random tensor per (ranked tensor) type of `types`, drawn from `seed`
+/// and the argument's index: the arguments of a random graph's @f.
+inline llvm::SmallVector<Tensor> randomArgs(mlir::TypeRange types,
+                                            DType dtype, uint64_t seed) {
+  llvm::SmallVector<Tensor> args;
+  for (auto [i, type] : llvm::enumerate(types))
+    args.push_back(Tensor::random(
+        mlir::cast<mlir::RankedTensorType>(type).getShape(), dtype, seed, i));
+  return args;
+}
+
 inline Tensor t(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<double> values,
                 DType dtype = DType::F32) {
   return Tensor::fromValues(shape, dtype, values);
