@@ -3,7 +3,8 @@
 # rematerialisation levels of tg-fit-budget (0 = none ... 4 = everything
 # replayable), on the planner's output (tg-opt, no backend lowering), and
 # tgc's budget fit at 16 GiB and 8 GiB. GPT-2 small (batch 8 x 1024) and
-# BERT-large (32 x 512), each in fp32 and bf16. Prints markdown.
+# BERT-large (32 x 512), each in fp32 and bf16. Prints markdown. MODELS
+# and BUDGETS (space-separated; empty for none) narrow it.
 set -euo pipefail
 build=${1:-build}
 bin=$build/bin
@@ -14,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "- machine: $(uname -m), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
 echo "- git: $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo unknown)"
-for model in gpt bert_large; do
+for model in ${MODELS-gpt bert_large}; do
   for p in fp32 bf16; do
     sed -E "s/^( *precision *= *)[a-z0-9]+/\1$p/" "$here/../examples/$model.tg" >"$tmp/$model-$p.tg"
     "$bin/tgc" "$tmp/$model-$p.tg" --emit=tg >"$tmp/$model-$p.mlir"
@@ -46,7 +47,7 @@ gib = lambda b: '%.2f GiB' % (b / 2**30)
 print(f'| {level} | {gib(act)} | {gib(peak)} | {gib(lb)} | {act / ref:.3f} | {extra} | {float(end) - float(start):.1f} s |')
 PY
     done
-    for budget in 16GiB 8GiB; do
+    for budget in ${BUDGETS-16GiB 8GiB}; do
       echo
       echo "tgc --memory-budget $budget:"
       echo

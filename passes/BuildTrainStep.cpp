@@ -98,6 +98,10 @@ LogicalResult scaleLoss(func::FuncOp grad, unsigned numForward,
   return success();
 }
 
+/// Suffix of the micro-batch clone of a gradient function
+/// (shareComputeCopies).
+constexpr StringLiteral kMicroSuffix = "_micro";
+
 /// A parameter's low-precision compute copy, made once per step in
 /// @train_step and passed to the micro-batch gradient function.
 struct SharedCopy {
@@ -132,7 +136,7 @@ func::FuncOp shareComputeCopies(func::FuncOp grad,
     return {};
   OpBuilder b(grad.getContext());
   auto micro = cast<func::FuncOp>(grad->clone());
-  micro.setSymName((grad.getSymName() + "_micro").str());
+  micro.setSymName((grad.getSymName() + kMicroSuffix).str());
   micro.setPrivate();
   // After the gradient function, under a unique name.
   SymbolTable(grad->getParentOp())
@@ -436,3 +440,21 @@ struct BuildTrainStepPass final
 };
 
 } // namespace
+
+func::FuncOp mlir::tg::forwardOfGradient(func::FuncOp grad) {
+  StringRef name = grad.getSymName();
+  name.consume_back(kMicroSuffix);
+  auto module = grad->getParentOfType<ModuleOp>();
+  if (!module || !name.consume_back("_grad"))
+    return {};
+  return module.lookupSymbol<func::FuncOp>(name);
+}
+
+SmallVector<func::FuncOp, 2> mlir::tg::gradientFunctions(ModuleOp module,
+                                                         StringRef gradName) {
+  SmallVector<func::FuncOp, 2> fns;
+  for (std::string name : {gradName.str(), (gradName + kMicroSuffix).str()})
+    if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+      fns.push_back(fn);
+  return fns;
+}

@@ -190,7 +190,11 @@ struct FitBudgetPass final : tg::impl::FitBudgetPassBase<FitBudgetPass> {
     // schedule), and the driver plans the kept candidate again.
     OwningOpRef<ModuleOp> planned(cast<ModuleOp>(copy->clone()));
     auto step = planned->lookupSymbol<func::FuncOp>("train_step");
-    auto grad = copy.lookupSymbol<func::FuncOp>(funcName + "_grad");
+    // The gradient function the step runs (with shared compute copies, the
+    // micro-batch clone): its replays are the step's.
+    SmallVector<func::FuncOp, 2> grads =
+        gradientFunctions(copy, funcName + "_grad");
+    func::FuncOp grad = grads.empty() ? func::FuncOp() : grads.back();
     FailureOr<MemoryPlan> plan =
         step ? planMemory(step, {}) : FailureOr<MemoryPlan>(failure());
     if (failed(plan) || !grad) {

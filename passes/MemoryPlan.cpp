@@ -74,8 +74,8 @@ struct Marks {
 };
 
 /// Inlines every func.call in `block` (recursively into nested regions) whose
-/// callee has a single block. Records the gradient results of `*_grad`
-/// callees and the ops cloned from their forward part.
+/// callee has a single block. Records the gradient results of gradient
+/// functions (forwardOfGradient) and the ops cloned from their forward part.
 LogicalResult inlineCalls(Block &block, SymbolTable &symbols, Marks &marks,
                           unsigned depth = 0) {
   if (depth > 16)
@@ -86,28 +86,32 @@ LogicalResult inlineCalls(Block &block, SymbolTable &symbols, Marks &marks,
     auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
     if (!callee || !callee.getBody().hasOneBlock())
       return call.emitOpError("cannot be inlined for memory planning");
-    // The forward part of a gradient function is the forward function's
-    // body, cloned first by tg-autodiff.
-    unsigned forwardOps = 0;
-    StringRef name = callee.getSymName();
-    if (name.ends_with("_grad"))
-      if (auto fwd = symbols.lookup<func::FuncOp>(name.drop_back(5)))
-        forwardOps = fwd.getBody().front().getOperations().size() - 1;
+    // The forward part of a gradient function (@F_grad, or the micro-batch
+    // clone that takes shared compute copies) is what the forward results
+    // depend on: not a prefix of the body, since canonicalization hoists
+    // the backward pass's constants and the clone has no copy casts.
+    Block &body = callee.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    func::FuncOp fwd = forwardOfGradient(callee);
+    unsigned numForward =
+        fwd ? fwd.getNumResults() : ret.getNumOperands();
+    DenseSet<Operation *> forward;
+    if (fwd) {
+      SmallVector<Value> work(ret.getOperands().take_front(numForward));
+      while (!work.empty()) {
+        Operation *def = work.pop_back_val().getDefiningOp();
+        if (def && def->getBlock() == &body && forward.insert(def).second)
+          llvm::append_range(work, def->getOperands());
+      }
+    }
     OpBuilder b(call);
     IRMapping map;
-    Block &body = callee.getBody().front();
     map.map(body.getArguments(), call.getOperands());
-    unsigned index = 0;
     for (Operation &op : body.without_terminator()) {
       Operation *clone = b.clone(op, map);
-      if (index++ < forwardOps)
+      if (forward.contains(&op))
         marks.forwardOps.insert(clone);
     }
-    auto ret = cast<func::ReturnOp>(body.getTerminator());
-    unsigned numForward =
-        forwardOps ? symbols.lookup<func::FuncOp>(name.drop_back(5))
-                         .getNumResults()
-                   : ret.getNumOperands();
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       Value mapped = map.lookupOrDefault(v);
       if (i >= numForward)

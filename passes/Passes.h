@@ -42,6 +42,19 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp fn,
                                               bool wrtInputs,
                                               bool lossSeed = false);
 
+/// The forward function of the gradient function `grad`: `@F` for `@F_grad`
+/// (tg-autodiff) and for `@F_grad_micro` (tg-build-train-step's clone that
+/// the micro-batch loop calls with the compute copies shared by every
+/// micro-batch); null for any other function.
+func::FuncOp forwardOfGradient(func::FuncOp grad);
+
+/// The gradient functions of `module` for its gradient function named
+/// `gradName`: that function, then its micro-batch clone if
+/// tg-build-train-step made one (that clone is the one @train_step runs,
+/// so passes that shape the step's memory treat both).
+SmallVector<func::FuncOp, 2> gradientFunctions(ModuleOp module,
+                                               StringRef gradName);
+
 /// Bytes of a value of type `type` in memory (0 for non-tensors and dynamic
 /// shapes); i1 takes one byte per element, as in every buffer of TGC.
 int64_t tensorBytes(Type type);

@@ -300,6 +300,13 @@ def RematerializePass : Pass<"tg-rematerialize", "::mlir::ModuleOp"> {
     then replayed long before a projection's output (2 * d_model per
     element), which stays stored; elementwise work around it is replayed.
 
+    With `widening-casts` (mixed precision), every widening `tg.cast` of
+    tg-assign-precision (it carries `tg.precision`: the fp32 operand of a
+    layer_norm or cross_entropy) that the backward pass reads is replayed
+    first, whatever its cost ratio: the backward pass then keeps the bf16
+    value, half the bytes, and casts it again, one FLOP per element for
+    bit-identical values. With `max-depth=0` that is all the pass does.
+
     Recomputed dropout reads the same seed operand and has the same
     `stream`, so it draws the same mask and results are unchanged. Each
     recomputed op is marked `tg.recomputed`; the function gets
@@ -325,6 +332,10 @@ def RematerializePass : Pass<"tg-rematerialize", "::mlir::ModuleOp"> {
            "Let replays include matmuls and convolutions">,
     Option<"targetBytes", "target-bytes", "int64_t", "0",
            "Stop once this many activation bytes are freed (0: no target)">,
+    Option<"wideningCasts", "widening-casts", "bool", "false",
+           "First replay every widening tg.cast of tg-assign-precision "
+           "(bf16/f16 to f32) that the backward pass reads, from its narrow "
+           "input">,
   ];
 }
 

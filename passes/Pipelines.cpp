@@ -27,7 +27,9 @@ mlir::tg::rematLevelOptions(int64_t level, StringRef gradFunc) {
   const Level &l = levels[std::clamp<int64_t>(level, 1, 4) - 1];
   RematerializePassOptions remat;
   remat.funcName = gradFunc.str();
-  remat.maxDepth = l.depth;
+  // Every level, 0 included, replays mixed precision's widening casts.
+  remat.wideningCasts = true;
+  remat.maxDepth = level > 0 ? l.depth : 0;
   remat.maxFlopsPerByte = l.flopsPerByte;
   remat.recomputeMatmuls = l.matmuls;
   return remat;
@@ -74,9 +76,8 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
   }
   int64_t level = options.rematerialize ? std::max<int64_t>(1, options.rematLevel)
                                         : options.rematLevel;
-  if (level > 0)
-    pm.addPass(createRematerializePass(
-        rematLevelOptions(level, options.forward.getValue() + "_grad")));
+  pm.addPass(createRematerializePass(
+      rematLevelOptions(level, options.forward.getValue() + "_grad")));
   if (options.decompose) {
     DecomposeCompositesPassOptions decompose;
     if (options.keepAttention)

@@ -83,9 +83,10 @@ struct TrainingPipelineOptions
 void buildTrainingPipeline(OpPassManager &pm,
                            const TrainingPipelineOptions &options);
 
-/// The tg-rematerialize options of rematerialisation level `level` (1-4)
+/// The tg-rematerialize options of rematerialisation level `level` (0-4)
 /// for the gradient function `gradFunc`: each level replays a superset of
-/// the previous one (the same cost order, a higher FLOPs-per-byte limit).
+/// the previous one (the same cost order, a higher FLOPs-per-byte limit);
+/// level 0 replays only mixed precision's widening casts.
 RematerializePassOptions rematLevelOptions(int64_t level,
                                            StringRef gradFunc);
 

@@ -54,23 +54,26 @@ struct RematerializePass final
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto fn = module.lookupSymbol<func::FuncOp>(funcName);
-    if (!fn) {
+    // With micro-batches under mixed precision the step runs the gradient
+    // function's clone that takes shared compute copies: replays go there
+    // too, or the step's memory would not change.
+    SmallVector<func::FuncOp, 2> fns = gradientFunctions(module, funcName);
+    if (fns.empty()) {
       module.emitError() << "tg-rematerialize: no function named '"
                          << funcName << "'";
       return signalPassFailure();
     }
-    StringRef name = fn.getSymName();
-    auto fwd = name.ends_with("_grad")
-                   ? module.lookupSymbol<func::FuncOp>(name.drop_back(5))
-                   : func::FuncOp();
+    func::FuncOp fwd = forwardOfGradient(fns.front());
     if (!fwd) {
-      fn.emitOpError("is not a gradient function: no forward function '")
+      StringRef name = fns.front().getSymName();
+      fns.front().emitOpError(
+          "is not a gradient function: no forward function '")
           << name.drop_back(std::min<size_t>(5, name.size()))
           << "' beside it";
       return signalPassFailure();
     }
-    rematerialize(fn, fwd.getNumResults());
+    for (func::FuncOp fn : fns)
+      rematerialize(fn, fwd.getNumResults());
   }
 
   void rematerialize(func::FuncOp fn, unsigned numForwardResults) {
@@ -106,6 +109,32 @@ struct RematerializePass final
     // Replays made so far, per original value: a later replay may read one
     // that precedes its insertion point instead of cloning the op again.
     DenseMap<Value, SmallVector<Value, 1>> replays;
+    int64_t savedBytes = 0, extraFlops = 0;
+    // Widening casts first (mixed precision's fp32 operands of layer_norm
+    // and cross_entropy): their narrow input is as good a kept value at half
+    // the bytes, so a replay frees bytes for one FLOP per element. The
+    // greedy below cannot find these: its chains end at values kept anyway,
+    // and the narrow input is not one until the cast is replayed.
+    for (Operation *op : ops) {
+      auto cast = dyn_cast<CastOp>(op);
+      if (!wideningCasts || !cast || !forward.contains(op) ||
+          !dialect(op->getContext()).getPrecisionAttrHelper().getAttr(op) ||
+          tensorBytes(cast.getType()) <= tensorBytes(cast.getInput().getType()))
+        continue;
+      SmallVector<Operation *> users = backwardUsers(cast);
+      if (users.empty())
+        continue;
+      OpBuilder b(firstOf(users));
+      Operation *clone = b.clone(*op);
+      dialect(b.getContext()).getRecomputedAttrHelper().setAttr(
+          clone, b.getUnitAttr());
+      replays[cast].push_back(clone->getResult(0));
+      for (Operation *user : users)
+        user->replaceUsesOfWith(cast, clone->getResult(0));
+      recomputed.insert(cast);
+      savedBytes += tensorBytes(cast.getType());
+      extraFlops += opFlops(op);
+    }
     // Values the backward pass can read: kept activations, arguments and
     // constants.
     auto available = [&](Value v) {
@@ -175,7 +204,6 @@ struct RematerializePass final
           candidates.push_back(r);
         }
 
-    int64_t savedBytes = 0, extraFlops = 0;
     while (!queue.empty()) {
       unsigned index = queue.top().second;
       Value act = candidates[index];
@@ -211,10 +239,13 @@ struct RematerializePass final
       savedBytes += tensorBytes(act.getType());
       extraFlops += replay->flops;
     }
-    dialect(&getContext())
-        .getRematAttrHelper()
-        .setAttr(fn, RematAttr::get(&getContext(), savedBytes, extraFlops,
-                                      functionFlops(fn)));
+    // A casts-only run (the training pipeline's level 0) that replayed
+    // nothing leaves no record.
+    if (maxDepth > 0 || savedBytes > 0)
+      dialect(&getContext())
+          .getRematAttrHelper()
+          .setAttr(fn, RematAttr::get(&getContext(), savedBytes, extraFlops,
+                                        functionFlops(fn)));
   }
 };
 
