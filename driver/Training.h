@@ -123,6 +123,12 @@ bool buildGpuSections(mlir::ModuleOp module,
                       std::vector<std::pair<std::string, std::string>> &sections,
                       std::string &error);
 
+/// The kernels of the fused step as a GPU target runs them, for
+/// `--report=kernels` with GPU targets: attention ops no fused GPU kernel
+/// takes are decomposed (with a `tgc: note:` naming the first and why) and
+/// the step fused again. False where a diagnostic was printed.
+bool prepareGpuKernelReport(mlir::ModuleOp module);
+
 /// Compiles the training module for `targets` and writes the `.tgx`
 /// artifact at `path`: the manifest with the memory plan, the CPU shared
 /// object and, for GPU targets, the launch schedules (manifest "gpu"), the

@@ -32,15 +32,29 @@
 //                                 capture, a graph launch, a copy when it
 //                                 runs (HtoD, DtoH: synchronous ones),
 //                                 the host waiting (sync stream, sync
-//                                 event, sync context)
+//                                 event, sync context), a tensor map
+//                                 encoded (encode ...) or refused
+//                                 (encode refused: why), and each tensor
+//                                 map a kernel receives when it runs
+//                                 (tensormap K #i ...)
+//
+// cuTensorMapEncodeTiled checks its arguments by the rules the driver
+// documents (runtime/cuda/TensorMap.h: 64-byte aligned map, 16-byte
+// aligned address, strides multiples of 16, boxes of 1..256, dimensions
+// 1..2^32, the box's inner bytes within the swizzle span) and, beyond the
+// real driver, that the tensor lies inside one device allocation (a TMA
+// load past it would fault). It writes TGC's layout of the 128 bytes
+// (packTensorMap), which the PTX emulator reads.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/Fatbin.h"
+#include "runtime/cuda/TensorMap.h"
 #include "runtime/emulator/Emulator.h"
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -50,6 +64,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -165,6 +180,51 @@ bool isPinned(const void *p, size_t n) {
   return a + n <= it->first + it->second;
 }
 
+/// The device allocation [p, p + n) lies in, if any: its start.
+std::optional<uint64_t> allocationOf(uint64_t p, uint64_t n) {
+  auto it = gDevice.upper_bound(p);
+  if (it == gDevice.begin())
+    return std::nullopt;
+  --it;
+  if (p + n > it->first + it->second)
+    return std::nullopt;
+  return it->first;
+}
+
+/// "map of ..." for the log: the arguments and the address as an offset in
+/// its allocation (addresses differ from run to run).
+std::string mapText(const cu::TensorMapArgs &a, uint64_t address) {
+  auto list = [](auto &v, unsigned n) {
+    std::string s = "[";
+    for (unsigned i = 0; i < n; ++i)
+      s += (i ? "," : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  std::optional<uint64_t> base = allocationOf(address, 1);
+  return std::string(cu::kTensorMapTypeNames[a.dataType]) + " dims " +
+         list(a.dims, a.rank) + " strides " + list(a.strides, a.rank - 1) +
+         " box " + list(a.box, a.rank) + " element_strides " +
+         list(a.elementStrides, a.rank) + " interleave " +
+         cu::kTensorMapInterleaveNames[a.interleave] + " swizzle " +
+         cu::kTensorMapSwizzleNames[a.swizzle] + " l2 " +
+         cu::kTensorMapL2Names[a.l2Promotion] + " fill " +
+         cu::kTensorMapFillNames[a.oobFill] + " at +" +
+         std::to_string(base ? address - *base : address);
+}
+
+/// Logs the tensor maps among a launch's parameters: a parameter that
+/// points at 128 bytes of device memory holding an encoded map.
+void logMaps(const std::string &kernel, const std::vector<uint64_t> &params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!allocationOf(params[i], 128))
+      continue;
+    auto map = cu::unpackTensorMap(reinterpret_cast<const uint8_t *>(params[i]));
+    if (map)
+      log("tensormap " + kernel + " #" + std::to_string(i) + " " +
+          mapText(map->first, map->second));
+  }
+}
+
 int launchNow(Function *fn, std::array<uint32_t, 3> grid,
               std::array<uint32_t, 3> block, unsigned smem,
               std::vector<uint64_t> params) {
@@ -176,6 +236,7 @@ int launchNow(Function *fn, std::array<uint32_t, 3> grid,
     gSticky = kIllegalAddress;
     return kSuccess; // asynchronous: the launch itself succeeds
   }
+  logMaps(fn->name, params);
   emu::Memory mem;
   for (auto &[start, bytes] : gDevice)
     mem.add(reinterpret_cast<void *>(start), bytes);
@@ -322,7 +383,48 @@ int cuLaunchKernelEx(const cu::CUlaunchConfig *cfg, void *f, void **args,
   log((streamOf(cfg->hStream)->capturing ? "record " : "launch ") + fn->name);
   return submit(cfg->hStream, [=] { return launchNow(fn, grid, block, smem, params); });
 }
-int cuTensorMapEncodeTiled() { return kInvalidValue; }
+int cuTensorMapEncodeTiled(cu::CUtensorMap *map, int dataType, unsigned rank,
+                           void *address, const uint64_t *dims,
+                           const uint64_t *strides, const unsigned *box,
+                           const unsigned *elementStrides, int interleave,
+                           int swizzle, int l2Promotion, int oobFill) {
+  auto refuse = [](const std::string &why) {
+    log("encode refused: " + why);
+    return kInvalidValue;
+  };
+  if (!map || !address || !dims || !box || !elementStrides ||
+      (rank > 1 && !strides))
+    return refuse("a null pointer");
+  // "Tensor map objects are only supported on devices of compute
+  // capability 9.0 or higher."
+  if (envSize("TG_FAKE_CUDA_CC", 80) < 90)
+    return refuse("tensor maps need compute capability 9.0");
+  if (reinterpret_cast<uintptr_t>(map) % 64)
+    return refuse("the tensor map is not 64-byte aligned");
+  if (rank < 1 || rank > 5)
+    return refuse("rank " + std::to_string(rank) + " is not 1 to 5");
+  cu::TensorMapArgs a;
+  a.dataType = dataType, a.rank = rank, a.interleave = interleave;
+  a.swizzle = swizzle, a.l2Promotion = l2Promotion, a.oobFill = oobFill;
+  for (unsigned i = 0; i < rank; ++i) {
+    a.dims[i] = dims[i], a.box[i] = box[i];
+    a.elementStrides[i] = elementStrides[i];
+    if (i + 1 < rank)
+      a.strides[i] = strides[i];
+  }
+  auto base = reinterpret_cast<uint64_t>(address);
+  if (std::string why = cu::checkTensorMap(a); !why.empty())
+    return refuse(why);
+  if (std::string why = cu::checkTensorMapAddress(base, a); !why.empty())
+    return refuse(why);
+  unsigned __int128 span = cu::tensorMapSpan(a);
+  if (span > (uint64_t(1) << 40) || !allocationOf(base, uint64_t(span)))
+    return refuse("the tensor (" + cu::describeTensorMap(a) +
+                  ") does not lie inside one device allocation");
+  cu::packTensorMap(a, base, reinterpret_cast<uint8_t *>(map));
+  log("encode " + mapText(a, base));
+  return kSuccess;
+}
 
 int cuMemGetInfo_v2(size_t *freeBytes, size_t *total) {
   size_t all = envSize("TG_FAKE_CUDA_FREE_BYTES", size_t(16) << 30);
@@ -335,9 +437,13 @@ int cuMemAlloc_v2(uint64_t *p, size_t bytes) {
   cuMemGetInfo_v2(&freeBytes, &total);
   if (bytes > freeBytes)
     return kOutOfMemory;
-  void *m = std::calloc(1, bytes ? bytes : 1);
+  // The driver's allocations are 256-byte aligned (tensor maps and
+  // vector loads rely on it).
+  size_t rounded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+  void *m = std::aligned_alloc(256, rounded);
   if (!m)
     return kOutOfMemory;
+  std::memset(m, 0, rounded);
   *p = reinterpret_cast<uint64_t>(m);
   gDevice[*p] = bytes;
   gAllocated += bytes;
