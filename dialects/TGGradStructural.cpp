@@ -22,8 +22,26 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &b, ValueRange g,
   bool ta = getTransposeLhs(), tc = getTransposeRhs();
   Value da = ta ? MatmulOp::create(b, getLoc(), c, gr, tc, true)
                 : MatmulOp::create(b, getLoc(), gr, c, false, !tc);
-  Value dc = tc ? MatmulOp::create(b, getLoc(), gr, a, true, ta)
-                : MatmulOp::create(b, getLoc(), a, gr, !ta, false);
+  Value dc;
+  if (TB::typeOf(c).getRank() == 2 && TB::typeOf(a).getRank() > 2 && !ta) {
+    // A weight shared by every batch row (x [.., M, K] @ w [K, N]): the
+    // batch is folded into the rows, dw = x'^T g' with x' [B M, K] and
+    // g' [B M, N], instead of one [K, N] product per batch element summed
+    // afterwards. That [B, K, N] product was the backward pass's largest
+    // buffer (8 MiB for a 1 MiB gradient in the 2-layer GPT, docs/memory.md).
+    auto rows = [&](Value v) {
+      auto type = TB::typeOf(v);
+      int64_t n = type.getNumElements() / type.getShape().back();
+      return t.reshape(v, RankedTensorType::get({n, type.getShape().back()},
+                                                type.getElementType()));
+    };
+    Value a2 = rows(a), g2 = rows(gr);
+    dc = tc ? MatmulOp::create(b, getLoc(), g2, a2, true, false)
+            : MatmulOp::create(b, getLoc(), a2, g2, true, false);
+  } else {
+    dc = tc ? MatmulOp::create(b, getLoc(), gr, a, true, ta)
+            : MatmulOp::create(b, getLoc(), a, gr, !ta, false);
+  }
   out.push_back(t.reduceToShape(da, TB::typeOf(a)));
   out.push_back(t.reduceToShape(dc, TB::typeOf(c)));
   return success();

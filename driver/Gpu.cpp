@@ -55,5 +55,7 @@ bool tgc::buildGpuSections(
   sections.push_back({"gpu.fatbin", std::move(gpu->fatbin)});
   if (!gpu->ptxSm80.empty())
     sections.push_back({"gpu.sm_80.ptx", std::move(gpu->ptxSm80)});
+  if (!gpu->ptxSm90a.empty())
+    sections.push_back({"gpu.sm_90a.ptx", std::move(gpu->ptxSm90a)});
   return true;
 }

@@ -115,7 +115,7 @@ std::optional<Targets> parseTargets(llvm::StringRef list, std::string &error);
 
 /// The GPU step of an artifact for the architectures `gpus`
 /// (codegen/nvptx/Schedule.h): the manifest's "gpu" member and the sections
-/// "gpu.fatbin" and "gpu.sm_80.ptx". False with `error` set, or empty where
+/// "gpu.fatbin", "gpu.sm_80.ptx" and "gpu.sm_90a.ptx". False with `error` set, or empty where
 /// a located diagnostic was printed.
 bool buildGpuSections(mlir::ModuleOp module,
                       const std::vector<std::string> &gpus,

@@ -34,6 +34,11 @@ fake_cuda = os.path.join(config.tg_tools_dir, "..", "lib", "libtg_fake_cuda_emu.
 if os.path.exists(fake_cuda):
     config.available_features.add("fake-cuda")
     config.substitutions.append(("%fake_cuda", os.path.abspath(fake_cuda)))
+# Its NCCL: collectives over MPI on that driver's memory (test/nvptx/FakeNccl.cpp).
+fake_nccl = os.path.join(config.tg_tools_dir, "..", "lib", "libtg_fake_nccl.so")
+if os.path.exists(fake_nccl):
+    config.available_features.add("fake-nccl")
+    config.substitutions.append(("%fake_nccl", os.path.abspath(fake_nccl)))
 for tool in ["tgc", "tg-run", "tg-bench-gemm"]:
     if os.path.exists(os.path.join(config.tg_tools_dir, tool)):
         config.available_features.add(tool)

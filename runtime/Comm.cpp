@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace tgrt {
 
@@ -25,6 +26,15 @@ void Communicator::allGather(float *data, int64_t block) {
   std::fill(data, data + own, 0.0f);
   std::fill(data + own + block, data + total, 0.0f);
   allReduceSum(data, total);
+}
+
+void Communicator::broadcast(void *data, int64_t bytes, int root) {
+  auto *b = static_cast<unsigned char *>(data);
+  std::vector<float> v(size_t(bytes), 0.0f);
+  if (rank() == root)
+    std::copy(b, b + bytes, v.begin());
+  allReduceSum(v.data(), bytes);
+  std::copy(v.begin(), v.end(), b);
 }
 
 } // namespace tgrt

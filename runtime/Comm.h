@@ -37,6 +37,10 @@ public:
   /// that owns it (this rank's row is data[rank() * block ...]). The
   /// default zeroes the other rows and sums (allReduceSum).
   virtual void allGather(float *data, int64_t block);
+  /// Replaces data[0..bytes) on every rank by rank `root`'s (the GPU
+  /// backend's NCCL unique id). The default sums each byte as a float, the
+  /// other ranks contributing zeros (allReduceSum; exact).
+  virtual void broadcast(void *data, int64_t bytes, int root);
 };
 
 } // namespace tgrt

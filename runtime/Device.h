@@ -13,6 +13,7 @@
 #define TG_RUNTIME_DEVICE_H
 
 #include "runtime/Artifact.h"
+#include "runtime/Comm.h"
 #include "runtime/Manifest.h"
 
 #include <memory>
@@ -64,6 +65,15 @@ public:
   virtual bool finish(size_t keep, std::string &err) {
     (void)keep, (void)err;
     return true;
+  }
+  /// Joins the data-parallel job of `comm` (several ranks), so that the
+  /// schedule's collective steps run (the CUDA device: NCCL). False with
+  /// one line in `err` where the device cannot.
+  virtual bool bindCommunicator(Communicator &comm, std::string &err) {
+    (void)comm;
+    err = "data-parallel training runs on the CPU and on CUDA (NCCL); the " +
+          describe() + " has no collectives";
+    return false;
   }
   /// Bytes of the device's arena (one allocation for every entry).
   virtual int64_t arenaBytes() const = 0;

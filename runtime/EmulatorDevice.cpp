@@ -55,6 +55,12 @@ public:
       return base + b.offset;
     };
     for (const GpuStep &s : e->steps) {
+      if (s.isCollective()) {
+        err = entry.name + ": the emulator runs one process, not the " +
+              std::string(collectiveName(s.collective.op)) +
+              " of a data-parallel step (run it with --device cuda or cpu)";
+        return false;
+      }
       if (s.copy) {
         std::memmove(at(s.dst), at(s.src), size_t(s.src.bytes));
         continue;

@@ -438,9 +438,13 @@ bool Executor::setCommunicator(Communicator *comm, std::string &err) {
     return false;
   }
   if (manifest_.ranks > 1 && device_) {
-    err = label_ + ": data-parallel training runs on the CPU only; the " +
-          device_->describe() + " has no collectives yet";
-    return false;
+    // The device runs the collectives itself (CUDA: NCCL).
+    if (!device_->bindCommunicator(*comm, err)) {
+      err = label_ + ": " + err;
+      return false;
+    }
+    comm_ = comm;
+    return true;
   }
   if (manifest_.ranks > 1 && !setAllReduce_) {
     err = label_ + ": cpu.so has no symbol 'tgx_set_all_reduce' for the "

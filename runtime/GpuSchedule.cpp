@@ -16,6 +16,31 @@ const GpuEntry *GpuSchedule::entry(std::string_view name) const {
   return nullptr;
 }
 
+const char *collectiveName(GpuCollective::Op op) {
+  using Op = GpuCollective::Op;
+  switch (op) {
+  case Op::AllReduce:
+    return "all_reduce";
+  case Op::ReduceScatter:
+    return "reduce_scatter";
+  case Op::AllGather:
+    return "all_gather";
+  case Op::Shard:
+    return "shard";
+  case Op::None:
+    break;
+  }
+  return "none";
+}
+
+bool GpuSchedule::hasCollectives() const {
+  for (const GpuEntry &e : entries)
+    for (const GpuStep &s : e.steps)
+      if (s.isCollective())
+        return true;
+  return false;
+}
+
 int64_t GpuSchedule::maxArenaBytes() const {
   int64_t most = 0;
   for (const GpuEntry &e : entries)
@@ -214,8 +239,13 @@ public:
         return fail(where, "a copy's src and dst differ in size");
       return true;
     }
+    if (o == "all_reduce" || o == "reduce_scatter" || o == "all_gather" ||
+        o == "shard")
+      return collective(j, o, where, entry, arena, out.collective, iteration);
     if (o != "launch")
-      return fail(where + ".op", "expected \"launch\", \"copy\" or \"repeat\"");
+      return fail(where + ".op", "expected \"launch\", \"copy\", \"repeat\" or "
+                                 "a collective (\"all_reduce\", \"reduce_scatter\", "
+                                 "\"all_gather\", \"shard\")");
     const Json *kernel = jsonGet(j, "kernel");
     if (!kernel || !kernel->is_string())
       return fail(where + ".kernel", "expected a string");
@@ -267,6 +297,83 @@ public:
                                            std::to_string(lo) + " to " +
                                            std::to_string(hi));
       out[i] = T(*n);
+    }
+    return true;
+  }
+
+  /// A collective step: its reduction, dtype and tensors, each tensor's
+  /// buffers the sizes its count and the job's ranks give, apart from
+  /// each other (NCCL runs a bucket's calls as one group) or, for an
+  /// all_reduce, in place.
+  bool collective(const Json &j, const std::string &o, const std::string &where,
+                  const EntrySpec &entry, int64_t arena, GpuCollective &out,
+                  int64_t iteration) {
+    using Op = GpuCollective::Op;
+    out.op = o == "all_reduce"       ? Op::AllReduce
+             : o == "reduce_scatter" ? Op::ReduceScatter
+             : o == "all_gather"     ? Op::AllGather
+                                     : Op::Shard;
+    if (out.op == Op::AllReduce || out.op == Op::ReduceScatter) {
+      const Json *r = jsonGet(j, "reduce");
+      std::string red = r && r->is_string() ? r->get<std::string>() : "";
+      if (red != "sum" && red != "mean")
+        return fail(where + ".reduce", "expected \"sum\" or \"mean\"");
+      out.mean = red == "mean";
+    }
+    const Json *d = jsonGet(j, "dtype");
+    std::string dt = d && d->is_string() ? d->get<std::string>() : "";
+    if (dt == "f32")
+      out.dtype = DType::F32;
+    else if (dt == "bf16")
+      out.dtype = DType::BF16;
+    else if (dt == "f16")
+      out.dtype = DType::F16;
+    else
+      return fail(where + ".dtype", "expected \"f32\", \"bf16\" or \"f16\"");
+    const Json *tensors = jsonGet(j, "tensors");
+    if (!tensors || !tensors->is_array() || tensors->empty() ||
+        tensors->size() > 4096)
+      return fail(where + ".tensors",
+                  "expected an array of 1 to 4096 tensors (a bucket)");
+    const int64_t ranks = m.ranks, size = int64_t(dtypeSize(out.dtype));
+    for (size_t i = 0; i < tensors->size(); ++i) {
+      std::string w = where + ".tensors[" + std::to_string(i) + "]";
+      const Json &t = (*tensors)[i];
+      if (!t.is_object())
+        return fail(w, "expected an object");
+      int64_t count = 0;
+      GpuBuffer src, dst;
+      const Json *sj = jsonGet(t, "src"), *dj = jsonGet(t, "dst");
+      if (!integer(t, "count", w, 1, (int64_t(1) << 40) / (ranks * size), count))
+        return false;
+      if (!sj || !dj)
+        return fail(w, "a collective's tensor needs src and dst");
+      if (!buffer(*sj, w + ".src", entry, arena, src, iteration) ||
+          !buffer(*dj, w + ".dst", entry, arena, dst, iteration))
+        return false;
+      int64_t one = count * size, all = ranks * one;
+      int64_t wantSrc = out.op == Op::ReduceScatter || out.op == Op::Shard
+                            ? all
+                            : one;
+      int64_t wantDst = out.op == Op::AllGather ? all : one;
+      if (src.bytes != wantSrc || dst.bytes != wantDst)
+        return fail(w, "src and dst hold " + std::to_string(src.bytes) +
+                           " and " + std::to_string(dst.bytes) + " bytes, but " +
+                           o + " of " + std::to_string(count) + " " + dt +
+                           " over " + std::to_string(ranks) + " ranks needs " +
+                           std::to_string(wantSrc) + " and " +
+                           std::to_string(wantDst));
+      if (overlap(src, dst) &&
+          !(out.op == Op::AllReduce && src.offset == dst.offset))
+        return fail(w, "src and dst overlap");
+      for (size_t k = 0; k < out.dsts.size(); ++k)
+        if (overlap(dst, out.srcs[k]) || overlap(dst, out.dsts[k]) ||
+            overlap(src, out.dsts[k]))
+          return fail(w, "overlaps tensor " + std::to_string(k) +
+                             " of the same bucket");
+      out.counts.push_back(count);
+      out.srcs.push_back(src);
+      out.dsts.push_back(dst);
     }
     return true;
   }
@@ -326,6 +433,11 @@ public:
                              ") reaches past the " + std::to_string(b.bytes) +
                              " bytes of its buffer");
     return true;
+  }
+
+  static bool overlap(const GpuBuffer &a, const GpuBuffer &b) {
+    return a.kind == b.kind && a.index == b.index &&
+           a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
   }
 
   bool parse(const std::string &target, GpuSchedule &out) {

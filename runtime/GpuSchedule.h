@@ -35,7 +35,24 @@ struct GpuBuffer {
   int64_t bytes = 0;  ///< length of the range
 };
 
-/// One step: a launch or a copy.
+/// A collective of a data-parallel step (docs/artifact.md, "Collectives"):
+/// per tensor of a bucket, `counts[i]` elements of `dtype` per rank, read
+/// from `srcs[i]` and written to `dsts[i]`. A reduce_scatter reads and a
+/// shard reads (at rank x dst bytes) ranks x count elements; an all_gather
+/// writes ranks x count.
+struct GpuCollective {
+  enum class Op { None, AllReduce, ReduceScatter, AllGather, Shard };
+  Op op = Op::None;
+  bool mean = false; ///< the reduction: mean, else sum
+  DType dtype = DType::F32;
+  std::vector<int64_t> counts;
+  std::vector<GpuBuffer> srcs, dsts;
+};
+
+/// "all_reduce", "reduce_scatter", "all_gather", "shard".
+const char *collectiveName(GpuCollective::Op op);
+
+/// One step: a launch, a copy or a collective.
 struct GpuStep {
   bool copy = false;
   std::string kernel;
@@ -48,6 +65,9 @@ struct GpuStep {
   /// maps"); nullopt for a plain pointer.
   std::vector<std::optional<tg::rt::cuda::TensorMapArgs>> maps;
   GpuBuffer src, dst; ///< a copy of src.bytes bytes
+  GpuCollective collective; ///< op != None: a collective
+  bool isCollective() const { return collective.op != GpuCollective::Op::None; }
+  bool isLaunch() const { return !copy && !isCollective(); }
 };
 
 /// The schedule of one entry point.
@@ -64,6 +84,8 @@ struct GpuSchedule {
   std::vector<std::string> constants;
   std::vector<GpuEntry> entries;
   const GpuEntry *entry(std::string_view name) const;
+  /// Whether any entry communicates (a data-parallel step).
+  bool hasCollectives() const;
   /// The largest arena of its entries (one allocation serves them all).
   int64_t maxArenaBytes() const;
 };

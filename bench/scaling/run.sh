@@ -8,6 +8,8 @@
 #   chain-O0       tgc -O0 -o x.tgx     of a chain of N relus (chain.tg)
 #   plan           tg-opt --tg-plan-memory on the training step of N
 #                  parameters (the planner alone: its schedule and offsets)
+#   plan-wide      tg-opt --tg-plan-memory on N buffers all live at once
+#                  (wide_step.py: the planner's offset search at its worst)
 #   bert-train     tgc --emit=train examples/bert_large.tg -D layers=N (the
 #                  model of issue 12's 70 s "hang": the budget fit plans
 #                  and lowers the step's scratch for each candidate)
@@ -18,7 +20,8 @@
 # to its first N in CPU time and the exponent k of time ~ N^k between them
 # (1 is linear, 2 quadratic). Environment: PARAM_NS (default
 # "500 1000 2000 4000 8000"), CHAIN_NS (default "1000 2000"), PLAN_NS
-# (default "2000 16000"), LAYER_NS (default "2 8"); an empty list skips.
+# (default "2000 4000 8000 16000"), WIDE_NS (default "4000 8000 16000
+# 32000 64000"), LAYER_NS (default "2 8"); an empty list skips.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -26,7 +29,8 @@ build=${1:-$root/build}
 out=${2:-$root/bench/results/scaling-$(date -u +%Y-%m-%d).md}
 param_ns=${PARAM_NS-"500 1000 2000 4000 8000"}
 chain_ns=${CHAIN_NS-"1000 2000"}
-plan_ns=${PLAN_NS-"2000 16000"}
+plan_ns=${PLAN_NS-"2000 4000 8000 16000"}
+wide_ns=${WIDE_NS-"4000 8000 16000 32000 64000"}
 layer_ns=${LAYER_NS-"2 8"}
 tgc=$build/bin/tgc
 tgopt=$build/bin/tg-opt
@@ -70,6 +74,10 @@ for n in $plan_ns; do
   "$tgc" -D "n=$n" --emit=train "$here/params.tg" -o "$tmp/plan.mlir"
   measure plan "$n" "$tgopt" "$tmp/plan.mlir" --tg-plan-memory -o /dev/null
 done
+for n in $wide_ns; do
+  python3 "$here/wide_step.py" "$n" >"$tmp/wide.mlir"
+  measure plan-wide "$n" "$tgopt" "$tmp/wide.mlir" --tg-plan-memory=func=wide -o /dev/null
+done
 for n in $layer_ns; do
   measure bert-train "$n" "$tgc" -D "layers=$n" --emit=train "$root/examples/bert_large.tg" -o "$tmp/b.mlir"
 done
@@ -80,7 +88,7 @@ done
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- machine: $(uname -m), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "- git: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "- command: bench/scaling/run.sh $build (PARAM_NS=\"$param_ns\" CHAIN_NS=\"$chain_ns\" PLAN_NS=\"$plan_ns\" LAYER_NS=\"$layer_ns\")"
+  echo "- command: bench/scaling/run.sh $build (PARAM_NS=\"$param_ns\" CHAIN_NS=\"$chain_ns\" PLAN_NS=\"$plan_ns\" WIDE_NS=\"$wide_ns\" LAYER_NS=\"$layer_ns\")"
   echo "- other builds and tests may have run beside it: wall times are upper"
   echo "  bounds; CPU time (user + system) is the compile's own cost"
   echo
@@ -92,6 +100,7 @@ done
   fit params-report
   fit chain-O0
   fit plan
+  fit plan-wide
   fit bert-train
 } >"$out"
 echo "run.sh: wrote $out" >&2

@@ -83,6 +83,7 @@ LogicalResult prepareGpuReport(ModuleOp module) {
 LogicalResult prepareGpuModule(ModuleOp module, ArrayRef<StringRef> entries) {
   if (failed(decomposeRefusedAttention(module)))
     return failure();
+  padShardsForNccl(module);
   PassManager pm(module.getContext());
   pm.addPass(mlir::tg::createFusePass());
   // The tensor-core GEMMs' tile configurations, per target (both: the
@@ -211,6 +212,8 @@ private:
       return unroll(loop, entry);
     if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op))
       return lowerSlice(slice, entry);
+    if (isCollectiveOp(op))
+      return lowerCollective(op, entry);
     for (unsigned i = 0; i < op->getNumResults(); ++i)
       if (std::optional<BufferRef> r = planned(op, i))
         where[op->getResult(i)] = *r;
@@ -241,6 +244,22 @@ private:
       step.launch = std::move(l);
       entry.steps.push_back(std::move(step));
     }
+    return success();
+  }
+
+  /// A collective (data parallelism): one step, its results where the
+  /// plan put them (ScheduleCollectives.cpp).
+  LogicalResult lowerCollective(Operation *op, EntrySchedule &entry) {
+    FailureOr<CollectiveStep> c = buildCollectiveStep(
+        op, [&](unsigned i) { return bufferOf(op->getOperand(i), op, "operand", i); },
+        [&](unsigned i) { return planned(op, i); });
+    if (failed(c))
+      return failure();
+    for (auto [i, r] : llvm::enumerate(op->getResults()))
+      where[r] = c->dsts[i];
+    ScheduleStep step;
+    step.collective = std::move(*c);
+    entry.steps.push_back(std::move(step));
     return success();
   }
 
@@ -488,7 +507,8 @@ SmallVector<const BufferRef *> refsOf(const ScheduleStep &st) {
 
 /// Whether `a` and `b` are the same step but for their buffer offsets.
 bool sameButOffsets(const ScheduleStep &a, const ScheduleStep &b) {
-  if (a.isCopy != b.isCopy)
+  if (a.isCopy != b.isCopy || !a.collective.op.empty() ||
+      !b.collective.op.empty())
     return false;
   if (!a.isCopy &&
       (a.launch.symbol != b.launch.symbol || a.launch.grid != b.launch.grid ||
@@ -562,10 +582,27 @@ repeatStrides(const std::vector<ScheduleStep> &steps, const RepeatedSteps &r) {
   return strides;
 }
 
+/// A collective's manifest step (docs/artifact.md, "Collectives").
+llvm::json::Object collectiveJson(const CollectiveStep &c) {
+  llvm::json::Array tensors;
+  for (size_t i = 0; i < c.counts.size(); ++i)
+    tensors.push_back(llvm::json::Object{{"count", c.counts[i]},
+                                         {"src", refJson(c.srcs[i])},
+                                         {"dst", refJson(c.dsts[i])}});
+  llvm::json::Object o{{"op", c.op},
+                       {"dtype", c.dtype},
+                       {"tensors", std::move(tensors)}};
+  if (!c.reduce.empty())
+    o["reduce"] = c.reduce;
+  return o;
+}
+
 /// A step of the manifest, its buffers advanced by `strides` per
 /// iteration when it is in a repeat.
 llvm::json::Object stepJson(const ScheduleStep &st,
                             ArrayRef<int64_t> strides = {}) {
+  if (!st.collective.op.empty())
+    return collectiveJson(st.collective);
   auto stride = [&](size_t i) { return i < strides.size() ? strides[i] : 0; };
   if (st.isCopy)
     return llvm::json::Object{{"op", "copy"},
@@ -683,6 +720,8 @@ FailureOr<GpuArtifact> buildGpuArtifact(ModuleOp module,
       return failure();
     if (t == Target::SM80)
       out.ptxSm80 = ptx;
+    else
+      out.ptxSm90a = ptx;
     archPtx.push_back({toString(t), std::move(ptx)});
     schedules[toString(t)] = scheduleJson(*s);
     targetNames.push_back(toString(t));

@@ -20,6 +20,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,13 +42,32 @@ struct BufferRef {
   }
 };
 
-/// One step of an entry's schedule: a kernel launch, or a copy between
-/// buffers (a reshape whose result the plan placed apart from its operand).
+/// A collective step of a data-parallel step (ScheduleCollectives.cpp):
+/// one bucket of tg.all_reduce / tg.reduce_scatter / tg.all_gather, one
+/// NCCL call per tensor on the step's stream, or tg.shard, this rank's part
+/// of a buffer every rank holds (a copy at a rank-dependent offset).
+struct CollectiveStep {
+  /// "all_reduce", "reduce_scatter", "all_gather", "shard"; empty: the
+  /// step is a launch or a copy.
+  std::string op;
+  std::string reduce; ///< "sum" or "mean" (all_reduce, reduce_scatter)
+  std::string dtype;  ///< "f32", "bf16" or "f16"
+  /// Per tensor: elements each rank receives (all_reduce), receives as its
+  /// shard (reduce_scatter, shard) or sends (all_gather); where it is read
+  /// and where it is written.
+  std::vector<int64_t> counts;
+  std::vector<BufferRef> srcs, dsts;
+};
+
+/// One step of an entry's schedule: a kernel launch, a copy between
+/// buffers (a reshape whose result the plan placed apart from its operand),
+/// or a collective (`collective.op` set).
 struct ScheduleStep {
   bool isCopy = false;
   KernelLaunch launch;            ///< a launch (params unused: see below)
   std::vector<BufferRef> params;  ///< one per kernel parameter
   BufferRef src, dst;             ///< a copy
+  CollectiveStep collective;      ///< a collective
 };
 
 /// Steps [begin, begin + length * count) are `count` iterations of one
@@ -120,6 +140,29 @@ buildGpuSchedule(mlir::ModuleOp module, Target t, mlir::ModuleOp kernels,
 /// The manifest's form of a schedule (docs/artifact.md).
 llvm::json::Object scheduleJson(const GpuSchedule &s);
 
+/// Whether `op` is a collective the schedule runs as a CollectiveStep
+/// (tg.all_reduce, tg.reduce_scatter, tg.all_gather, tg.shard).
+bool isCollectiveOp(mlir::Operation *op);
+
+/// The collective step of `op` (isCollectiveOp), with each operand's
+/// buffer from `operand` and each result's from `result` (the plan's);
+/// fails with a located error where a buffer is missing or NCCL could not
+/// take the layout (a shard's operand not padded to ranks x its shard,
+/// partially overlapping buffers).
+mlir::FailureOr<CollectiveStep> buildCollectiveStep(
+    mlir::Operation *op,
+    llvm::function_ref<mlir::FailureOr<BufferRef>(unsigned)> operand,
+    llvm::function_ref<std::optional<BufferRef>(unsigned)> result);
+
+/// Rewrites the collectives of `module` so that NCCL can run them on its
+/// buffers as they are: a tensor of n elements shared out over `ranks`
+/// shards of s = ceil(n / ranks) is communicated as ranks * s elements, so
+/// where n < ranks * s the operand of tg.reduce_scatter and tg.shard is
+/// padded with zeros (tg.concat) and tg.all_gather gathers ranks * s
+/// elements and keeps the first n (tg.slice). Tensors the ranks divide are
+/// left alone.
+void padShardsForNccl(mlir::ModuleOp module);
+
 /// Lowers `kernels` (llvm.func kernels with scf/arith/nvvm inside, in any
 /// context) to PTX for `t`. False and a one-line `error` on failure.
 bool compileKernelsToPTX(mlir::ModuleOp kernels, Target t, std::string &ptx,
@@ -130,6 +173,10 @@ struct GpuArtifact {
   llvm::json::Object manifest; ///< the manifest's "gpu" member
   std::string fatbin;          ///< the "gpu.fatbin" section
   std::string ptxSm80;         ///< the "gpu.sm_80.ptx" section ("" if none)
+  /// The "gpu.sm_90a.ptx" section ("" if none): the sm_90a code, which the
+  /// fat binary holds as a cubin only (its PTX runs on no other GPU), for
+  /// the PTX emulator and the tests' fake driver.
+  std::string ptxSm90a;
 };
 
 /// The whole GPU step for `targets`: prepareGpuModule on a copy of

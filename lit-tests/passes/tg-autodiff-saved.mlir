@@ -51,8 +51,12 @@ func.func @forward(%x: tensor<4x8xf32> {tg.name = "x", tg.role = #tg.role<input>
 // pieces, with no zero tensor as large as the sliced value.
 // SLICES-LABEL: func.func @forward_grad
 // SLICES-NOT: tg.constant dense<0.000000e+00> : tensor<2x4x
+// The weight's gradient folds the batch into the rows (no [2, 6, 6]
+// product summed over the batch).
 // SLICES: %[[D:[0-9]+]] = tg.concat %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} axis = 2 : tensor<2x4x2xf32>, tensor<2x4x2xf32>, tensor<2x4x2xf32> -> tensor<2x4x6xf32>
-// SLICES-NEXT: tg.matmul %arg0, %[[D]] {transpose_lhs}
+// SLICES-NEXT: %[[X2:[0-9]+]] = tg.reshape %arg0 : tensor<2x4x6xf32> to tensor<8x6xf32>
+// SLICES-NEXT: %[[D2:[0-9]+]] = tg.reshape %[[D]] : tensor<2x4x6xf32> to tensor<8x6xf32>
+// SLICES-NEXT: tg.matmul %[[X2]], %[[D2]] {transpose_lhs} : tensor<8x6xf32>, tensor<8x6xf32> -> tensor<6x6xf32>
 // SLICES-NOT: tg.add
 // SLICES: return
 func.func @forward(%x: tensor<2x4x6xf32> {tg.name = "x", tg.role = #tg.role<input>}, %w: tensor<6x6xf32> {tg.name = "w", tg.role = #tg.role<param>}) -> (tensor<f32> {tg.role = #tg.role<loss>}) {

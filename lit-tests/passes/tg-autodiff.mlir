@@ -104,3 +104,33 @@ func.func @forward(%a: tensor<3xf32> {tg.name = "a", tg.role = #tg.role<param>},
   %1 = tg.sum %0 axes = [0] : tensor<3xf32> -> tensor<f32>
   return %1 : tensor<f32>
 }
+
+// -----
+
+// A weight shared by the batch (x [2, 3, 4] @ w, and a tied head read
+// transposed): its gradient folds the batch into the rows, one [4, 5] (and
+// [5, 4]) product of [6, .] row matrices, not a [2, 4, 5] product summed
+// over the batch afterwards. The input's gradient keeps its batch.
+// CHECK-LABEL: func.func @forward_grad
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x3x4xf32>
+// CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4x5xf32>
+// CHECK-SAME: %[[V:[a-z0-9]+]]: tensor<5x5xf32>
+// CHECK: %[[H:.+]] = tg.matmul %[[X]], %[[W]] : tensor<2x3x4xf32>, tensor<4x5xf32> -> tensor<2x3x5xf32>
+// CHECK: %[[DH:.+]] = tg.matmul %{{.+}}, %[[V]] : tensor<2x3x5xf32>, tensor<5x5xf32> -> tensor<2x3x5xf32>
+// CHECK: %[[H2:.+]] = tg.reshape %[[H]] : tensor<2x3x5xf32> to tensor<6x5xf32>
+// CHECK: %[[G2:.+]] = tg.reshape %{{.+}} : tensor<2x3x5xf32> to tensor<6x5xf32>
+// CHECK: %[[DV:.+]] = tg.matmul %[[G2]], %[[H2]] {transpose_lhs} : tensor<6x5xf32>, tensor<6x5xf32> -> tensor<5x5xf32>
+// CHECK-NOT: tg.sum %{{.+}} axes = [0] keepdims : tensor<2x
+// CHECK: %[[X2:.+]] = tg.reshape %[[X]] : tensor<2x3x4xf32> to tensor<6x4xf32>
+// CHECK: %[[DH2:.+]] = tg.reshape %[[DH]] : tensor<2x3x5xf32> to tensor<6x5xf32>
+// CHECK: %[[DW:.+]] = tg.matmul %[[X2]], %[[DH2]] {transpose_lhs} : tensor<6x4xf32>, tensor<6x5xf32> -> tensor<4x5xf32>
+// CHECK: return %{{.+}}, %[[DW]], %[[DV]]
+func.func @forward(%x: tensor<2x3x4xf32> {tg.name = "x", tg.role = #tg.role<input>},
+                   %w: tensor<4x5xf32> {tg.name = "w", tg.role = #tg.role<param>},
+                   %v: tensor<5x5xf32> {tg.name = "v", tg.role = #tg.role<param>})
+    -> (tensor<f32> {tg.role = #tg.role<loss>}) {
+  %0 = tg.matmul %x, %w : tensor<2x3x4xf32>, tensor<4x5xf32> -> tensor<2x3x5xf32>
+  %1 = tg.matmul %0, %v {transpose_rhs} : tensor<2x3x5xf32>, tensor<5x5xf32> -> tensor<2x3x5xf32>
+  %2 = tg.sum %1 axes = [0, 1, 2] : tensor<2x3x5xf32> -> tensor<f32>
+  return %2 : tensor<f32>
+}

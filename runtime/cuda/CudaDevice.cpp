@@ -32,10 +32,12 @@
 #include "runtime/GpuSchedule.h"
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/Fatbin.h"
+#include "runtime/cuda/Nccl.h"
 
 #include <cinttypes>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -80,16 +82,21 @@ std::set<std::string> scheduleKernels(const Manifest &m,
   const Json *entries = s ? jsonGet(*s, "entries") : nullptr;
   if (!entries || !entries->is_object())
     return names;
-  for (const auto &[name, e] : entries->items()) {
-    const Json *steps = e.is_object() ? jsonGet(e, "steps") : nullptr;
+  // A "repeat" step (an unrolled accumulation loop) holds steps of its own.
+  std::function<void(const Json *)> collect = [&](const Json *steps) {
     if (!steps || !steps->is_array())
-      continue;
+      return;
     for (const Json &st : *steps) {
-      const Json *k = st.is_object() ? jsonGet(st, "kernel") : nullptr;
+      if (!st.is_object())
+        continue;
+      const Json *k = jsonGet(st, "kernel");
       if (k && k->is_string())
         names.insert(k->get<std::string>());
+      collect(jsonGet(st, "steps"));
     }
-  }
+  };
+  for (const auto &[name, e] : entries->items())
+    collect(e.is_object() ? jsonGet(e, "steps") : nullptr);
   return names;
 }
 
@@ -114,6 +121,7 @@ public:
     for (cu::CUstream s : {stream_, copyStream_})
       if (s)
         f.cuStreamSynchronize(s);
+    nccl_.reset();
     for (auto &[key, g] : graphs_)
       f.cuGraphExecDestroy(g.exec);
     for (cu::CUevent e : {inReady_[0], inReady_[1], ioFree_[0], ioFree_[1]})
@@ -149,7 +157,7 @@ public:
     std::map<std::string, uint32_t> shared;
     for (const GpuEntry &e : schedule_.entries)
       for (const GpuStep &s : e.steps)
-        if (!s.copy)
+        if (s.isLaunch())
           shared[s.kernel] = std::max(shared[s.kernel], s.sharedBytes);
     for (const auto &[name, bytes] : shared) {
       cu::CUfunction fn = nullptr;
@@ -585,10 +593,16 @@ private:
     std::vector<void *> params;
     for (size_t n = 0; n < e.steps.size(); ++n) {
       const GpuStep &s = e.steps[n];
-      std::string what = who + (s.copy ? "copy" : "kernel '" + s.kernel + "'") +
+      std::string what = who +
+                         (s.copy             ? std::string("copy")
+                          : s.isCollective() ? collectiveName(s.collective.op)
+                                             : "kernel '" + s.kernel + "'") +
                          " (step " + std::to_string(n + 1) + " of " +
                          std::to_string(e.steps.size()) + "): ";
-      if (s.copy) {
+      if (s.isCollective()) {
+        if (!runCollective(s.collective, argPtr, what, err))
+          return false;
+      } else if (s.copy) {
         if (!check(driver().check(f.cuMemcpyDtoDAsync(at(s.dst, argPtr),
                                                       at(s.src, argPtr),
                                                       size_t(s.src.bytes), stream_),
@@ -621,6 +635,41 @@ private:
       if (!check(driver().check(f.cuMemcpyDtoDAsync(mv.dst, mv.src, mv.bytes, stream_),
                                 "cuMemcpyDtoDAsync"), who, err))
         return false;
+    return true;
+  }
+
+  /// Enqueues collective step `c` on the compute stream: NCCL's calls, or
+  /// for a shard this rank's part of each source, a copy at rank x its
+  /// bytes.
+  bool runCollective(const GpuCollective &c,
+                     const std::vector<cu::CUdeviceptr> &argPtr,
+                     const std::string &what, std::string &err) {
+    if (!nccl_) {
+      err = what + "no communicator: the model was compiled for " +
+            std::to_string(manifest_->ranks) +
+            " ranks (run it with mpirun -n " +
+            std::to_string(manifest_->ranks) + ")";
+      return false;
+    }
+    if (c.op != GpuCollective::Op::Shard) {
+      std::string why;
+      if (nccl_->enqueue(
+              c, [&](const GpuBuffer &b) { return at(b, argPtr); }, stream_,
+              why))
+        return true;
+      err = what + why;
+      return false;
+    }
+    for (size_t i = 0; i < c.counts.size(); ++i) {
+      size_t bytes = size_t(c.dsts[i].bytes);
+      cu::CUdeviceptr src =
+          at(c.srcs[i], argPtr) + cu::CUdeviceptr(nccl_->rank()) * bytes;
+      if (!check(driver().check(api().cuMemcpyDtoDAsync(at(c.dsts[i], argPtr),
+                                                        src, bytes, stream_),
+                                "cuMemcpyDtoDAsync"),
+                 what, err))
+        return false;
+    }
     return true;
   }
 
@@ -673,7 +722,30 @@ private:
   std::map<std::string, Graph> graphs_;
   int64_t measured_ = 0;
   DeviceMemory planned_;
+  /// The job's NCCL communicator (data parallelism; null: one process).
+  std::unique_ptr<tg::rt::nccl::NcclComm> nccl_;
+
+public:
+  bool bindCommunicator(Communicator &comm, std::string &err) override {
+    nccl_ = tg::rt::nccl::NcclComm::join(comm, err);
+    if (nccl_)
+      deviceText_ += "; NCCL rank " + std::to_string(comm.rank()) + " of " +
+                     std::to_string(comm.size());
+    return nccl_ != nullptr;
+  }
 };
+
+/// The device of this process: device 0 alone, or, for the ranks of a
+/// data-parallel job, the local rank modulo the devices the process sees
+/// (one GPU per rank on a node; CUDA_VISIBLE_DEVICES narrows the choice).
+int deviceOrdinal() {
+  int local = tg::rt::nccl::localRank(), count = 0;
+  cu::Status st;
+  const cu::Driver *d = local ? cu::Driver::load(st, cu::driverLibrary()) : nullptr;
+  if (!d || d->api().cuDeviceGetCount(&count) != 0 || count < 1)
+    return 0;
+  return local % count;
+}
 
 } // namespace
 
@@ -699,7 +771,7 @@ std::unique_ptr<Device> makeCudaDevice(const Artifact &artifact,
     return nullptr;
   }
   auto dev = std::make_unique<cu::Device>();
-  if (cu::Status st = cu::Device::open(0, *dev); !st) {
+  if (cu::Status st = cu::Device::open(deviceOrdinal(), *dev); !st) {
     err = st.message;
     return nullptr;
   }

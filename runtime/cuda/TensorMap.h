@@ -10,12 +10,10 @@
 // exactly those to the driver. This header is that argument list, the
 // rules the driver documents for it, and their names in the manifest. It
 // is header-only and plain C++ (no driver, no MLIR): the schedule's writer
-// (codegen), its parser (runtime), the CUDA device, the fake driver of the
-// tests and the PTX emulator share one definition.
-//
-// The fake driver (test/nvptx/FakeCudaEmu.cpp) and the PTX emulator read
-// the 128 bytes in TGC's own layout (packTensorMap below); a real driver's
-// bytes are opaque and never read by TGC.
+// (codegen), its parser (runtime), the CUDA device and the fake driver of
+// the tests share one definition. The 128 bytes themselves are opaque to
+// TGC; where kernels run on the PTX emulator, runtime/emulator/TensorMap.h
+// defines TGC's own encoding of them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TG_RUNTIME_CUDA_TENSORMAP_H
@@ -234,52 +232,6 @@ inline std::string describeTensorMap(const TensorMapArgs &a) {
   if (a.swizzle > 0 && a.swizzle < 4)
     s += std::string(", ") + kTensorMapSwizzleNames[a.swizzle] + " swizzle";
   return s;
-}
-
-/// TGC's layout of the 128 bytes for the fake driver and the PTX emulator:
-/// "TGTM", then u8 data type, rank, interleave, swizzle, L2 promotion,
-/// fill, 5 x u8 element strides, one pad byte; u64 global address at 16;
-/// 5 x u64 dimensions at 24; 4 x u64 strides at 64; 5 x u16 box at 104
-/// (stored as box - 1, so 256 fits); zeros up to 128.
-inline void packTensorMap(const TensorMapArgs &a, uint64_t address,
-                          uint8_t out[128]) {
-  std::memset(out, 0, 128);
-  std::memcpy(out, "TGTM", 4);
-  uint8_t small[6] = {uint8_t(a.dataType),   uint8_t(a.rank),
-                      uint8_t(a.interleave), uint8_t(a.swizzle),
-                      uint8_t(a.l2Promotion), uint8_t(a.oobFill)};
-  std::memcpy(out + 4, small, 6);
-  for (unsigned i = 0; i < 5; ++i)
-    out[10 + i] = uint8_t(a.elementStrides[i]);
-  std::memcpy(out + 16, &address, 8);
-  std::memcpy(out + 24, a.dims.data(), 40);
-  std::memcpy(out + 64, a.strides.data(), 32);
-  for (unsigned i = 0; i < 5; ++i) {
-    uint16_t b = uint16_t(a.box[i] ? a.box[i] - 1 : 0);
-    std::memcpy(out + 104 + 2 * i, &b, 2);
-  }
-}
-
-/// The arguments and global address packTensorMap wrote into `in`, or
-/// nullopt when `in` does not hold one.
-inline std::optional<std::pair<TensorMapArgs, uint64_t>>
-unpackTensorMap(const uint8_t in[128]) {
-  if (std::memcmp(in, "TGTM", 4))
-    return std::nullopt;
-  TensorMapArgs a;
-  a.dataType = in[4], a.rank = in[5], a.interleave = in[6], a.swizzle = in[7];
-  a.l2Promotion = in[8], a.oobFill = in[9];
-  uint64_t address = 0;
-  std::memcpy(&address, in + 16, 8);
-  std::memcpy(a.dims.data(), in + 24, 40);
-  std::memcpy(a.strides.data(), in + 64, 32);
-  for (unsigned i = 0; i < 5; ++i) {
-    uint16_t b = 0;
-    std::memcpy(&b, in + 104 + 2 * i, 2);
-    a.elementStrides[i] = in[10 + i];
-    a.box[i] = i < a.rank ? unsigned(b) + 1 : 0;
-  }
-  return std::make_pair(a, address);
 }
 
 } // namespace tg::rt::cuda

@@ -82,6 +82,8 @@ bool Cta::releaseWarps() {
       warpCollective(members);
       if (raceCheck_)
         ++warpEpoch_[base / 32];
+      if (vc_)
+        joinClocks(members.data(), uint32_t(members.size()));
       for (Thread *u : members) {
         u->st = St::Ready;
         ++u->pc;
@@ -113,6 +115,26 @@ void Cta::warpCollective(const std::vector<Thread *> &members) {
   switch (in0.op) {
   case Op::BarWarpSync:
     return;
+  case Op::Elect: {
+    // The lowest lane of the member mask is elected: every member gets its
+    // lane number, and a predicate true in the elected lane alone.
+    uint32_t leader = 32;
+    for (uint32_t i = 0; i < n; ++i)
+      leader = std::min(leader, lanes[i]);
+    for (uint32_t i = 0; i < n; ++i) {
+      Thread &t = *members[i];
+      const Inst &in = k_.code[t.pc];
+      uint64_t *R = regsOf(t);
+      const Operand &d = in.ops[0];
+      uint32_t r = d.kind == Operand::Vec ? in.vregs[d.reg] : d.reg;
+      uint32_t p = d.kind == Operand::Vec ? in.vregs[d.reg + 1] : kNoReg;
+      if (r != kNoReg)
+        R[r] = leader;
+      if (p != kNoReg)
+        R[p] = lanes[i] == leader;
+    }
+    return;
+  }
   case Op::Shfl: {
     for (uint32_t i = 0; i < n; ++i) {
       Thread &t = *members[i];

@@ -18,7 +18,9 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <deque>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace tgrt::emu::detail {
@@ -34,17 +36,22 @@ struct Fault {
   std::string msg;
 };
 
-enum class St : uint8_t { Ready, Bar, Warp, Done };
+/// A thread runs (Ready), waits at a CTA barrier, a warp collective, a
+/// warpgroup collective (wgmma, setmaxnreg) or an mbarrier phase, or has
+/// exited.
+enum class St : uint8_t { Ready, Bar, Warp, Group, Mbar, Done };
 
 /// How an instruction touches memory (the shared-memory race check).
 enum class Access : uint8_t { Read, Write, Atomic };
 
 /// The race check's record of one 4-byte shared word: the last writer and
 /// the last reader (thread id + 1, 0 = none), which bytes of the word each
-/// touched, the CTA barrier epoch and their warp's collective epoch at the
-/// access, and the writer's PTX line.
+/// touched, the CTA barrier epoch, their warp's collective epoch and (in
+/// kernels with mbarriers) their own vector-clock entry at the access, and
+/// the writer's PTX line.
 struct Shadow {
   uint32_t wEpoch = 0, rEpoch = 0, wWarpEpoch = 0, rWarpEpoch = 0, wLine = 0;
+  uint32_t wClock = 0, rClock = 0;
   uint16_t writer = 0, reader = 0;
   uint8_t wMask = 0, rMask = 0;
 };
@@ -56,6 +63,35 @@ struct Thread {
   uint32_t waitMask = 0;  // warp collective: member mask
   uint32_t barId = 0;     // CTA barrier id
   uint32_t barCount = 0;  // 0: every thread of the CTA
+};
+
+/// An mbarrier (PTX ISA "Parallel synchronization: mbarrier"): arrivals
+/// expected per phase and still pending, the transaction count, the phases
+/// completed so far. For the race check, `vc` joins the vector clocks of
+/// this phase's arrivals and transactions, and done[parity] is that of the
+/// last completed phase of each parity (what a waiter acquires).
+struct Mbar {
+  uint32_t expected = 0, pending = 0, phase = 0;
+  int64_t tx = 0;
+  std::vector<uint32_t> vc, done[2];
+};
+
+/// One wgmma's shared-memory reads, kept until wgmma.wait_group retires
+/// its group: the reads are checked again then, since the hardware may
+/// read at any moment until the group completes.
+struct WgRead {
+  uint64_t da, db;
+  uint32_t n;
+  uint8_t mode;
+  Ty ty;
+  uint32_t line;
+};
+
+/// A warpgroup's wgmmas not yet committed and the committed groups not
+/// yet retired, oldest first.
+struct WgState {
+  std::vector<WgRead> open;
+  std::deque<std::vector<WgRead>> groups;
 };
 
 inline bool isFloat(Ty t) { return t == Ty::F32 || t == Ty::F64; }
@@ -118,6 +154,10 @@ public:
       shadow_.resize((shared_.size() + 3) / 4);
       warpEpoch_.resize((n_ + 31) / 32);
     }
+    // Mbarriers order threads pairwise, which barrier epochs cannot
+    // express: those kernels also keep a vector clock per thread.
+    vc_ = raceCheck_ && k.mbarriers;
+    wg_.resize((n_ + 127) / 128);
   }
 
   /// Runs the CTA `ctaid` to completion (throws Fault).
@@ -160,6 +200,8 @@ private:
     case Sreg::Clock64: return executed_;
     case Sreg::DynSmem: return dynShared_;
     case Sreg::TotalSmem: return shared_.size();
+    case Sreg::ClusterCtarank: return 0;  // clusters of one CTA
+    case Sreg::ClusterNctarank: return 1;
     }
     return 0;
   }
@@ -227,6 +269,36 @@ private:
   bool releaseWarps();
   void warpCollective(const std::vector<Thread *> &members);
 
+  // sm_90a (Sm90.cpp): mbarriers, TMA, warpgroup collectives.
+  /// The mbarrier at shared address `addr` (faults if none was initialised
+  /// there); the access counts as a read of it for the race check.
+  Mbar &mbarAt(const Thread &t, uint64_t addr);
+  void mbarInit(Thread &t, const Inst &in, uint64_t *R);
+  void mbarArrive(Thread &t, const Inst &in, uint64_t *R);
+  /// try_wait/test_wait: true (and the predicate set) when the phase has
+  /// completed; false leaves the thread blocked on it.
+  bool mbarWait(Thread &t, const Inst &in, uint64_t *R, bool commit);
+  /// Adds `tx` transaction bytes (negative: completes them) and `arrivals`
+  /// arrivals by `t`, completing the phase when both reach zero.
+  void mbarUpdate(Thread &t, Mbar &m, int64_t tx, uint32_t arrivals);
+  void tmaLoad(Thread &t, const Inst &in, uint64_t *R);
+  bool releaseMbars();
+  bool releaseGroups();
+  void groupCollective(uint32_t g);
+  void wgmma(uint32_t g, const Inst &in);
+  /// Reads a wgmma's operands from shared memory as thread `t` (the race
+  /// check), into `A` (64x16) and `B` (16xN) when given.
+  void wgmmaRead(const Thread &t, const WgRead &r, float *A, float *B);
+  /// Joins the vector clocks of `members` (a collective orders them).
+  void joinClocks(Thread *const *members, uint32_t count);
+  uint32_t *clockOf(uint32_t thread) {
+    return clocks_.data() + size_t(thread) * n_;
+  }
+  void join(uint32_t *dst, const uint32_t *src) const {
+    for (uint32_t i = 0; i < n_; ++i)
+      dst[i] = std::max(dst[i], src[i]);
+  }
+
   const Kernel &k_;
   Memory &mem_;
   std::array<uint32_t, 3> grid_, block_, ctaid_{};
@@ -247,6 +319,12 @@ private:
   std::vector<Shadow> shadow_;
   uint32_t epoch_ = 0;
   std::vector<uint32_t> warpEpoch_;
+  // Kernels with mbarriers: n_ x n_ vector clocks (row = thread), the
+  // mbarriers by shared offset, each warpgroup's wgmma groups.
+  bool vc_ = false;
+  std::vector<uint32_t> clocks_;
+  std::unordered_map<uint32_t, Mbar> mbars_;
+  std::vector<WgState> wg_;
 };
 
 } // namespace tgrt::emu::detail

@@ -10,8 +10,9 @@
 //  - CTAs run one after the other. In a CTA every thread has its own
 //    registers and program counter; a scheduler runs one thread until it
 //    reaches a collective (bar.sync/barrier.sync for the CTA; shfl.sync,
-//    vote.sync, bar.warp.sync, ldmatrix and mma.sync for the warp) or exits,
-//    then the next. A CTA barrier completes when every thread of the CTA
+//    vote.sync, bar.warp.sync, ldmatrix and mma.sync for the warp; wgmma
+//    and setmaxnreg for the warpgroup), blocks on an mbarrier phase, or
+//    exits, then the next. A CTA barrier completes when every thread of the CTA
 //    that has not exited (or the count it names) has arrived; a warp collective executes when
 //    every lane of its member mask has arrived at one. Divergence thus needs
 //    no reconvergence logic. When every live thread waits and no collective
@@ -31,6 +32,10 @@
 //  - cp.async copies complete when issued (a kernel that reads too early is
 //    not caught here; test/nvptx/GemmEmulator checks the kernel IR for
 //    that); membar/fence are no-ops (one thread runs at a time).
+//  - sm_90a: TMA loads (through tensor maps encoded by TensorMap.h) land at
+//    issue and complete on their mbarrier; kernels with mbarriers keep a
+//    vector clock per thread so the race check orders accesses through
+//    mbarrier phases; wgmma reads are checked at issue and at retirement.
 //  - .approx math (ex2, lg2, rcp, rsqrt, sqrt, sin, cos, tanh) is computed
 //    with libm, i.e. more exactly than the hardware.
 //

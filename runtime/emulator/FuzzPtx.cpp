@@ -1,7 +1,8 @@
 //===- FuzzPtx.cpp - libFuzzer target for the PTX emulator ----------------===//
 //
 // Every byte string goes through the PTX parser; what parses is launched,
-// every kernel over one warp with a small instruction budget, all pointer
+// every kernel over one warpgroup (128 threads, so wgmma and setmaxnreg
+// can run) with a small instruction budget, all pointer
 // parameters at one registered buffer. Both must end in success or an
 // error message, never a crash, hang or out-of-bounds access (ASan).
 //
@@ -27,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (const std::string &k : m->kernelNames()) {
     std::vector<uint64_t> params(size_t(m->numParams(k)),
                                  reinterpret_cast<uint64_t>(buffer));
-    if (!m->launch(k, {2, 1, 1}, {32, 1, 1}, 1024, params, mem, err) &&
+    if (!m->launch(k, {2, 1, 1}, {128, 1, 1}, 8192, params, mem, err) &&
         err.empty())
       __builtin_trap();
   }

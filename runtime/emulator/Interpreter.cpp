@@ -48,7 +48,10 @@ const char *opName(Op op) {
       "brev", "setp", "selp", "cvt", "ex2", "lg2", "rcp", "rsqrt", "sqrt",
       "sin", "cos", "tanh", "copysign", "bra", "ret", "bar.sync",
       "bar.warp.sync", "shfl.sync", "vote.sync", "activemask", "atom", "red",
-      "nop", "cp.async", "ldmatrix", "mma.sync"};
+      "nop", "cp.async", "ldmatrix", "mma.sync", "mbarrier.init",
+      "mbarrier.arrive", "mbarrier.try_wait", "mbarrier.inval",
+      "cp.async.bulk.tensor", "wgmma.fence", "wgmma.commit_group",
+      "wgmma.wait_group", "wgmma.mma_async", "setmaxnreg", "elect.sync"};
   return names[unsigned(op)];
 }
 
@@ -72,8 +75,26 @@ void Cta::deadlock() {
       arrived += u.st == t.st && u.pc == t.pc;
       done += u.st == St::Done;
     }
+    if (t.st == St::Mbar) {
+      uint64_t addr = addrOf(in.ops[1], regsOf(t));
+      auto it = mbars_.find(uint32_t(addr));
+      Mbar none;
+      const Mbar &m = it == mbars_.end() ? none : it->second;
+      char b[224];
+      std::snprintf(b, sizeof b,
+                    "deadlock: mbarrier wait on the mbarrier at shared 0x%llx "
+                    "for a phase nothing can complete (%u of %u arrivals "
+                    "pending, tx-count %lld, %u phase(s) completed; %u "
+                    "thread(s) wait here, %u exited, of %u)",
+                    (unsigned long long)addr, m.pending, m.expected,
+                    (long long)m.tx, m.phase, arrived, done, n_);
+      fault(t, b);
+    }
     fault(t, std::string("deadlock: ") + opName(in.op) + " waits for " +
-                 (t.st == St::Bar ? "the CTA" : "its warp") + " (" +
+                 (t.st == St::Bar    ? "the CTA"
+                  : t.st == St::Warp ? "its warp"
+                                     : "its warpgroup") +
+                 " (" +
                  std::to_string(arrived) + " thread(s) arrived here, " +
                  std::to_string(done) + " exited, of " +
                  std::to_string(n_) + ")");
@@ -88,6 +109,16 @@ void Cta::run(std::array<uint32_t, 3> ctaid) {
   std::fill(regs_.begin(), regs_.end(), 0);
   std::fill(shared_.begin(), shared_.end(), 0);
   std::fill(local_.begin(), local_.end(), 0);
+  mbars_.clear();
+  for (WgState &w : wg_)
+    w = WgState();
+  if (vc_) {
+    // Every thread starts at clock 1 of its own entry and knows nothing of
+    // the others (0), so no access is ordered by a clock it never acquired.
+    clocks_.assign(size_t(n_) * n_, 0);
+    for (uint32_t i = 0; i < n_; ++i)
+      clockOf(i)[i] = 1;
+  }
   for (uint32_t i = 0; i < n_; ++i) {
     Thread &t = threads_[i];
     t = Thread();
@@ -110,6 +141,10 @@ void Cta::run(std::array<uint32_t, 3> ctaid) {
       }
     progress |= releaseBarriers();
     progress |= releaseWarps();
+    if (k_.mbarriers || k_.warpgroups) {
+      progress |= releaseGroups();
+      progress |= releaseMbars();
+    }
     if (!progress)
       deadlock();
   }
@@ -173,20 +208,26 @@ void Cta::checkRace(const Thread &t, uint64_t off, uint32_t bytes,
                     bool write) {
   const uint32_t id = t.linear + 1, warp = t.linear / 32;
   const uint32_t warpEpoch = warpEpoch_[warp];
+  const uint32_t *clock = vc_ ? clockOf(t.linear) : nullptr;
   // Accesses by two threads conflict unless a CTA barrier completed between
-  // them, or they are lanes of one warp and a warp collective did.
-  auto ordered = [&](uint32_t other, uint32_t epoch, uint32_t otherWarpEpoch) {
+  // them, or they are lanes of one warp and a warp collective did, or this
+  // thread has acquired (through an mbarrier phase or a collective) the
+  // other's clock at its access.
+  auto ordered = [&](uint32_t other, uint32_t epoch, uint32_t otherWarpEpoch,
+                     uint32_t otherClock) {
     return other == 0 || other == id || epoch != epoch_ ||
-           ((other - 1) / 32 == warp && otherWarpEpoch != warpEpoch);
+           ((other - 1) / 32 == warp && otherWarpEpoch != warpEpoch) ||
+           (clock && clock[other - 1] >= otherClock);
   };
   for (uint64_t w = off / 4, end = off + bytes; w * 4 < end; ++w) {
     // The bytes of word w this access touches.
     uint64_t lo = std::max(off, w * 4), hi = std::min(end, w * 4 + 4);
     uint8_t mask = uint8_t(((1u << (hi - lo)) - 1) << (lo - w * 4));
     Shadow &s = shadow_[w];
-    bool raw = (s.wMask & mask) && !ordered(s.writer, s.wEpoch, s.wWarpEpoch);
+    bool raw = (s.wMask & mask) &&
+               !ordered(s.writer, s.wEpoch, s.wWarpEpoch, s.wClock);
     bool war = write && (s.rMask & mask) &&
-               !ordered(s.reader, s.rEpoch, s.rWarpEpoch);
+               !ordered(s.reader, s.rEpoch, s.rWarpEpoch, s.rClock);
     if (raw || war) {
       const Thread &u = threads_[(raw ? s.writer : s.reader) - 1];
       uint8_t both = mask & (raw ? s.wMask : s.rMask);
@@ -210,6 +251,7 @@ void Cta::checkRace(const Thread &t, uint64_t off, uint32_t bytes,
       s.writer = uint16_t(id);
       s.wEpoch = epoch_;
       s.wWarpEpoch = warpEpoch;
+      s.wClock = clock ? clock[t.linear] : 0;
       s.wLine = k_.code[t.pc].line;
     } else {
       bool same = s.reader == id && s.rEpoch == epoch_;
@@ -217,6 +259,7 @@ void Cta::checkRace(const Thread &t, uint64_t off, uint32_t bytes,
       s.reader = uint16_t(id);
       s.rEpoch = epoch_;
       s.rWarpEpoch = warpEpoch;
+      s.rClock = clock ? clock[t.linear] : 0;
     }
   }
 }
@@ -265,6 +308,24 @@ void Cta::step(Thread &t) {
                                         : in.op == Op::Shfl   ? 4
                                                               : 2],
                                 t, R));
+      return;
+    case Op::MbarWait:
+      if (!mbarWait(t, in, R, true)) {
+        t.st = St::Mbar;
+        return;
+      }
+      ++t.pc;
+      continue;
+    case Op::WgFence:
+    case Op::WgCommit:
+    case Op::WgWait:
+    case Op::Wgmma:
+    case Op::Setmaxnreg:
+      t.st = St::Group;
+      return;
+    case Op::Elect:
+      t.st = St::Warp;
+      t.waitMask = uint32_t(val(in.ops[1], t, R));
       return;
     case Op::Ldmatrix:
     case Op::Mma: {
@@ -579,6 +640,18 @@ void Cta::exec(Thread &t, const Inst &in, uint64_t *R) {
     std::memcpy(dst, tmp, size);
     return;
   }
+  case Op::MbarInit:
+    mbarInit(t, in, R);
+    return;
+  case Op::MbarArrive:
+    mbarArrive(t, in, R);
+    return;
+  case Op::MbarInval:
+    mbars_.erase(uint32_t(addrOf(in.ops[0], R)));
+    return;
+  case Op::TmaLoad:
+    tmaLoad(t, in, R);
+    return;
   case Op::Nop:
     return;
   default:

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/emulator/Opcode.h"
 
+#include <algorithm>
+
 namespace tgrt::emu::detail {
 
 Ty parseType(std::string_view m) {
@@ -44,7 +46,10 @@ uint32_t typeBytes(Ty t) {
 
 static bool parseSpace(std::string_view m, Space &s) {
   if (m == "global") s = Space::Global;
-  else if (m == "shared" || m == "shared::cta") s = Space::Shared;
+  // A cluster is one CTA here (launches have no cluster dimension), so its
+  // shared::cluster window is the CTA's own shared memory.
+  else if (m == "shared" || m == "shared::cta" || m == "shared::cluster")
+    s = Space::Shared;
   else if (m == "local") s = Space::Local;
   else if (m == "param") s = Space::Param;
   else return false;
@@ -125,6 +130,15 @@ static const char *shapes(Op op) {
   case Op::CpAsync: return "a,a,s|a,a,s,s|a,a,s,s,s";
   case Op::Ldmatrix: return "v,a";
   case Op::Mma: return "v,v,v,v";
+  case Op::MbarInit: return "a,s";
+  case Op::MbarArrive: return "R,a|R,a,s|a,s";
+  case Op::MbarWait: return "d,a,s|d,a,s,s";
+  case Op::MbarInval: return "a";
+  case Op::TmaLoad: return "a,a,v,a";
+  case Op::WgFence: case Op::WgCommit: return "";
+  case Op::WgWait: case Op::Setmaxnreg: return "i";
+  case Op::Wgmma: return "v,s,s,s";
+  case Op::Elect: return "P,s";
   }
   return "";
 }
@@ -132,6 +146,8 @@ static const char *shapes(Op op) {
 static bool fits(char want, const Operand &o) {
   switch (want) {
   case 'd': return o.kind == Operand::Reg;
+  case 'R': return o.kind == Operand::Reg || o.kind == Operand::Sink;
+  case 'i': return o.kind == Operand::Imm;
   case 'D': return o.kind == Operand::Reg || o.kind == Operand::Vec;
   case 'P':
     return o.kind == Operand::Reg || o.kind == Operand::Sink ||
@@ -163,6 +179,18 @@ bool shapeMatches(const Inst &in) {
     return false;
   if (in.op == Op::Mma && (in.ops[0].count != 4 || in.ops[1].count != 4 ||
                            in.ops[2].count != 2 || in.ops[3].count != 4))
+    return false;
+  // wgmma m64nN with f32 accumulators: N/2 registers per thread.
+  if (in.op == Op::Wgmma && in.ops[0].count != in.vec * 4)
+    return false;
+  if (in.op == Op::TmaLoad && in.ops[2].count != in.vec)
+    return false;
+  // The three forms of an mbarrier arrive: expect_tx alone takes no state.
+  if (in.op == Op::MbarArrive &&
+      ((in.mode & kMbarExpectOnly) != 0) != (in.nops == 2 &&
+                                             in.ops[0].kind == Operand::Addr))
+    return false;
+  if (in.op == Op::MbarArrive && (in.mode & kMbarExpectTx) && in.nops != 3)
     return false;
   std::string_view alts = shapes(in.op);
   for (;;) {
@@ -212,7 +240,155 @@ const Base kBases[] = {
     {"vote", Op::Vote},     {"activemask", Op::Activemask},
     {"atom", Op::Atom},     {"red", Op::Red},       {"membar", Op::Nop},
     {"fence", Op::Nop},     {"cp", Op::CpAsync},    {"ldmatrix", Op::Ldmatrix},
-    {"mma", Op::Mma},       {"nanosleep", Op::Nop}};
+    {"mma", Op::Mma},       {"nanosleep", Op::Nop},
+    {"mbarrier", Op::MbarInit}, {"wgmma", Op::Wgmma},
+    {"setmaxnreg", Op::Setmaxnreg}, {"elect", Op::Elect},
+    {"griddepcontrol", Op::Nop}};
+
+/// The sm_90a instructions (mbarrier, cp.async.bulk.tensor, wgmma,
+/// setmaxnreg, elect): each is a handful of fixed spellings, so they are
+/// matched whole rather than modifier by modifier. `mods` excludes the
+/// base. "" or what is not supported.
+std::string decodeSm90(std::string_view opcode,
+                       const std::vector<std::string_view> &mods, Inst &in) {
+  std::string unsupported =
+      "unsupported instruction '" + std::string(opcode) + "'";
+  auto has = [&](std::string_view m) {
+    return std::find(mods.begin(), mods.end(), m) != mods.end();
+  };
+  // Modifiers allowed besides the ones each form names: ordering and scope
+  // (one CTA per cluster, one thread at a time), the .sync/.aligned of
+  // collectives, state spaces checked below.
+  auto rest = [&](std::initializer_list<std::string_view> named) {
+    for (std::string_view m : mods) {
+      bool ok = ignorable(m) || m == "cluster" || m == "shared" ||
+                m == "shared::cta" || m == "shared::cluster" || m == "b64";
+      for (std::string_view n : named)
+        ok |= m == n;
+      if (!ok)
+        return "unsupported modifier '." + std::string(m) + "' in '" +
+               std::string(opcode) + "'";
+    }
+    return std::string();
+  };
+  in.space = Space::Shared;
+  in.ty = Ty::B64;
+  switch (in.op) {
+  case Op::MbarInit: { // mbarrier.<op>...: Op::MbarInit is the base's
+    if (mods.empty())
+      return unsupported;
+    std::string_view what = mods[0];
+    if (!has("shared") && !has("shared::cta") && !has("shared::cluster"))
+      return "mbarrier instructions need the .shared state space in '" +
+             std::string(opcode) + "'";
+    if (what == "init" || what == "inval") {
+      in.op = what == "init" ? Op::MbarInit : Op::MbarInval;
+      return rest({what});
+    }
+    if (what == "arrive") {
+      in.op = Op::MbarArrive;
+      if (has("expect_tx"))
+        in.mode |= kMbarExpectTx;
+      return rest({what, "expect_tx"});
+    }
+    if (what == "expect_tx") {
+      in.op = Op::MbarArrive;
+      in.mode |= kMbarExpectOnly;
+      return rest({what});
+    }
+    if (what == "try_wait" || what == "test_wait") {
+      in.op = Op::MbarWait;
+      if (has("parity"))
+        in.mode |= kMbarParity;
+      return rest({what, "parity"});
+    }
+    return unsupported;
+  }
+  case Op::CpAsync: { // cp.async.bulk.tensor.Nd...
+    in.op = Op::TmaLoad;
+    in.ty = Ty::None;
+    int dims = 0;
+    bool tensor = false, global = false, tile = false, complete = false;
+    for (std::string_view m : mods) {
+      if (m.size() == 2 && m[1] == 'd' && m[0] >= '1' && m[0] <= '5')
+        dims = m[0] - '0';
+      else if (m == "tensor") tensor = true;
+      else if (m == "global") global = true;
+      else if (m == "tile") tile = true;
+      else if (m == "mbarrier::complete_tx::bytes") complete = true;
+      else if (m != "async" && m != "bulk" && m != "shared::cluster" &&
+               m != "shared::cta")
+        return "unsupported modifier '." + std::string(m) + "' in '" +
+               std::string(opcode) + "'";
+    }
+    // Only global-to-shared tensor loads that complete on an mbarrier (what
+    // TMA loads are); im2col, multicast, reductions and stores are not
+    // emulated.
+    if (!tensor || !dims || !global || !complete || mods[0] != "async" ||
+        mods[1] != "bulk" || mods[2] != "tensor" ||
+        (!has("shared::cluster") && !has("shared::cta")))
+      return unsupported;
+    (void)tile; // .tile is the default load mode
+    in.vec = uint8_t(dims);
+    return "";
+  }
+  case Op::Wgmma: {
+    if (mods.empty())
+      return unsupported;
+    std::string_view what = mods[0];
+    if (what == "fence" || what == "commit_group" || what == "wait_group") {
+      in.op = what == "fence"          ? Op::WgFence
+              : what == "commit_group" ? Op::WgCommit
+                                       : Op::WgWait;
+      in.ty = Ty::None;
+      in.space = Space::Generic;
+      if (!has("sync") || !has("aligned"))
+        return "'" + std::string(opcode) + "' needs .sync.aligned";
+      return rest({what});
+    }
+    // wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}.{bf16,f16}
+    if (what != "mma_async" || mods.size() != 7 || mods[1] != "sync" ||
+        mods[2] != "aligned" || mods[4] != "f32" || mods[5] != mods[6] ||
+        (mods[5] != "bf16" && mods[5] != "f16"))
+      return unsupported;
+    std::string_view shape = mods[3];
+    unsigned n = 0;
+    if (shape.size() < 8 || shape.substr(0, 4) != "m64n" ||
+        shape.substr(shape.size() - 3) != "k16")
+      return unsupported;
+    for (char c : shape.substr(4, shape.size() - 7)) {
+      if (c < '0' || c > '9')
+        return unsupported;
+      n = n * 10 + unsigned(c - '0');
+      if (n > 256)
+        return unsupported;
+    }
+    if (n == 0 || n % 8)
+      return unsupported;
+    in.vec = uint8_t(n / 8);
+    in.ty = Ty::F32;
+    in.ty2 = mods[5] == "bf16" ? Ty::BF16 : Ty::F16;
+    in.space = Space::Shared;
+    return "";
+  }
+  case Op::Setmaxnreg:
+    in.space = Space::Generic;
+    in.ty = Ty::U32;
+    if (mods.size() != 4 || (mods[0] != "inc" && mods[0] != "dec") ||
+        mods[1] != "sync" || mods[2] != "aligned" || mods[3] != "u32")
+      return unsupported;
+    in.mode = mods[0] == "inc" ? kSetmaxnregInc : 0;
+    return "";
+  case Op::Elect:
+    in.space = Space::Generic;
+    in.ty = Ty::B32;
+    if (mods.size() != 1 || mods[0] != "sync")
+      return unsupported;
+    return "";
+  default:
+    return unsupported;
+  }
+}
 } // namespace
 
 /// Decodes `opcode` (e.g. "setp.ltu.and.f32") into `in`'s fields; "" or
@@ -237,6 +413,13 @@ std::string decodeOpcode(std::string_view opcode, Inst &in) {
   if (!b)
     return unsupported;
   in.op = b->op;
+  if (in.op == Op::MbarInit || in.op == Op::Wgmma || in.op == Op::Setmaxnreg ||
+      in.op == Op::Elect ||
+      (in.op == Op::CpAsync && mods.size() > 2 && mods[2] == "bulk"))
+    return decodeSm90(opcode,
+                      std::vector<std::string_view>(mods.begin() + 1,
+                                                    mods.end()),
+                      in);
   std::vector<Ty> types;
   bool to = false, sawShape = false, sawRow = false, sawCol = false;
   for (size_t i = 1; i < mods.size(); ++i) {

@@ -189,7 +189,9 @@ const std::pair<const char *, Sreg> kSregs[] = {
     {"%lanemask_gt", Sreg::LanemaskGt}, {"%lanemask_ge", Sreg::LanemaskGe},
     {"%clock", Sreg::Clock},          {"%clock64", Sreg::Clock64},
     {"%dynamic_smem_size", Sreg::DynSmem},
-    {"%total_smem_size", Sreg::TotalSmem}};
+    {"%total_smem_size", Sreg::TotalSmem},
+    {"%cluster_ctarank", Sreg::ClusterCtarank},
+    {"%cluster_nctarank", Sreg::ClusterNctarank}};
 
 /// Limits of the hardware (per thread local; per CTA shared): past them a
 /// declaration is an error, not an allocation.
@@ -206,6 +208,13 @@ struct SharedDecl {
   std::string name;
   uint32_t align, bytes;
   bool external;
+};
+
+/// An operand naming a label or symbol, resolved once its target is known.
+struct Fixup {
+  size_t inst;
+  unsigned op;
+  Token tok;
 };
 
 class Parser {
@@ -378,38 +387,35 @@ private:
       lex_.next();
     }
     lex_.next();
-    std::unordered_map<std::string, uint32_t> regs, labels;
-    struct Fixup {
-      size_t inst;
-      unsigned op;
-      Token tok;
-    };
-    std::vector<Fixup> fixups;
-    int depth = 1;
+    std::vector<Fixup> fixups; // symbols
+    regs_.clear();
+    numRegs_ = 0;
+    scopes_.assign(1, Scope());
     uint32_t localBytes = 0;
-    while (depth > 0) {
+    while (!scopes_.empty()) {
       Token t = lex_.next();
       if (t.kind == Token::End)
         fail(t, "unterminated body of " + k->name);
+      // `{ ... }` opens a scope for registers and labels (NVPTX wraps each
+      // inline asm statement in one, so their labels repeat).
       if (t.kind == Token::Punct && t.text[0] == '{') {
-        ++depth;
+        scopes_.emplace_back();
         continue;
       }
       if (t.kind == Token::Punct && t.text[0] == '}') {
-        --depth;
+        closeScope(*k);
         continue;
       }
       if (t.kind == Token::Ident && lex_.isPunct(':')) {
         lex_.next();
-        if (!labels.emplace(std::string(t.text), uint32_t(k->code.size()))
+        if (!scopes_.back()
+                 .labels.emplace(std::string(t.text), uint32_t(k->code.size()))
                  .second)
           fail(t, "label " + std::string(t.text) + " defined twice");
         continue;
       }
       if (t.text == ".reg") {
-        while (!lex_.isPunct(';') && lex_.peek().kind != Token::End)
-          lex_.next();
-        expectPunct(';');
+        parseRegDecl();
         continue;
       }
       if (t.text == ".pragma") {
@@ -438,9 +444,9 @@ private:
         if (neg)
           lex_.next();
         Token p = expectIdent();
-        if (p.text[0] != '%')
+        in.pred = reg(p.text);
+        if (in.pred == kNoReg)
           fail(p, "expected a predicate register");
-        in.pred = reg(regs, p.text);
         in.predNeg = neg;
         t = lex_.next();
       }
@@ -453,20 +459,36 @@ private:
       std::string why = decodeOpcode(t.text, in);
       if (!why.empty())
         fail(t, why);
-      // Operands.
+      // Operands, into a scratch array: wgmma has eight, whose trailing
+      // immediates fold into Inst::mode (foldWgmma).
+      Operand ops[kMaxOperands];
+      unsigned nops = 0;
       while (!lex_.isPunct(';')) {
-        if (in.nops == 5)
-          fail(lex_.peek(), "too many operands");
-        if (in.nops > 0)
+        if (nops > 0)
           expectPunct(',');
-        Token at = lex_.peek();
-        Operand &o = in.ops[in.nops];
-        parseOperand(in, o, regs, [&](const Token &sym) {
-          fixups.push_back({k->code.size(), in.nops, sym});
+        if (nops + 2 > kMaxOperands)
+          fail(lex_.peek(), "too many operands");
+        Operand extra;
+        parseOperand(in, ops[nops], extra, [&](const Token &sym) {
+          (in.op == Op::Bra ? scopes_.back().branches : fixups)
+              .push_back({k->code.size(), nops, sym});
         });
-        (void)at;
-        ++in.nops;
+        ++nops;
+        if (extra.kind != Operand::None) // [tensorMap, {coordinates}]
+          ops[nops++] = extra;
       }
+      if (in.op == Op::Wgmma)
+        nops = foldWgmma(t, in, ops, nops);
+      if (nops > 5)
+        fail(t, "too many operands for '" + std::string(t.text) + "'");
+      std::copy(ops, ops + nops, in.ops);
+      in.nops = uint8_t(nops);
+      if (in.op == Op::MbarInit || in.op == Op::MbarArrive ||
+          in.op == Op::MbarWait || in.op == Op::TmaLoad)
+        k->mbarriers = true;
+      if (in.op == Op::WgFence || in.op == Op::WgCommit ||
+          in.op == Op::WgWait || in.op == Op::Wgmma || in.op == Op::Setmaxnreg)
+        k->warpgroups = true;
       lex_.next();
       if (!shapeMatches(in))
         fail(t, "wrong operands for '" + std::string(t.text) + "'");
@@ -500,20 +522,13 @@ private:
     for (const Fixup &f : fixups) {
       Operand &o = k->code[f.inst].ops[f.op];
       std::string name(f.tok.text);
-      if (k->code[f.inst].op == Op::Bra) {
-        auto it = labels.find(name);
-        if (it == labels.end())
-          fail(f.tok, "unknown label " + name);
-        o.imm = it->second;
-        continue;
-      }
       auto it = syms.find(name);
       if (it == syms.end())
         fail(f.tok, "unknown symbol " + name);
       // Addr: [sym+off]; Imm: the address of sym (wrapping, as PTX's).
       o.imm = int64_t(uint64_t(o.imm) + it->second.offset);
     }
-    k->numRegs = uint32_t(regs.size());
+    k->numRegs = numRegs_;
     k->constRegs = consts_;
     return k;
   }
@@ -555,33 +570,66 @@ private:
     return d;
   }
 
-  static uint32_t reg(std::unordered_map<std::string, uint32_t> &regs,
-                      std::string_view name) {
-    auto [it, added] = regs.emplace(std::string(name), uint32_t(regs.size()));
-    return it->second;
+  /// A register operand or fail.
+  uint32_t expectReg(const Token &r) {
+    uint32_t n = reg(r.text);
+    if (n == kNoReg)
+      fail(r, "expected a register, found '" + std::string(r.text) + "'");
+    return n;
   }
 
+  /// `{a, b, ...}` (registers, `_`, immediates) after the `{`.
+  void parseVec(Inst &in, Operand &o) {
+    o.kind = Operand::Vec;
+    o.reg = uint32_t(in.vregs.size());
+    for (;;) {
+      if (lex_.isPunct('-') || lex_.peek().kind == Token::Number) {
+        // An immediate element: a hidden register every thread starts
+        // with that value in.
+        bool minus = lex_.isPunct('-');
+        if (minus)
+          lex_.next();
+        Token n = expect(Token::Number, "a number");
+        int64_t v;
+        if (!parseNumber(n.text, v))
+          fail(n, "bad number '" + std::string(n.text) + "'");
+        v = minus ? int64_t(0 - uint64_t(v)) : v;
+        uint32_t r = implicitReg("$imm" + std::to_string(v));
+        consts_.emplace_back(r, uint64_t(v));
+        in.vregs.push_back(r);
+      } else {
+        Token r = expectIdent();
+        in.vregs.push_back(r.text == "_" ? kNoReg : expectReg(r));
+      }
+      // wgmma m64n256 has the longest: 128 accumulator registers.
+      if (++o.count > 128)
+        fail(lex_.peek(), "vector too long");
+      if (lex_.isPunct('}'))
+        break;
+      expectPunct(',');
+    }
+    lex_.next();
+  }
+
+  /// One operand; `extra` receives the coordinate vector of a
+  /// `[tensorMap, {x, y}]` operand.
   template <typename OnSymbol>
-  void parseOperand(Inst &in, Operand &o,
-                    std::unordered_map<std::string, uint32_t> &regs,
+  void parseOperand(Inst &in, Operand &o, Operand &extra,
                     OnSymbol onSymbol) {
     if (lex_.isPunct('[')) {
       lex_.next();
       o.kind = Operand::Addr;
       Token b = lex_.next();
-      bool haveBase = true;
-      if (b.kind == Token::Ident && b.text[0] == '%') {
-        o.reg = reg(regs, b.text);
+      if (b.kind == Token::Ident && reg(b.text) != kNoReg) {
+        o.reg = reg(b.text);
       } else if (b.kind == Token::Ident) {
         onSymbol(b);
       } else if (b.kind == Token::Number) {
         if (!parseNumber(b.text, o.imm))
           fail(b, "bad number '" + std::string(b.text) + "'");
       } else {
-        haveBase = false;
-      }
-      if (!haveBase)
         fail(b, "bad address");
+      }
       if (lex_.isPunct('+') || lex_.isPunct('-')) {
         bool minus = lex_.next().text[0] == '-';
         if (lex_.isPunct('-')) {
@@ -595,44 +643,17 @@ private:
         o.imm = int64_t(minus ? uint64_t(o.imm) - uint64_t(v)
                               : uint64_t(o.imm) + uint64_t(v));
       }
+      if (lex_.isPunct(',')) { // [tensorMap, {coordinates}]
+        lex_.next();
+        expectPunct('{');
+        parseVec(in, extra);
+      }
       expectPunct(']');
       return;
     }
     if (lex_.isPunct('{')) {
       lex_.next();
-      o.kind = Operand::Vec;
-      o.reg = uint32_t(in.vregs.size());
-      for (;;) {
-        if (lex_.isPunct('-') || lex_.peek().kind == Token::Number) {
-          // An immediate element: a hidden register every thread starts
-          // with that value in.
-          bool minus = lex_.isPunct('-');
-          if (minus)
-            lex_.next();
-          Token n = expect(Token::Number, "a number");
-          int64_t v;
-          if (!parseNumber(n.text, v))
-            fail(n, "bad number '" + std::string(n.text) + "'");
-          v = minus ? int64_t(0 - uint64_t(v)) : v;
-          uint32_t r = reg(regs, "$imm" + std::to_string(v));
-          consts_.emplace_back(r, uint64_t(v));
-          in.vregs.push_back(r);
-        } else {
-          Token r = expectIdent();
-          if (r.text == "_")
-            in.vregs.push_back(kNoReg);
-          else if (r.text[0] == '%')
-            in.vregs.push_back(reg(regs, r.text));
-          else
-            fail(r, "expected a register in a vector");
-        }
-        if (++o.count > 8)
-          fail(lex_.peek(), "vector too long");
-        if (lex_.isPunct('}'))
-          break;
-        expectPunct(',');
-      }
-      lex_.next();
+      parseVec(in, o);
       return;
     }
     if (lex_.isPunct('-') || lex_.peek().kind == Token::Number) {
@@ -653,37 +674,130 @@ private:
       neg = true;
     }
     Token r = expectIdent();
-    if (r.text == "_") {
+    for (auto &[n, s] : kSregs)
+      if (r.text == n) {
+        o.kind = Operand::Special;
+        o.imm = int64_t(s);
+        return;
+      }
+    uint32_t first = r.text == "_" ? kNoReg : reg(r.text);
+    if (r.text != "_" && first == kNoReg) {
+      o.kind = in.op == Op::Bra ? Operand::Label : Operand::Imm;
+      onSymbol(r);
+      return;
+    }
+    if (lex_.isPunct('|')) { // setp/shfl/elect second result: p|q
+      lex_.next();
+      Token q = expectIdent();
+      o.kind = Operand::Vec;
+      o.count = 2;
+      o.reg = uint32_t(in.vregs.size());
+      in.vregs.push_back(first);
+      in.vregs.push_back(q.text == "_" ? kNoReg : expectReg(q));
+      return;
+    }
+    if (first == kNoReg) {
       o.kind = Operand::Sink;
       return;
     }
-    if (r.text[0] == '%') {
-      for (auto &[n, s] : kSregs)
-        if (r.text == n) {
-          o.kind = Operand::Special;
-          o.imm = int64_t(s);
-          return;
-        }
-      o.kind = Operand::Reg;
-      o.neg = neg;
-      o.reg = reg(regs, r.text);
-      if (lex_.isPunct('|')) { // setp/shfl second predicate: p|q
-        lex_.next();
-        Token q = expectIdent();
-        o.kind = Operand::Vec;
-        o.count = 2;
-        uint32_t first = o.reg;
-        o.reg = uint32_t(in.vregs.size());
-        in.vregs.push_back(first);
-        in.vregs.push_back(q.text == "_" ? kNoReg : reg(regs, q.text));
-      }
-      return;
-    }
-    o.kind = in.op == Op::Bra ? Operand::Label : Operand::Imm;
-    onSymbol(r);
+    o.kind = Operand::Reg;
+    o.neg = neg;
+    o.reg = first;
   }
 
+  /// A `{ }` block of a kernel body: registers declared in it, its labels
+  /// and the branches in it not yet resolved.
+  struct Scope {
+    std::unordered_map<std::string, uint32_t> regs, labels;
+    std::vector<Fixup> branches;
+  };
+
+  /// The register `name` names: the innermost declaration, else (a `%`
+  /// name) the kernel-wide register of that name, created on first use as
+  /// NVPTX's `%r<N>` ranges declare them. kNoReg: not a register.
+  uint32_t reg(std::string_view name) {
+    for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
+      if (auto it = s->regs.find(std::string(name)); it != s->regs.end())
+        return it->second;
+    if (name.empty() || name[0] != '%')
+      return kNoReg;
+    return implicitReg(name);
+  }
+  uint32_t implicitReg(std::string_view name) {
+    auto [it, added] = regs_.emplace(std::string(name), numRegs_);
+    numRegs_ += added;
+    return it->second;
+  }
+
+  /// `.reg .type a, b<N>;`: a range declares the `%` registers used by
+  /// number; a plain name inside a nested scope is a fresh register there
+  /// (inline asm's `.reg .pred p;`), at the kernel's scope the kernel-wide
+  /// one.
+  void parseRegDecl() {
+    while (lex_.peek().kind == Token::Ident && lex_.peek().text[0] == '.')
+      lex_.next(); // .type, .v2
+    for (;;) {
+      Token n = expectIdent();
+      if (lex_.isPunct('<')) {
+        lex_.next();
+        expectUnsigned();
+        expectPunct('>');
+      } else if (scopes_.size() > 1) {
+        scopes_.back().regs[std::string(n.text)] = numRegs_++;
+      } else if (n.text[0] != '%') {
+        scopes_.back().regs[std::string(n.text)] = implicitReg(n.text);
+      }
+      if (!lex_.isPunct(','))
+        break;
+      lex_.next();
+    }
+    expectPunct(';');
+  }
+
+  /// Resolves the branches of the innermost scope to its labels and hands
+  /// the rest to the enclosing scope (an error at the kernel's).
+  void closeScope(Kernel &k) {
+    Scope s = std::move(scopes_.back());
+    scopes_.pop_back();
+    for (Fixup &f : s.branches) {
+      auto it = s.labels.find(std::string(f.tok.text));
+      if (it != s.labels.end())
+        k.code[f.inst].ops[f.op].imm = it->second;
+      else if (scopes_.empty())
+        fail(f.tok, "unknown label " + std::string(f.tok.text));
+      else
+        scopes_.back().branches.push_back(f);
+    }
+  }
+
+  /// wgmma's `d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b,
+  /// imm-trans-a, imm-trans-b`: the immediates become Inst::mode bits.
+  static unsigned foldWgmma(const Token &t, Inst &in, Operand *ops,
+                            unsigned nops) {
+    if (nops != 8)
+      fail(t, "wgmma takes a register vector, two descriptors, scale-d "
+              "and four immediates");
+    for (unsigned i = 4; i < 8; ++i) {
+      bool scale = i < 6;
+      int64_t v = ops[i].imm;
+      if (ops[i].kind != Operand::Imm ||
+          (scale ? (v != 1 && v != -1) : (v != 0 && v != 1)))
+        fail(t, std::string("wgmma's imm-") + (scale ? "scale" : "trans") +
+                    " operands are " + (scale ? "1 or -1" : "0 or 1"));
+      if (scale && v == -1)
+        in.mode |= i == 4 ? kWgNegA : kWgNegB;
+      if (!scale && v == 1)
+        in.mode |= i == 6 ? kWgTransA : kWgTransB;
+    }
+    return 4;
+  }
+
+  static constexpr unsigned kMaxOperands = 10;
+
   Lexer lex_;
+  std::vector<Scope> scopes_;
+  std::unordered_map<std::string, uint32_t> regs_; // kernel-wide % names
+  uint32_t numRegs_ = 0;
   std::vector<SharedDecl> sharedDecls_;
   std::vector<std::pair<uint32_t, uint64_t>> consts_; // of the current entry
   bool external_ = false;

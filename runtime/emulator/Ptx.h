@@ -33,7 +33,10 @@ enum class Op : uint8_t {
   Neg, Abs, And, Or, Xor, Not, Cnot, Shl, Shr, Bfe, Bfi, Prmt, Lop3, Popc,
   Clz, Brev, Setp, Selp, Cvt, Ex2, Lg2, Rcp, Rsqrt, Sqrt, Sin, Cos, Tanh,
   Copysign, Bra, Ret, BarSync, BarWarpSync, Shfl, Vote, Activemask, Atom,
-  Red, Nop, CpAsync, Ldmatrix, Mma
+  Red, Nop, CpAsync, Ldmatrix, Mma,
+  // sm_90a: mbarriers, TMA, warpgroup MMA, register reallocation, elect.
+  MbarInit, MbarArrive, MbarWait, MbarInval, TmaLoad, WgFence, WgCommit,
+  WgWait, Wgmma, Setmaxnreg, Elect
 };
 
 /// Comparison of setp; bool op combining with the c predicate.
@@ -47,7 +50,8 @@ enum class BoolOp : uint8_t { None, And, Or, Xor };
 enum class Sreg : uint8_t {
   TidX, TidY, TidZ, NtidX, NtidY, NtidZ, CtaidX, CtaidY, CtaidZ, NctaidX,
   NctaidY, NctaidZ, Laneid, Warpid, Nwarpid, LanemaskEq, LanemaskLt,
-  LanemaskLe, LanemaskGt, LanemaskGe, Clock, Clock64, DynSmem, TotalSmem
+  LanemaskLe, LanemaskGt, LanemaskGe, Clock, Clock64, DynSmem, TotalSmem,
+  ClusterCtarank, ClusterNctarank
 };
 
 constexpr uint32_t kNoReg = ~0u;
@@ -71,11 +75,12 @@ enum : uint16_t {
 struct Inst {
   Op op = Op::Nop;
   Ty ty = Ty::None;  // the instruction type (cvt: destination)
-  Ty ty2 = Ty::None; // cvt: source; mma: A/B element type
+  Ty ty2 = Ty::None; // cvt: source; mma, wgmma: A/B element type
   Space space = Space::Generic;
   Rnd rnd = Rnd::None;
-  uint8_t vec = 1;   // .v2/.v4; ldmatrix: .x1/.x2/.x4
-  uint8_t mode = 0;  // Cmp, shfl/vote mode, atom op
+  uint8_t vec = 1;   // .v2/.v4; ldmatrix: .x1/.x2/.x4; wgmma: N / 8;
+                     // cp.async.bulk.tensor: dimensions
+  uint8_t mode = 0;  // Cmp, shfl/vote mode, atom op, kMbar*/kWgmma* bits
   BoolOp boolOp = BoolOp::None;
   uint16_t flags = 0;
   uint8_t nops = 0;
@@ -94,6 +99,15 @@ enum : uint8_t {
   kAtomXor, kAtomCas, kAtomExch
 };
 
+/// mbarrier variants (Inst::mode): arrive.expect_tx, expect_tx alone;
+/// try_wait/test_wait on a phase parity (else on an arrive's state).
+enum : uint8_t { kMbarExpectTx = 1, kMbarExpectOnly = 2, kMbarParity = 4 };
+/// wgmma's immediates (Inst::mode): negate A or B (imm-scale -1),
+/// transpose A or B (imm-trans 1: the operand is MN-major).
+enum : uint8_t { kWgNegA = 1, kWgNegB = 2, kWgTransA = 4, kWgTransB = 8 };
+/// setmaxnreg.inc (Inst::mode; else .dec).
+enum : uint8_t { kSetmaxnregInc = 1 };
+
 /// One .entry: decoded body and its state-space layout.
 struct Kernel {
   std::string name;
@@ -106,6 +120,11 @@ struct Kernel {
   /// dynSharedOffset.
   uint32_t staticShared = 0, dynSharedOffset = 0;
   uint32_t localBytes = 0;
+  /// Uses mbarriers: the race check then orders accesses through their
+  /// phases too (vector clocks).
+  bool mbarriers = false;
+  /// Has warpgroup collectives (wgmma, setmaxnreg).
+  bool warpgroups = false;
   /// Hidden registers holding the immediates of vector operands
   /// (`{%r1, 0}`), set in every thread at start.
   std::vector<std::pair<uint32_t, uint64_t>> constRegs;

@@ -500,7 +500,7 @@ TEST_CASE("emulator: the fuzzer's seeds parse, and the mma seed runs") {
   const char *src = std::getenv("TGC_SOURCE_DIR");
   std::string dir = std::string(src ? src : ".") + "/runtime/emulator/fuzz-seeds/";
   for (const char *name : {"atomics", "diverge", "halfBarrier", "halfExit", "mma",
-                           "rowReduce", "saxpy4", "scalarOps", "spin",
+                           "rowReduce", "saxpy4", "scalarOps", "sm90", "spin",
                            "warpOps"}) {
     std::ifstream f(dir + name + ".ptx");
     std::stringstream ss;

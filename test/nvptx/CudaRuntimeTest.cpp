@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/Fatbin.h"
+#include "runtime/cuda/Nccl.h"
 
 #include <catch2/catch.hpp>
 #include <cstddef>
@@ -17,6 +18,10 @@
 #if __has_include(<cuda.h>)
 #include <cuda.h>
 #define TG_HAVE_CUDA_H 1
+#endif
+#if __has_include(<nccl.h>)
+#include <nccl.h>
+#define TG_HAVE_NCCL_H 1
 #endif
 
 namespace cu = tg::rt::cuda;
@@ -105,6 +110,26 @@ TEST_CASE("driver ABI declarations match cuda.h", "[cuda][runtime][abi]") {
 #else
   WARN("SKIPPED: cuda.h not found; driver ABI declarations not cross-checked");
   SUCCEED("skipped: no cuda.h");
+#endif
+}
+
+TEST_CASE("NCCL declarations match nccl.h", "[cuda][runtime][abi][nccl]") {
+#ifdef TG_HAVE_NCCL_H
+  namespace nc = tg::rt::nccl;
+  STATIC_REQUIRE(sizeof(nc::ncclUniqueId) == sizeof(::ncclUniqueId));
+  STATIC_REQUIRE(sizeof(nc::ncclUniqueId) == NCCL_UNIQUE_ID_BYTES);
+  STATIC_REQUIRE(sizeof(int) == sizeof(::ncclDataType_t));
+  STATIC_REQUIRE(sizeof(int) == sizeof(::ncclResult_t));
+  STATIC_REQUIRE(nc::ncclSuccess == ::ncclSuccess);
+  STATIC_REQUIRE(nc::ncclSum == ::ncclSum);
+  STATIC_REQUIRE(nc::ncclAvg == ::ncclAvg);
+  STATIC_REQUIRE(nc::ncclFloat32 == ::ncclFloat32);
+  STATIC_REQUIRE(nc::ncclFloat16 == ::ncclFloat16);
+  STATIC_REQUIRE(nc::ncclBfloat16 == ::ncclBfloat16);
+  SUCCEED("declarations match nccl.h");
+#else
+  WARN("SKIPPED: nccl.h not found; NCCL declarations not cross-checked");
+  SUCCEED("skipped: no nccl.h");
 #endif
 }
 

@@ -15,6 +15,7 @@
 #include "runtime/Json.h"
 #include "runtime/Manifest.h"
 #include "runtime/cuda/TensorMap.h"
+#include "runtime/emulator/TensorMap.h"
 
 #include <catch2/catch.hpp>
 
@@ -159,17 +160,27 @@ TEST_CASE("cuda device: kernels receive the manifest's tensor maps",
     std::vector<uint16_t> x(64, uint16_t(call));
     std::vector<uint8_t> y(256, 0xAA);
     REQUIRE(dev->run(step, {x.data(), y.data()}, err));
-    auto xMap = cu::unpackTensorMap(y.data());
-    auto arenaMap = cu::unpackTensorMap(y.data() + 128);
-    REQUIRE(xMap);
-    REQUIRE(arenaMap);
-    CHECK(xMap->first == expected);
-    CHECK(arenaMap->first == expected);
-    CHECK(xMap->second % 256 == 0);
-    xAddress.push_back(xMap->second);
+    tgrt::emu::TmaDescriptor xMap, arenaMap;
+    REQUIRE(tgrt::emu::decodeTensorMap(y.data(), xMap) == "");
+    REQUIRE(tgrt::emu::decodeTensorMap(y.data() + 128, arenaMap) == "");
+    for (const tgrt::emu::TmaDescriptor *d : {&xMap, &arenaMap}) {
+      CHECK(int(d->dataType) == expected.dataType);
+      CHECK(d->rank == expected.rank);
+      for (unsigned i = 0; i < 2; ++i) {
+        CHECK(d->globalDim[i] == expected.dims[i]);
+        CHECK(d->boxDim[i] == expected.box[i]);
+        CHECK(d->elementStrides[i] == expected.elementStrides[i]);
+      }
+      CHECK(d->globalStrides[0] == expected.strides[0]);
+      CHECK(int(d->swizzle) == expected.swizzle);
+      CHECK(int(d->l2Promotion) == expected.l2Promotion);
+      CHECK(int(d->oobFill) == expected.oobFill);
+    }
+    CHECK(xMap.globalAddress % 256 == 0);
+    xAddress.push_back(xMap.globalAddress);
     // The map over x reads the staged batch of this call.
-    CHECK(std::memcmp(reinterpret_cast<const void *>(xMap->second), x.data(),
-                      128) == 0);
+    CHECK(std::memcmp(reinterpret_cast<const void *>(xMap.globalAddress),
+                      x.data(), 128) == 0);
   }
   // Calls alternate between the two staging halves: two maps of x.
   CHECK(xAddress[0] == xAddress[2]);

@@ -8,6 +8,7 @@
 #include "codegen/nvptx/Gemm.h"
 #include "dialects/TGDialect.h"
 #include "runtime/emulator/Emulator.h"
+#include "runtime/emulator/TensorMap.h"
 
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,6 +17,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <limits>
 
 using namespace mlir;
@@ -164,16 +166,17 @@ OwningOpRef<ModuleOp> standaloneFunction(Operation *op) {
 }
 
 bool runOnEmulator(Operation *op, ArrayRef<Tensor> inputs,
-                   std::vector<Tensor> &outputs, std::string &error) {
+                   std::vector<Tensor> &outputs, std::string &error,
+                   ::tg::nvptx::Target target) {
   OwningOpRef<ModuleOp> kernels = ModuleOp::create(op->getLoc());
   FailureOr<std::vector<::tg::nvptx::KernelLaunch>> launches =
-      ::tg::nvptx::lowerOpToKernels(op, ::tg::nvptx::Target::SM80, *kernels);
+      ::tg::nvptx::lowerOpToKernels(op, target, *kernels);
   if (failed(launches)) {
     error = "lowerOpToKernels failed";
     return false;
   }
   std::string ptx;
-  if (!::tg::nvptx::compileMLIRToPTX(printModule(*kernels), ::tg::nvptx::Target::SM80, ptx,
+  if (!::tg::nvptx::compileMLIRToPTX(printModule(*kernels), target, ptx,
                                      error))
     return false;
   std::unique_ptr<tgrt::emu::PtxModule> mod =
@@ -207,13 +210,19 @@ bool runOnEmulator(Operation *op, ArrayRef<Tensor> inputs,
   tgrt::emu::Memory mem;
   for (auto &b : buffers)
     mem.add(b.data(), b.size());
+  TensorMaps maps;
   for (const ::tg::nvptx::KernelLaunch &l : *launches) {
     std::vector<uint64_t> params;
     for (const ::tg::nvptx::KernelParam &p : l.params) {
-      size_t buf = p.kind == ::tg::nvptx::KernelParam::Kind::Operand
-                       ? operandBuf[p.index]
-                       : resultBuf[p.index];
+      using Kind = ::tg::nvptx::KernelParam::Kind;
+      size_t buf = p.kind == Kind::Result ? resultBuf[p.index]
+                                          : operandBuf[p.index];
       params.push_back(reinterpret_cast<uint64_t>(buffers[buf].data()));
+      if (p.kind != Kind::TensorMap)
+        continue;
+      params.back() = maps.add(p.map, params.back(), mem, error);
+      if (!params.back())
+        return false;
     }
     if (!mod->launch(l.symbol, l.grid, l.block, l.dynamicSharedBytes, params,
                      mem, error))
@@ -226,6 +235,21 @@ bool runOnEmulator(Operation *op, ArrayRef<Tensor> inputs,
         cast<ShapedType>(op->getResult(r).getType()).getShape(),
         resultTypes[r]));
   return true;
+}
+
+uint64_t TensorMaps::add(const ::tg::nvptx::TensorMapParam &m, uint64_t base,
+                         tgrt::emu::Memory &mem, std::string &error) {
+  static_assert(sizeof(Map) == tgrt::emu::kTensorMapBytes);
+  maps_.emplace_back();
+  std::string why = tgrt::emu::encodeMatrixTensorMap(
+      maps_.back().bytes, m.bf16, base, m.rows, m.cols, m.batches, m.boxRows,
+      m.boxCols);
+  if (!why.empty()) {
+    error = "tensor map: " + why;
+    return 0;
+  }
+  mem.add(maps_.back().bytes, sizeof(Map));
+  return reinterpret_cast<uint64_t>(maps_.back().bytes);
 }
 
 double worstError(const Tensor &got, const Tensor &want, double rtol,

@@ -26,11 +26,17 @@
 //   TG_FAKE_CUDA_FREE_BYTES=N     its free memory (16 GiB)
 //   TG_FAKE_CUDA_FAIL_KERNEL=K    kernels named K... fault at the Nth launch
 //   TG_FAKE_CUDA_FAIL_AT=N        ... (1: the first)
+//   TG_FAKE_CUDA_PTX=FILE         the PTX to run in place of the image's
+//                                 (an artifact's gpu.sm_90a.ptx: fat
+//                                 binaries hold sm_90a code as a cubin
+//                                 only, which the emulator cannot run)
 //   TG_FAKE_CUDA_LOG=FILE         appends one line per driver event: a
 //                                 launch enqueued (launch K) or captured
 //                                 (record K), a kernel run (run K), a
 //                                 capture, a graph launch, a copy when it
-//                                 runs (HtoD, DtoH: synchronous ones),
+//                                 runs (HtoD, DtoH: synchronous ones), a
+//                                 host function when it runs (the fake
+//                                 libnccl's collectives, FakeNccl.cpp),
 //                                 the host waiting (sync stream, sync
 //                                 event, sync context), a tensor map
 //                                 encoded (encode ...) or refused
@@ -38,19 +44,21 @@
 //                                 map a kernel receives when it runs
 //                                 (tensormap K #i ...)
 //
-// cuTensorMapEncodeTiled checks its arguments by the rules the driver
-// documents (runtime/cuda/TensorMap.h: 64-byte aligned map, 16-byte
-// aligned address, strides multiples of 16, boxes of 1..256, dimensions
-// 1..2^32, the box's inner bytes within the swizzle span) and, beyond the
-// real driver, that the tensor lies inside one device allocation (a TMA
-// load past it would fault). It writes TGC's layout of the 128 bytes
-// (packTensorMap), which the PTX emulator reads.
+// cuTensorMapEncodeTiled is the PTX emulator's (runtime/emulator/
+// TensorMap.h): it checks the arguments by the rules the driver documents
+// (64-byte aligned map, 16-byte aligned address, strides multiples of 16,
+// boxes of 1..256, dimensions 1..2^32, the box's inner bytes within the
+// swizzle span) and writes the 128 bytes the emulator's TMA loads decode.
+// Beyond the real driver, the tensor must lie inside one device allocation
+// (a TMA load past it would fault), and below compute capability 9.0 it
+// refuses, as the driver does.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/Fatbin.h"
 #include "runtime/cuda/TensorMap.h"
 #include "runtime/emulator/Emulator.h"
+#include "runtime/emulator/TensorMap.h"
 
 #include <zstd.h>
 
@@ -212,16 +220,30 @@ std::string mapText(const cu::TensorMapArgs &a, uint64_t address) {
          std::to_string(base ? address - *base : address);
 }
 
+/// The arguments a map was encoded with, as TensorMap.h holds them.
+cu::TensorMapArgs argsOf(const emu::TmaDescriptor &d) {
+  cu::TensorMapArgs a;
+  a.dataType = int(d.dataType), a.rank = d.rank, a.interleave = int(d.interleave);
+  a.swizzle = int(d.swizzle), a.l2Promotion = int(d.l2Promotion);
+  a.oobFill = int(d.oobFill);
+  for (unsigned i = 0; i < d.rank && i < 5; ++i) {
+    a.dims[i] = d.globalDim[i], a.box[i] = d.boxDim[i];
+    a.elementStrides[i] = d.elementStrides[i];
+    if (i + 1 < d.rank)
+      a.strides[i] = d.globalStrides[i];
+  }
+  return a;
+}
+
 /// Logs the tensor maps among a launch's parameters: a parameter that
 /// points at 128 bytes of device memory holding an encoded map.
 void logMaps(const std::string &kernel, const std::vector<uint64_t> &params) {
   for (size_t i = 0; i < params.size(); ++i) {
-    if (!allocationOf(params[i], 128))
-      continue;
-    auto map = cu::unpackTensorMap(reinterpret_cast<const uint8_t *>(params[i]));
-    if (map)
+    emu::TmaDescriptor d;
+    if (allocationOf(params[i], emu::kTensorMapBytes) &&
+        emu::decodeTensorMap(reinterpret_cast<const void *>(params[i]), d).empty())
       log("tensormap " + kernel + " #" + std::to_string(i) + " " +
-          mapText(map->first, map->second));
+          mapText(argsOf(d), d.globalAddress));
   }
 }
 
@@ -343,8 +365,17 @@ int cuCtxSynchronize() {
 
 int cuModuleLoadData(void **mod, const void *image) {
   std::string ptx, err;
-  if (int r = ptxOf(image, ptx))
+  if (const char *file = std::getenv("TG_FAKE_CUDA_PTX"); file && *file) {
+    FILE *in = std::fopen(file, "rb");
+    if (!in)
+      return kInvalidImage;
+    char buf[65536];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, in)) > 0;)
+      ptx.append(buf, n);
+    std::fclose(in);
+  } else if (int r = ptxOf(image, ptx)) {
     return r;
+  }
   auto m = std::make_unique<Module>();
   m->ptx = emu::PtxModule::parse(ptx, err);
   if (!m->ptx) {
@@ -399,29 +430,22 @@ int cuTensorMapEncodeTiled(cu::CUtensorMap *map, int dataType, unsigned rank,
   // capability 9.0 or higher."
   if (envSize("TG_FAKE_CUDA_CC", 80) < 90)
     return refuse("tensor maps need compute capability 9.0");
-  if (reinterpret_cast<uintptr_t>(map) % 64)
-    return refuse("the tensor map is not 64-byte aligned");
-  if (rank < 1 || rank > 5)
-    return refuse("rank " + std::to_string(rank) + " is not 1 to 5");
-  cu::TensorMapArgs a;
-  a.dataType = dataType, a.rank = rank, a.interleave = interleave;
-  a.swizzle = swizzle, a.l2Promotion = l2Promotion, a.oobFill = oobFill;
-  for (unsigned i = 0; i < rank; ++i) {
-    a.dims[i] = dims[i], a.box[i] = box[i];
-    a.elementStrides[i] = elementStrides[i];
-    if (i + 1 < rank)
-      a.strides[i] = strides[i];
-  }
+  if (std::string why = emu::encodeTensorMapTiled(
+          map, uint32_t(dataType), rank, address, dims, strides, box,
+          elementStrides, uint32_t(interleave), uint32_t(swizzle),
+          uint32_t(l2Promotion), uint32_t(oobFill));
+      !why.empty())
+    return refuse(why);
+  emu::TmaDescriptor d;
+  emu::decodeTensorMap(map, d);
+  cu::TensorMapArgs a = argsOf(d);
   auto base = reinterpret_cast<uint64_t>(address);
-  if (std::string why = cu::checkTensorMap(a); !why.empty())
-    return refuse(why);
-  if (std::string why = cu::checkTensorMapAddress(base, a); !why.empty())
-    return refuse(why);
   unsigned __int128 span = cu::tensorMapSpan(a);
-  if (span > (uint64_t(1) << 40) || !allocationOf(base, uint64_t(span)))
+  if (span > (uint64_t(1) << 40) || !allocationOf(base, uint64_t(span))) {
+    std::memset(map, 0, sizeof *map);
     return refuse("the tensor (" + cu::describeTensorMap(a) +
                   ") does not lie inside one device allocation");
-  cu::packTensorMap(a, base, reinterpret_cast<uint8_t *>(map));
+  }
   log("encode " + mapText(a, base));
   return kSuccess;
 }
@@ -509,6 +533,16 @@ int cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t n, void *s) {
   return submit(s, [=] {
     return copyNow(reinterpret_cast<void *>(dst), reinterpret_cast<void *>(src), n,
                    "DtoDAsync");
+  });
+}
+
+// A host function runs on the stream like a kernel (the fake libnccl,
+// FakeNccl.cpp, runs its collectives this way), also from a graph.
+int cuLaunchHostFunc(void *s, void (*fn)(void *), void *user) {
+  return submit(s, [=] {
+    log("host function");
+    fn(user);
+    return kSuccess;
   });
 }
 

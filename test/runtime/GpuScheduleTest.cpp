@@ -115,7 +115,8 @@ TEST_CASE("gpu schedule: every corruption is one line naming the field",
       {std::string(step0) + "/grid", Json::array({0, 1, 1}), "grid: dimensions must be"},
       {std::string(step0) + "/block", Json::array({64, 32, 1}), "more than 1024 threads"},
       {std::string(step0) + "/shared_bytes", -1, "shared_bytes: expected an integer"},
-      {std::string(step0) + "/op", "sync", "expected \"launch\", \"copy\" or \"repeat\""},
+      {std::string(step0) + "/op", "sync",
+       "expected \"launch\", \"copy\", \"repeat\" or a collective"},
       {"/gpu/schedules/sm_80/entries/step/steps/1/src/index", 3,
        "src.index: expected an integer from 0 to 0"},
       {"/gpu/schedules/sm_80/entries/step/steps/1/dst/bytes", 8,
@@ -356,4 +357,115 @@ TEST_CASE("gpu schedule: the targets an artifact has", "[gpu-schedule]") {
   auto dev = makeEmulatorDevice(*both, plain, err);
   CHECK_FALSE(dev);
   CHECK(err.find("emulator") != std::string::npos);
+}
+
+namespace {
+/// A data-parallel schedule of 2 ranks: after the launch, a bucket of one
+/// all_reduce (arena 0..16 into 16..32), a reduce_scatter of those 4
+/// floats into this rank's 2 (32..40), their all_gather (48..64) and the
+/// shard of x (64..72).
+Json collectiveManifest() {
+  Json j = scheduleManifest();
+  j["ranks"] = 2;
+  std::string err;
+  Json steps;
+  REQUIRE(parseJson(R"([
+    {"op": "all_reduce", "reduce": "mean", "dtype": "f32", "tensors": [
+      {"count": 4, "src": {"buffer": "arena", "offset": 0, "bytes": 16},
+       "dst": {"buffer": "arena", "offset": 16, "bytes": 16}}]},
+    {"op": "reduce_scatter", "reduce": "sum", "dtype": "f32", "tensors": [
+      {"count": 2, "src": {"buffer": "arena", "offset": 16, "bytes": 16},
+       "dst": {"buffer": "arena", "offset": 32, "bytes": 8}}]},
+    {"op": "all_gather", "dtype": "f32", "tensors": [
+      {"count": 2, "src": {"buffer": "arena", "offset": 32, "bytes": 8},
+       "dst": {"buffer": "arena", "offset": 48, "bytes": 16}}]},
+    {"op": "shard", "dtype": "f32", "tensors": [
+      {"count": 2, "src": {"buffer": "arg", "index": 0, "offset": 0, "bytes": 16},
+       "dst": {"buffer": "arena", "offset": 64, "bytes": 8}}]}
+  ])",
+                    steps, err));
+  Json &list = at(j, "/gpu/schedules/sm_80/entries/step/steps");
+  for (const Json &s : steps)
+    list.push_back(s);
+  return j;
+}
+} // namespace
+
+TEST_CASE("gpu schedule: collective steps", "[gpu-schedule]") {
+  GpuSchedule s;
+  std::string err;
+  REQUIRE(parse(collectiveManifest(), s, err));
+  const GpuEntry *e = s.entry("step");
+  REQUIRE(e);
+  REQUIRE(e->steps.size() == 6);
+  CHECK(s.hasCollectives());
+  using Op = GpuCollective::Op;
+  const GpuCollective &ar = e->steps[2].collective;
+  CHECK(ar.op == Op::AllReduce);
+  CHECK(ar.mean);
+  CHECK(ar.dtype == DType::F32);
+  CHECK(ar.counts == std::vector<int64_t>{4});
+  CHECK(ar.dsts[0].offset == 16);
+  CHECK_FALSE(e->steps[2].isLaunch());
+  CHECK(e->steps[3].collective.op == Op::ReduceScatter);
+  CHECK_FALSE(e->steps[3].collective.mean);
+  CHECK(e->steps[4].collective.op == Op::AllGather);
+  CHECK(e->steps[5].collective.op == Op::Shard);
+  CHECK(e->steps[5].collective.srcs[0].kind == GpuBuffer::Kind::Arg);
+  CHECK(std::string(collectiveName(Op::ReduceScatter)) == "reduce_scatter");
+  GpuSchedule plain;
+  REQUIRE(parse(scheduleManifest(), plain, err));
+  CHECK_FALSE(plain.hasCollectives());
+}
+
+TEST_CASE("gpu schedule: a corrupt collective is one line", "[gpu-schedule]") {
+  const std::string ar = "/gpu/schedules/sm_80/entries/step/steps/2";
+  const std::string rs = "/gpu/schedules/sm_80/entries/step/steps/3";
+  struct Case {
+    std::string pointer;
+    Json value;
+    std::string message;
+  } cases[] = {
+      {ar + "/reduce", "max", "steps[2].reduce: expected \"sum\" or \"mean\""},
+      {ar + "/dtype", "i32", "dtype: expected \"f32\", \"bf16\" or \"f16\""},
+      {ar + "/tensors", Json::array(), "expected an array of 1 to 4096 tensors"},
+      {ar + "/tensors/0/count", 0, "tensors[0].count: expected an integer from 1"},
+      {ar + "/tensors/0/count", 3,
+       "src and dst hold 16 and 16 bytes, but all_reduce of 3 f32 over 2 "
+       "ranks needs 12 and 12"},
+      {ar + "/tensors/0/dst/offset", 8, "tensors[0]: src and dst overlap"},
+      {ar + "/tensors/0/dst/offset", 250, "lie outside the arena"},
+      {rs + "/tensors/0/dst/bytes", 16,
+       "reduce_scatter of 2 f32 over 2 ranks needs 16 and 8"},
+      {"/gpu/schedules/sm_80/entries/step/steps/4/tensors/0/dst/bytes", 8,
+       "all_gather of 2 f32 over 2 ranks needs 8 and 16"},
+      {"/gpu/schedules/sm_80/entries/step/steps/5/tensors/0/src/bytes", 8,
+       "shard of 2 f32 over 2 ranks needs 16 and 8"},
+      {rs + "/tensors/0/src", Json(), "needs src and dst"},
+  };
+  for (const Case &c : cases) {
+    Json j = collectiveManifest();
+    at(j, c.pointer) = c.value;
+    if (c.value.is_null())
+      at(j, rs + "/tensors/0").erase("src");
+    GpuSchedule s;
+    std::string err;
+    INFO(c.pointer << " = " << dumpJson(c.value));
+    CHECK_FALSE(parse(j, s, err));
+    CHECK(err.find(c.message) != std::string::npos);
+    CHECK(err.find('\n') == std::string::npos);
+  }
+  // Two tensors of one bucket run as one NCCL group: one may not write
+  // where the other reads.
+  Json j = collectiveManifest();
+  Json &tensors = at(j, ar + "/tensors");
+  Json second = tensors[0];
+  second["src"]["offset"] = 80;
+  second["dst"]["offset"] = 8;
+  tensors.push_back(second);
+  GpuSchedule s;
+  std::string err;
+  CHECK_FALSE(parse(j, s, err));
+  CHECK(err.find("tensors[1]: overlaps tensor 0 of the same bucket") !=
+        std::string::npos);
 }

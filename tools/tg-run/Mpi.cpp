@@ -64,6 +64,14 @@ public:
     wait(request, "all_gather");
   }
 
+  void broadcast(void *data, int64_t bytes, int root) override {
+    MPI_Request request;
+    if (MPI_Ibcast(data, mpiCount(bytes), MPI_BYTE, root, MPI_COMM_WORLD,
+                   &request) != MPI_SUCCESS)
+      fail("MPI_Ibcast failed");
+    wait(request, "broadcast");
+  }
+
 private:
   /// A rank's block as an MPI count (an int). A ZeRO bucket is one block
   /// per rank of about bucket-bytes / ranks, far below 2^31 floats.
