@@ -69,13 +69,22 @@ struct BuildSettings {
   /// fused kernels take them; the CPU backend decomposes them when it
   /// lowers).
   bool keepAttention = false;
+  /// Group the step's ops into kernels (tg-fuse) before planning, so the
+  /// plan, the budget fit and the artifact all see the fused step: values
+  /// internal to a group get no arena slot. tgc sets it (unless
+  /// --no-fuse); the JIT API builds the unfused step.
+  bool fuse = false;
+  /// With `fuse`, every parameter's update as one kernel (the GPU's
+  /// multi-tensor update; the kernel report's optimizer row). tgc leaves it
+  /// off for CPU-only artifacts (Training.cpp, addFusePass).
+  bool optimizerGroup = true;
 };
 
 /// Runs the training pipeline on `module` (in place), rematerializing
-/// activations if `remat` and grouping kernels (tg-fuse) if `fuse`; false
-/// on error (diagnostics are printed).
+/// activations if `remat` and grouping kernels (tg-fuse) if
+/// `settings.fuse`; false on error (diagnostics are printed).
 bool buildTraining(mlir::ModuleOp module, const BuildSettings &settings,
-                   bool remat = false, bool fuse = false);
+                   bool remat = false);
 
 /// Plans the memory of @train_step in a copy of `module`, with the CPU
 /// backend's op scratch (MemoryPlan::scratchBytes) that its arena adds.

@@ -16,8 +16,12 @@
 # warm-up, median of 30) 4096³, 8192³ and the GPT-2-small training shapes on
 # the sm_90a and sm_80 paths; times cuBLAS on the same shapes through
 # PyTorch's torch.matmul (bench/gemm_torch.py); checks the sm_90a SASS for
-# HGMMA (cuobjdump); writes bench/results/gemm-h200-<date>.md and prints a
-# short table last. Exit status: 0 if every correctness check passed.
+# HGMMA (cuobjdump); checks and times the fused attention kernels (forward
+# and forward+backward, bf16, causal, GPT-2 small and a d = 128 shape) against
+# PyTorch's flash SDPA in the same run (bench/attention_torch.py, on the PTX
+# and launches tg-bench-attention wrote at --prepare); writes
+# bench/results/gemm-h200-<date>.md and prints a short table last. Exit
+# status: 0 if every correctness check passed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
@@ -51,6 +55,10 @@ EXTRA=(
   "2048 1024 512 nt|--bias --act relu"
 )
 TARGETS=(sm_90a sm_80)
+# Attention shapes (B H T d; bf16, causal, sm_90a): GPT-2 small at batch 8,
+# and head dim 128 at T = 4096 (issue 17).
+ATTN=("8 12 1024 64" "2 16 4096 128")
+aname() { echo "$KDIR/attn_sm_90a_$1x$2x$3x$4"; } # B H T d -> file stem
 PROBE="256 256 256 nn" # preflight kernel (sm_80)
 
 kname() { # target M N K form extra-flags -> kernel file
@@ -97,6 +105,13 @@ if [[ "${1:-}" == "--prepare" ]]; then
       "$PTXAS" -arch="$t" "$p" -o "${p%.ptx}.cubin" || exit 3
     done
   fi
+  AGEN=$BUILD/bin/tg-bench-attention
+  [[ -x $AGEN ]] || { echo "device-check: error: $AGEN not built (ninja -C $BUILD tg-bench-attention)" >&2; exit 2; }
+  for c in "${ATTN[@]}"; do
+    read -r b h t d <<<"$c"; stem=$(aname "$b" "$h" "$t" "$d")
+    "$AGEN" "$b" "$h" "$t" "$d" --causal --target sm_90a --emit-ptx "$stem.ptx" --emit-launches "$stem.launches" || exit 3
+    n=$((n + 1))
+  done
   echo "device-check: wrote $n kernels to $KDIR; carry $BUILD to the GPU machine"
   # The training check's artifacts (tgc, no GPU needed).
   BUILD=$BUILD bash scripts/device-train-check.sh --prepare || exit 3
@@ -154,8 +169,33 @@ BUILD=$BUILD TG_TRAIN_CHECK_BUDGET_S=$TRAIN_BUDGET \
 train_rc=$?
 ((train_rc == 124)) && echo "device-check: the training check timed out after $((TRAIN_BUDGET + 30))s" >>"$TRAIN_TABLE"
 
-declare -A OURS_MS OURS_TF STATUS ERR CFG
 fails=$((train_rc != 0))
+PY=${PYTHON:-python3}
+
+# Attention against PyTorch's flash SDPA (its own cap per shape, so a hang
+# costs at most that; the GEMM checks take what is left).
+declare -a ATTN_ROWS ATTN_SUMMARY
+for c in "${ATTN[@]}"; do
+  read -r b h t d <<<"$c"; stem=$(aname "$b" "$h" "$t" "$d")
+  left=$((DEADLINE - SECONDS)); to=$((left < 75 ? left : 75))
+  if [[ ! -f $stem.ptx || ! -f $stem.launches ]]; then
+    line="attention B=$b H=$h T=$t d=$d status=SKIPPED reason=not-prepared($stem.ptx)"
+  elif ((to < 20)); then
+    line="attention B=$b H=$h T=$t d=$d status=SKIPPED reason=time-budget"
+  else
+    timeout "$to" "$PY" bench/attention_torch.py --ptx "$stem.ptx" --launches "$stem.launches" \
+      --shape "$b,$h,$t,$d" --causal >"$STATE/attn.out" 2>>"$LOG"
+    rc=$?; line=$(tail -1 "$STATE/attn.out")
+    ((rc == 124)) && line="attention B=$b H=$h T=$t d=$d status=FAIL reason=timeout(${to}s)"
+    [[ -n $line ]] || line="attention B=$b H=$h T=$t d=$d status=FAIL reason=no-output(see-log)"
+  fi
+  echo "$line" | tee -a "$LOG"
+  st=$(field status "$line"); [[ $st == PASS ]] || fails=$((fails + 1))
+  ATTN_ROWS+=("| $b×$h×$t×$d | $(field fwd_tflops "$line") | $(field torch_fwd_tflops "$line") | $(field fwd_ratio "$line") | $(field fwdbwd_tflops "$line") | $(field torch_fwdbwd_tflops "$line") | $(field fwdbwd_ratio "$line") | $(field err_o "$line") / $(field err_dq "$line") | ${st:-ERROR} |")
+  ATTN_SUMMARY+=("$(printf '%-16s fwd %5s/%5s TF/s (%s)  fwd+bwd %5s/%5s TF/s (%s)  %s' "${b}x${h}x${t}x${d}" "$(field fwd_tflops "$line")" "$(field torch_fwd_tflops "$line")" "$(field fwd_ratio "$line")" "$(field fwdbwd_tflops "$line")" "$(field torch_fwdbwd_tflops "$line")" "$(field fwdbwd_ratio "$line")" "${st:-ERROR}")")
+done
+
+declare -A OURS_MS OURS_TF STATUS ERR CFG
 for c in "${TIMED[@]}"; do
   read -r m n k f <<<"$c"
   for t in "${TARGETS[@]}"; do
@@ -184,7 +224,6 @@ done
 declare -A PEER_MS PEER_TF
 cases=()
 for c in "${TIMED[@]}"; do read -r m n k f <<<"$c"; cases+=("$m,$n,$k,$f"); done
-PY=${PYTHON:-python3}
 peer_out=$(timeout $((DEADLINE - SECONDS > 30 ? DEADLINE - SECONDS : 30)) "$PY" bench/gemm_torch.py "${cases[@]}" 2>&1)
 echo "$peer_out" | tee -a "$LOG"
 while read -r line; do
@@ -280,6 +319,14 @@ done
   echo
   echo "SASS check: $sass"
   echo
+  echo "Fused attention (sm_90a forward: wgmma + TMA; backward: mma.sync), bf16, causal, vs"
+  echo "torch.nn.functional.scaled_dot_product_attention (flash backend); ratio = ours / PyTorch"
+  echo "throughput; error = max |ours - fp32 reference| / max |reference| (output / dQ):"
+  echo
+  echo "| B×H×T×d | fwd TFLOP/s | PyTorch fwd | ratio | fwd+bwd TFLOP/s | PyTorch fwd+bwd | ratio | error | check |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${ATTN_ROWS[@]}"
+  echo
   echo "<details><summary>raw output</summary>"
   echo
   echo '```'
@@ -302,6 +349,8 @@ for c in "${TIMED[@]}"; do
   done
 done
 echo "SASS: $sass"
+echo "attention (ours/PyTorch flash):"
+printf '  %s\n' "${ATTN_SUMMARY[@]}"
 echo
 sed -n '/^device-train-check: wrote/,$p' "$TRAIN_TABLE" | grep -q . \
   && sed -n '/^device-train-check: wrote/,$p' "$TRAIN_TABLE" \

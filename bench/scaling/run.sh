@@ -10,6 +10,10 @@
 #                  parameters (the planner alone: its schedule and offsets)
 #   plan-wide      tg-opt --tg-plan-memory on N buffers all live at once
 #                  (wide_step.py: the planner's offset search at its worst)
+#   gpt-report     tgc --report=memory examples/gpt.tg -D layers=N at small
+#                  widths (a step that reads splat constants: its CPU
+#                  scratch estimate, op by op since each reader fills its
+#                  own copy)
 #   bert-train     tgc --emit=train examples/bert_large.tg -D layers=N (the
 #                  model of issue 12's 70 s "hang": the budget fit plans
 #                  and lowers the step's scratch for each candidate)
@@ -21,7 +25,8 @@
 # (1 is linear, 2 quadratic). Environment: PARAM_NS (default
 # "500 1000 2000 4000 8000"), CHAIN_NS (default "1000 2000"), PLAN_NS
 # (default "2000 4000 8000 16000"), WIDE_NS (default "4000 8000 16000
-# 32000 64000"), LAYER_NS (default "2 8"); an empty list skips.
+# 32000 64000"), GPT_NS (default "4 8 16 32"), LAYER_NS (default "2 8");
+# an empty list skips.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -31,6 +36,7 @@ param_ns=${PARAM_NS-"500 1000 2000 4000 8000"}
 chain_ns=${CHAIN_NS-"1000 2000"}
 plan_ns=${PLAN_NS-"2000 4000 8000 16000"}
 wide_ns=${WIDE_NS-"4000 8000 16000 32000 64000"}
+gpt_ns=${GPT_NS-"4 8 16 32"}
 layer_ns=${LAYER_NS-"2 8"}
 tgc=$build/bin/tgc
 tgopt=$build/bin/tg-opt
@@ -78,6 +84,10 @@ for n in $wide_ns; do
   python3 "$here/wide_step.py" "$n" >"$tmp/wide.mlir"
   measure plan-wide "$n" "$tgopt" "$tmp/wide.mlir" --tg-plan-memory=func=wide -o /dev/null
 done
+for n in $gpt_ns; do
+  measure gpt-report "$n" "$tgc" -D "layers=$n" -D batch=2 -D seq=16 -D ctx=16 -D d_model=32 \
+    -D heads=2 -D vocab=64 --report=memory "$root/examples/gpt.tg"
+done
 for n in $layer_ns; do
   measure bert-train "$n" "$tgc" -D "layers=$n" --emit=train "$root/examples/bert_large.tg" -o "$tmp/b.mlir"
 done
@@ -88,7 +98,7 @@ done
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- machine: $(uname -m), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "- git: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "- command: bench/scaling/run.sh $build (PARAM_NS=\"$param_ns\" CHAIN_NS=\"$chain_ns\" PLAN_NS=\"$plan_ns\" WIDE_NS=\"$wide_ns\" LAYER_NS=\"$layer_ns\")"
+  echo "- command: bench/scaling/run.sh $build (PARAM_NS=\"$param_ns\" CHAIN_NS=\"$chain_ns\" PLAN_NS=\"$plan_ns\" WIDE_NS=\"$wide_ns\" GPT_NS=\"$gpt_ns\" LAYER_NS=\"$layer_ns\")"
   echo "- other builds and tests may have run beside it: wall times are upper"
   echo "  bounds; CPU time (user + system) is the compile's own cost"
   echo
@@ -101,6 +111,7 @@ done
   fit chain-O0
   fit plan
   fit plan-wide
+  fit gpt-report
   fit bert-train
 } >"$out"
 echo "run.sh: wrote $out" >&2

@@ -29,6 +29,34 @@ using namespace mlir::tg;
 
 namespace {
 
+/// Gives each reader of a multi-element splat tg.constant its own copy,
+/// right before it. The CPU lowering turns such a splat into a fill of a
+/// fresh buffer (ElementwiseToLinalg.cpp) that tg-plan-memory does not plan
+/// (constants live in the code), so it is op scratch. One fill shared by
+/// readers far apart, at the top of the function where the greedy rewrites
+/// hoist constants, is scratch live across every op in between (BERT-large:
+/// 64 MiB of zeros from the step's start to the concat of a slice's
+/// gradient), which only a lowering of the whole step can place. A fill
+/// per reader lives while its reader runs, like the rest of an op's
+/// scratch, so tgc estimates the step's scratch op by op
+/// (driver/Training.cpp). It costs one fill per reader instead of one.
+void fillSplatsAtReaders(Operation *root) {
+  SmallVector<ConstantOp> splats;
+  root->walk([&](ConstantOp c) {
+    auto type = dyn_cast<RankedTensorType>(c.getType());
+    if (type && type.getNumElements() > 1 &&
+        isa<SplatElementsAttr>(c.getValue()))
+      splats.push_back(c);
+  });
+  for (ConstantOp c : splats) {
+    for (OpOperand &use : llvm::make_early_inc_range(c->getUses())) {
+      OpBuilder b(use.getOwner());
+      use.set(b.clone(*c)->getResult(0));
+    }
+    c->erase();
+  }
+}
+
 struct ConvertTGToLinalgPass final
     : cpu::impl::ConvertTGToLinalgPassBase<ConvertTGToLinalgPass> {
   using Base::Base;
@@ -64,6 +92,8 @@ struct ConvertTGToLinalgPass final
     populateDecomposeCompositesPatterns(decompose);
     if (failed(applyPatternsGreedily(root, std::move(decompose))))
       return signalPassFailure();
+    // After the greedy rewrites, which hoist and merge constants.
+    fillSplatsAtReaders(root);
 
     ConversionTarget target(*ctx);
     target.addIllegalDialect<TGDialect>();

@@ -34,6 +34,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/AttentionSm80.h"
+#include "codegen/nvptx/AttentionCommon.h"
+#include "codegen/nvptx/AttentionSm90.h"
 #include "codegen/nvptx/GemmCommon.h"
 #include "codegen/nvptx/SimtKernels.h"
 #include "codegen/nvptx/SimtScalar.h"
@@ -49,7 +51,9 @@
 namespace tg::nvptx {
 
 using namespace mlir;
+using detail::AttnShape;
 using detail::KernelBuilder;
+using detail::Quad;
 using mlir::tg::AttentionGradOp;
 using mlir::tg::AttentionOp;
 
@@ -61,32 +65,16 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kOwnRows = 16 * kWarps;
 constexpr double kLog2e = 1.4426950408889634;
 
-/// The static problem of one attention op.
-struct AttnShape {
-  int64_t bh = 0, tq = 0, tk = 0, d = 0;
-  bool causal = false, bf16 = true;
-  double scale = 1.0;
-  /// Rows of each streamed block: key blocks for the forward and dQ
-  /// kernels, query blocks for dK/dV (smaller for d = 128, where the dK and
-  /// dV accumulators take 128 registers a thread).
-  int streamed = 64;
-};
-
 /// Four 32-bit ldmatrix registers (or, for f16, four vector<2xf16>).
 using Frag4 = std::array<Value, 4>;
 using Frag2 = std::array<Value, 2>;
-/// The four f32 values of one m16n8 accumulator tile a thread holds:
-/// (row g, col q2), (g, q2+1), (g+8, q2), (g+8, q2+1).
-using Quad = std::array<Value, 4>;
 
-class AttnGen {
+class AttnGen : public detail::AttnBase {
 public:
-  AttnGen(KernelBuilder &w, const AttnShape &s) : w(w), b(w.b), loc(w.loc), s(s) {
-    MLIRContext *ctx = b.getContext();
-    elt = s.bf16 ? Type(b.getBF16Type()) : Type(b.getF16Type());
-    accTy = LLVM::LLVMStructType::getLiteral(ctx, {w.f32, w.f32, w.f32, w.f32});
+  AttnGen(KernelBuilder &w, const AttnShape &s) : AttnBase(w, s) {
+    accTy = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                             {w.f32, w.f32, w.f32, w.f32});
     cpr = static_cast<int>(s.d / 8);
-    c2 = s.scale * kLog2e;
   }
 
   void forward(Value q, Value k, Value v, Value o, Value lse);
@@ -98,10 +86,6 @@ public:
 private:
   void begin();
   int tileBytes(int rows) const { return rows * static_cast<int>(s.d) * 2; }
-  /// `base`'s matrix of this CTA's (batch, head), `rows` x `cols` elements.
-  Value matrix(Value base, int64_t rows, int64_t cols, Type e) {
-    return w.gep(base, w.mul(w.zext64(bh), w.i64c(rows * cols)), e);
-  }
   /// Byte offset of 16-byte chunk `ch` of row `r` in a tile.
   Value swizzled(Value r, Value ch) {
     Value sc = w.xor_(ch, w.andi(r, 7));
@@ -149,12 +133,6 @@ private:
     return {w.extractvalue(acc, 0), w.extractvalue(acc, 1),
             w.extractvalue(acc, 2), w.extractvalue(acc, 3)};
   }
-  Value ex2(Value x);
-  Value shflXor(Value x, int m);
-  /// Leaves the scf.if the builder is in (KernelBuilder::openIf).
-  void closeIf() { b.setInsertionPointAfter(b.getInsertionBlock()->getParentOp()); }
-  Value fmax(Value x, Value y) { return LLVM::MaxNumOp::create(b, loc, x, y); }
-  Value fsub(Value x, Value y) { return LLVM::FSubOp::create(b, loc, x, y); }
   Value loadShared(Value byteOff) {
     return LLVM::LoadOp::create(b, loc, w.f32, w.gep(smem, byteOff, b.getI8Type()));
   }
@@ -163,26 +141,17 @@ private:
   /// past the sequence end.
   void rowStats(Value off, Value gdO, Value gO, Value gLse, Value gDLse,
                 Value row0, int rows);
-  /// Stores the tiles `acc` (16 rows from `row` x d) times `mul` to `mat`,
-  /// rows below `rowBound`.
-  void storeRows(Value mat, int64_t rowBound, Value row,
-                 const std::vector<Value> &acc, Value mulA, Value mulB);
-  Value validKey(Value query, Value key) {
-    Value ok = w.ult(key, w.i32c(s.tk));
-    ok = w.and_(ok, w.ult(query, w.i32c(s.tq)));
-    if (s.causal)
-      ok = w.and_(ok, w.icmp(LLVM::ICmpPredicate::ule, key, query));
-    return ok;
+  /// The quads of m16n8 accumulator structs.
+  std::vector<Quad> quadsOf(ArrayRef<Value> acc) {
+    std::vector<Quad> r;
+    for (Value a : acc)
+      r.push_back(quad(a));
+    return r;
   }
 
-  KernelBuilder &w;
-  OpBuilder &b;
-  Location loc;
-  AttnShape s;
-  Type elt, accTy;
+  Type accTy;
   int cpr = 0;
-  double c2 = 1.0;
-  Value tid, lane, warp, g, q2, r8, jLo, jHi, smem, bh, blk;
+  Value tid, warp, r8, jLo, jHi, smem, blk;
 };
 
 void AttnGen::begin() {
@@ -318,23 +287,6 @@ std::vector<Frag4> AttnGen::toA(const std::vector<Quad> &x) {
   return a;
 }
 
-Value AttnGen::ex2(Value x) {
-  // ex2.approx: relative error 2^-22; -inf gives +0, which is what masked
-  // scores need.
-  return LLVM::InlineAsmOp::create(
-             b, loc, w.f32, ValueRange{x}, "ex2.approx.ftz.f32 $0, $1;", "=f,f",
-             /*has_side_effects=*/false, /*is_align_stack=*/false,
-             LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-             ArrayAttr())
-      .getResult(0);
-}
-
-Value AttnGen::shflXor(Value x, int m) {
-  return NVVM::ShflOp::create(b, loc, x.getType(), w.i32c(-1), x, w.i32c(m),
-                              w.i32c(0x1f), NVVM::ShflKind::bfly, UnitAttr())
-      .getResult();
-}
-
 void AttnGen::rowStats(Value off, Value gdO, Value gO, Value gLse, Value gDLse,
                        Value row0, int rows) {
   // threads / rows threads per row, each a contiguous run of columns read
@@ -375,27 +327,6 @@ void AttnGen::rowStats(Value off, Value gdO, Value gO, Value gLse, Value gDLse,
   closeIf();
 }
 
-void AttnGen::storeRows(Value mat, int64_t rowBound, Value row,
-                        const std::vector<Value> &acc, Value mulA, Value mulB) {
-  Type v2 = VectorType::get({2}, elt);
-  for (int h = 0; h < 2; ++h) {
-    Value r = w.addi(row, h * 8);
-    w.openIf(w.ult(r, w.i32c(rowBound)));
-    Value rowOff = w.mul(w.zext64(r), w.i64c(s.d));
-    Value m = h ? mulB : mulA;
-    for (size_t t = 0; t < acc.size(); ++t) {
-      Value v = LLVM::UndefOp::create(b, loc, w.v2f32);
-      for (int e = 0; e < 2; ++e)
-        v = LLVM::InsertElementOp::create(
-            b, loc, v, w.fmul(w.extractvalue(acc[t], 2 * h + e), m), w.i32c(e));
-      Value col = w.zext64(w.addi(q2, static_cast<int64_t>(t) * 8));
-      Value ptr = w.gep(mat, w.add(rowOff, col), elt);
-      LLVM::StoreOp::create(b, loc, LLVM::FPTruncOp::create(b, loc, v2, v), ptr, 4);
-    }
-    closeIf();
-  }
-}
-
 void AttnGen::forward(Value q, Value k, Value v, Value o, Value lse) {
   begin();
   const int bc = s.streamed;
@@ -416,6 +347,7 @@ void AttnGen::forward(Value q, Value k, Value v, Value o, Value lse) {
   int nd = static_cast<int>(s.d / 8);
   SmallVector<Value> init = {negInf, negInf, w.f32c(0), w.f32c(0)};
   init.append(nd, w.zero(accTy));
+  Value rowG = w.add(w.add(row0, w.muli(warp, 16)), g);
   scf::ForOp loop = w.openFor(nKB, init, "kb");
   Value kb = loop.getInductionVar();
   auto it = loop.getRegionIterArgs();
@@ -426,77 +358,24 @@ void AttnGen::forward(Value q, Value k, Value v, Value o, Value lse) {
     loadTile(gK, s.tk, nextKey, bc, kTile(slot));
     loadTile(gV, s.tk, nextKey, bc, vTile(slot));
   });
-  Value rowW = w.add(row0, w.muli(warp, 16));
   std::vector<Value> sAcc = scores(w.i32c(0), w.muli(warp, 16), kTile(cur), bc / 8);
-
-  // Scaled, masked scores in base 2, and the row maxima (rows g, g+8).
-  std::vector<Quad> x(sAcc.size());
-  Value rowMax[2] = {negInf, negInf};
-  Value col0 = w.add(w.muli(kb, bc), q2);
-  for (size_t t = 0; t < sAcc.size(); ++t) {
-    Quad raw = quad(sAcc[t]);
-    for (int e = 0; e < 4; ++e) {
-      Value row = w.add(rowW, w.addi(g, e >= 2 ? 8 : 0));
-      Value col = w.addi(col0, static_cast<int64_t>(t) * 8 + (e & 1));
-      x[t][e] = w.select(validKey(row, col), w.fmul(raw[e], w.f32c(c2)), negInf);
-      rowMax[e / 2] = fmax(rowMax[e / 2], x[t][e]);
-    }
-  }
-  Value mNew[2], alpha[2], lNew[2];
-  for (int h = 0; h < 2; ++h) {
-    rowMax[h] = fmax(rowMax[h], shflXor(rowMax[h], 1));
-    rowMax[h] = fmax(rowMax[h], shflXor(rowMax[h], 2));
-    mNew[h] = fmax(mOld[h], rowMax[h]);
-    // A row with every score masked so far keeps max -inf: subtract 0
-    // instead, so exp gives 0 and not NaN.
-    Value isInf = LLVM::FCmpOp::create(b, loc, LLVM::FCmpPredicate::oeq, mNew[h], negInf);
-    Value base = w.select(isInf, w.f32c(0), mNew[h]);
-    alpha[h] = ex2(fsub(mOld[h], base));
-    mNew[h] = w.select(isInf, negInf, mNew[h]);
-    lNew[h] = w.fmul(lOld[h], alpha[h]);
-    for (auto &t : x)
-      for (int e = 2 * h; e < 2 * h + 2; ++e) {
-        t[e] = ex2(fsub(t[e], base));
-        lNew[h] = w.fadd(lNew[h], t[e]);
-      }
-  }
-  for (Value &a : acc) {
-    Quad c = quad(a);
-    Value r = w.zero(accTy);
-    for (int e = 0; e < 4; ++e)
-      r = LLVM::InsertValueOp::create(b, loc, r, w.fmul(c[e], alpha[e / 2]),
-                                      ArrayRef<int64_t>{e});
-    a = r;
-  }
+  std::vector<Quad> x = quadsOf(sAcc);
+  Value m[2] = {mOld[0], mOld[1]}, l[2] = {lOld[0], lOld[1]}, alpha[2];
+  onlineSoftmax(x, rowG, w.add(w.muli(kb, bc), q2), m, l, alpha);
+  std::vector<Quad> o4 = quadsOf(acc);
+  rescale(o4, alpha);
+  for (size_t t = 0; t < acc.size(); ++t)
+    acc[t] = fromQuads(accTy, {o4[t]});
   accumulate(acc, toA(x), vTile(cur));
-  SmallVector<Value> yield = {mNew[0], mNew[1], lNew[0], lNew[1]};
+  SmallVector<Value> yield = {m[0], m[1], l[0], l[1]};
   yield.append(acc.begin(), acc.end());
   w.closeFor(loop, yield);
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
 
-  // The per-thread partial sums cover the thread's columns; the quad's
-  // four threads together hold the row.
-  Value rowW2 = w.add(row0, w.muli(warp, 16));
-  Value inv[2], lseV[2];
-  for (int h = 0; h < 2; ++h) {
-    Value l = loop.getResult(2 + h);
-    l = w.fadd(l, shflXor(l, 1));
-    l = w.fadd(l, shflXor(l, 2));
-    inv[h] = LLVM::FDivOp::create(b, loc, w.f32c(1), l);
-    lseV[h] = w.fadd(w.fmul(loop.getResult(h), w.f32c(1 / kLog2e)),
-                     detail::emitLog(w, l));
-  }
   std::vector<Value> out(loop.getResults().begin() + 4, loop.getResults().end());
-  Value rowG = w.add(rowW2, g);
-  storeRows(matrix(o, s.tq, s.d, elt), s.tq, rowG, out, inv[0], inv[1]);
-  Value gL = matrix(lse, s.tq, 1, w.f32);
-  for (int h = 0; h < 2; ++h) {
-    Value r = w.addi(rowG, h * 8);
-    w.openIf(w.and_(w.ult(r, w.i32c(s.tq)),
-                    w.icmp(LLVM::ICmpPredicate::eq, w.andi(lane, 3), w.i32c(0))));
-    LLVM::StoreOp::create(b, loc, lseV[h], w.gep(gL, w.zext64(r), w.f32));
-    closeIf();
-  }
+  Value mEnd[2] = {loop.getResult(0), loop.getResult(1)};
+  Value lEnd[2] = {loop.getResult(2), loop.getResult(3)};
+  storeOutput(o, lse, rowG, quadsOf(out), mEnd, lEnd);
 }
 
 void AttnGen::gradQ(Value dO, Value dLse, Value q, Value k, Value v, Value o,
@@ -561,7 +440,7 @@ void AttnGen::gradQ(Value dO, Value dLse, Value q, Value k, Value v, Value o,
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   std::vector<Value> out(loop.getResults().begin(), loop.getResults().end());
   Value sc = w.f32c(s.scale);
-  storeRows(matrix(dq, s.tq, s.d, elt), s.tq, w.add(row0, rowL), out, sc, sc);
+  storeRows(matrix(dq, s.tq, s.d, elt), s.tq, w.add(row0, rowL), quadsOf(out), sc, sc);
 }
 
 void AttnGen::gradKV(Value dO, Value dLse, Value q, Value k, Value v, Value o,
@@ -637,8 +516,8 @@ void AttnGen::gradKV(Value dO, Value dLse, Value q, Value k, Value v, Value o,
   std::vector<Value> dvOut(loop.getResults().begin() + nd, loop.getResults().end());
   Value keyG = w.add(w.add(key0, aRow), g);
   Value sc = w.f32c(s.scale), one = w.f32c(1);
-  storeRows(matrix(dk, s.tk, s.d, elt), s.tk, keyG, dkOut, sc, sc);
-  storeRows(matrix(dv, s.tk, s.d, elt), s.tk, keyG, dvOut, one, one);
+  storeRows(matrix(dk, s.tk, s.d, elt), s.tk, keyG, quadsOf(dkOut), sc, sc);
+  storeRows(matrix(dv, s.tk, s.d, elt), s.tk, keyG, quadsOf(dvOut), one, one);
 }
 
 /// Shared-memory bytes of each kernel (see the layouts in forward, gradQ
@@ -718,16 +597,11 @@ lowerAttentionToKernels(Operation *op, Target t, ModuleOp kernels) {
                                << r.getResultNumber()
                                << " in the buffer of an operand it still reads";
   bool forward = isa<AttentionOp>(op);
-  Value q = op->getOperand(forward ? 0 : 2), k = op->getOperand(forward ? 1 : 3);
-  AttnShape s;
-  ArrayRef<int64_t> qs = shapeOf(q);
-  s.bh = qs[0] * qs[1];
-  s.tq = qs[2];
-  s.tk = shapeOf(k)[2];
-  s.d = qs[3];
-  s.bf16 = getElementTypeOrSelf(q.getType()).isBF16();
-  s.causal = op->hasAttr("causal");
-  s.scale = cast<FloatAttr>(op->getAttr("scale")).getValueAsDouble();
+  // sm_90a: the wgmma + TMA forward; the backward runs the mma.sync
+  // kernels (mma.sync runs on sm_90a).
+  if (forward && t == Target::SM90a)
+    return detail::lowerAttentionForwardSm90(op, kernels);
+  AttnShape s = detail::attentionShape(op);
 
   MLIRContext *ctx = kernels.getContext();
   ctx->getOrLoadDialect<LLVM::LLVMDialect>();

@@ -32,8 +32,9 @@ std::optional<std::string> attentionKernelRefusal(mlir::Operation *op);
 
 /// Lowers a tg.attention (one launch: output and log-sum-exp) or a
 /// tg.attention_grad (two launches: dQ, then dK and dV) to kernels for
-/// target `t` (sm_80 code; sm_90a runs the same mma.sync kernels). An op
-/// the kernels refuse is an error at `op` naming the reason.
+/// target `t`: mma.sync kernels, except the sm_90a forward, which is the
+/// wgmma + TMA kernel of AttentionSm90.h. An op the kernels refuse is an
+/// error at `op` naming the reason.
 mlir::FailureOr<std::vector<KernelLaunch>>
 lowerAttentionToKernels(mlir::Operation *op, Target t, mlir::ModuleOp kernels);
 

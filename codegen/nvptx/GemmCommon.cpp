@@ -200,6 +200,15 @@ LLVM::LLVMFuncOp createKernel(ModuleOp module, const GemmProblem &p,
   return fn;
 }
 
+Value wgmmaDescriptor(KernelBuilder &w, Value smemAddr, Value off, int lbo,
+                      int sbo) {
+  uint64_t fixed = (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32) |
+                   (uint64_t(1) << 62);
+  Value addr = w.shri(w.add(smemAddr, off), 4);
+  Value lo = w.zext64(w.andi(addr, 0x3FFF));
+  return w.or_(lo, w.i64c(static_cast<int64_t>(fixed)));
+}
+
 std::pair<Value, Value> emitTileRaster(KernelBuilder &w, const TileConfig &c,
                                        const KernelArgs &a, Value tile) {
   // Triton-style grouped order: walk groupM tile-rows down a column of

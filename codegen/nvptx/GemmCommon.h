@@ -132,6 +132,13 @@ mlir::LLVM::LLVMFuncOp createKernel(mlir::ModuleOp module, const GemmProblem &p,
 /// The wgmma m64nN f32 accumulator type (N/2 f32s in a literal struct).
 mlir::Type accType(mlir::MLIRContext *ctx, int n);
 
+/// The 64-bit wgmma shared-memory matrix descriptor of a 128B-swizzled
+/// operand at byte offset `off` from `smemAddr` (the i32 shared address of
+/// @tg_smem): bits 0-13 start >> 4, 16-29 LBO >> 4, 32-45 SBO >> 4,
+/// 62-63 the swizzle mode (1 = 128B).
+mlir::Value wgmmaDescriptor(KernelBuilder &w, mlir::Value smemAddr,
+                            mlir::Value off, int lbo, int sbo);
+
 /// Maps a linear tile id to (tileM, tileN), grouped by c.groupM along M.
 std::pair<mlir::Value, mlir::Value> emitTileRaster(KernelBuilder &w,
                                                    const TileConfig &c,

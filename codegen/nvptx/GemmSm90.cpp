@@ -79,12 +79,7 @@ private:
 };
 
 Value Sm90Gen::descriptor(Value off, int lbo, int sbo) {
-  // bits 0-13 start>>4, 16-29 LBO>>4, 32-45 SBO>>4, 62-63 swizzle (1=128B).
-  uint64_t fixed = (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32) |
-                   (uint64_t(1) << 62);
-  Value addr = w.shri(w.add(smemAddr, off), 4);
-  Value lo = w.zext64(w.andi(addr, 0x3FFF));
-  return w.or_(lo, w.i64c(static_cast<int64_t>(fixed)));
+  return wgmmaDescriptor(w, smemAddr, off, lbo, sbo);
 }
 
 scf::ForOp Sm90Gen::emitTileLoopHeader(Value &m0, Value &n0, Value &batch) {

@@ -73,8 +73,9 @@ FailureOr<std::vector<KernelLaunch>> lowerOpToKernels(Operation *op, Target t,
   // bf16/f16 products (gemm groups and lone matmuls): tensor cores.
   if (isTensorCoreGemm(op))
     return lowerGemmToKernels(op, t, kernels);
-  // Fused attention (bf16/f16, head dim 64/128); the schedule decomposes
-  // the others before they get here.
+  // Fused attention (bf16/f16, head dim 64/128; on sm_90a the forward is
+  // the wgmma + TMA kernel); the schedule decomposes the others before
+  // they get here.
   if (isAttentionOp(op))
     return lowerAttentionToKernels(op, t, kernels);
   if (isElementwiseKernelOp(op))

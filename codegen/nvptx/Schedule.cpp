@@ -718,10 +718,7 @@ FailureOr<GpuArtifact> buildGpuArtifact(ModuleOp module,
     std::string ptx;
     if (!compileKernelsToPTX(*kernels, t, ptx, error))
       return failure();
-    if (t == Target::SM80)
-      out.ptxSm80 = ptx;
-    else
-      out.ptxSm90a = ptx;
+    (t == Target::SM80 ? out.ptxSm80 : out.ptxSm90a) = ptx;
     archPtx.push_back({toString(t), std::move(ptx)});
     schedules[toString(t)] = scheduleJson(*s);
     targetNames.push_back(toString(t));

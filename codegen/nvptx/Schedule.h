@@ -173,9 +173,10 @@ struct GpuArtifact {
   llvm::json::Object manifest; ///< the manifest's "gpu" member
   std::string fatbin;          ///< the "gpu.fatbin" section
   std::string ptxSm80;         ///< the "gpu.sm_80.ptx" section ("" if none)
-  /// The "gpu.sm_90a.ptx" section ("" if none): the sm_90a code, which the
-  /// fat binary holds as a cubin only (its PTX runs on no other GPU), for
-  /// the PTX emulator and the tests' fake driver.
+  /// The "gpu.sm_90a.ptx" section ("" if none): sm_90a code cannot be
+  /// JIT-compiled for later GPUs, so the fat binary holds only its cubin;
+  /// this text is what `tg-run --device emulator` and the tests' fake
+  /// driver (TG_FAKE_CUDA_PTX) run.
   std::string ptxSm90a;
 };
 

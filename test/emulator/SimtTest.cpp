@@ -8,6 +8,7 @@
 // out-of-bounds and misaligned accesses, a deadlock, a runaway loop.
 //
 //===----------------------------------------------------------------------===//
+#include "PtxTestUtil.h"
 #include "runtime/emulator/Emulator.h"
 
 #include <catch2/catch.hpp>
@@ -282,25 +283,9 @@ TEST_CASE("emulator: integer and float arithmetic, conversions, approx math") {
 // ---------------------------------------------------------------------------
 // Faults
 
-namespace {
-std::string parseError(const std::string &ptx) {
-  std::string err;
-  auto m = PtxModule::parse(ptx, err);
-  CHECK(!m);
-  CHECK(err.find('\n') == std::string::npos);
-  return err;
-}
-
-const char *kHeader = ".version 8.0\n.target sm_80\n.address_size 64\n";
-
-std::unique_ptr<PtxModule> parseOk(const std::string &body) {
-  std::string err;
-  auto m = PtxModule::parse(std::string(kHeader) + body, err);
-  INFO(err);
-  REQUIRE(m);
-  return m;
-}
-} // namespace
+using ptxtest::kHeader;
+using ptxtest::parseError;
+using ptxtest::parseOk;
 
 TEST_CASE("emulator: malformed PTX is a line:col error") {
   CHECK(parseError(std::string(kHeader) + ".visible .entry k(\n"

@@ -9,6 +9,7 @@
 // belongs, setmaxnreg's legality and whole-warpgroup rule, elect.sync.
 //
 //===----------------------------------------------------------------------===//
+#include "PtxTestUtil.h"
 #include "runtime/emulator/Emulator.h"
 #include "runtime/emulator/TensorMap.h"
 
@@ -21,20 +22,10 @@ using namespace tgrt::emu;
 
 namespace {
 
-const char *kHeader = ".version 8.0\n.target sm_90a\n.address_size 64\n";
-
-std::unique_ptr<PtxModule> parseOk(const std::string &body) {
-  std::string err;
-  auto m = PtxModule::parse(std::string(kHeader) + body, err);
-  INFO(err);
-  REQUIRE(m);
-  return m;
-}
+using ptxtest::parseOk;
 
 std::string parseError(const std::string &body) {
-  std::string err;
-  CHECK(!PtxModule::parse(std::string(kHeader) + body, err));
-  return err;
+  return ptxtest::parseError(ptxtest::kHeader + body);
 }
 
 template <typename T> uint64_t ptr(std::vector<T> &v) {

@@ -5,11 +5,16 @@
 // evaluator's float64 attention and attention_grad, on the shapes where
 // blocked kernels go wrong: T = 1, T not a multiple of the 64-row block,
 // more keys than queries and fewer, one head, causal and not, bf16 and f16,
-// head dims 64 and 128. Also: ptxas accepts every kernel without spills,
-// and what the kernels do not take is refused by name.
+// head dims 64 and 128. The sm_90a forward kernel (wgmma + TMA,
+// AttentionSm90.cpp) runs on the IR-level emulator (GemmEmulator.h: TMA
+// boxes with zero fill, mbarrier phases, wgmma descriptors, with its
+// happens-before check) against the same reference. Also: ptxas accepts
+// every kernel without spills, and what the kernels do not take is refused
+// by name.
 //
 //===----------------------------------------------------------------------===//
 #include "EmuHarness.h"
+#include "GemmEmulator.h"
 #include "SimtTestUtil.h"
 
 #include "codegen/nvptx/AttentionSm80.h"
@@ -60,21 +65,8 @@ double maxAbs(const ref::Tensor &t) {
   return m;
 }
 
-/// Evaluates attentionIR with the reference, runs both ops on the emulator
-/// (the gradient fed the reference's output and log-sum-exp) and compares
-/// every result: within `rtol` relative to each result's largest
-/// magnitude (bf16 probabilities and dS feed the products, as in every
-/// FlashAttention; the reference is float64 throughout).
-void checkAttention(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
-                    const std::string &et, bool causal, double rtol) {
-  INFO("B=" << b << " H=" << h << " Tq=" << tq << " Tk=" << tk << " d=" << d
-            << " " << et << (causal ? " causal" : ""));
-  tgtest::SimtContext c;
-  OwningOpRef<ModuleOp> m =
-      parseSourceString<ModuleOp>(attentionIR(b, h, tq, tk, d, et, causal), &c.ctx);
-  INFO(c.diags);
-  REQUIRE(m);
-  auto f = m->lookupSymbol<func::FuncOp>("f");
+/// Random arguments for attentionIR's @f.
+std::vector<ref::Tensor> randomArgs(func::FuncOp f) {
   std::vector<ref::Tensor> args;
   for (auto [i, a] : llvm::enumerate(f.getArguments())) {
     auto rt = cast<RankedTensorType>(a.getType());
@@ -85,18 +77,52 @@ void checkAttention(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
                                        *ref::dtypeOf(rt.getElementType()), 7,
                                        i, -span, span));
   }
-  auto want = ref::evaluate(f, args);
-  INFO(c.diags);
-  REQUIRE(succeeded(want));
-  Operation *fwd = &f.getBody().front().front();
+  return args;
+}
+
+/// attentionIR's @f with random arguments and the reference's results.
+struct AttentionCase {
+  AttentionCase(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
+                const std::string &et, bool causal) {
+    m = parseSourceString<ModuleOp>(attentionIR(b, h, tq, tk, d, et, causal),
+                                    &c.ctx);
+    INFO(c.diags);
+    REQUIRE(m);
+    f = m->lookupSymbol<func::FuncOp>("f");
+    args = randomArgs(f);
+    auto results = ref::evaluate(f, args);
+    INFO(c.diags);
+    REQUIRE(succeeded(results));
+    want.assign(results->begin(), results->end());
+  }
+  tgtest::SimtContext c;
+  OwningOpRef<ModuleOp> m;
+  func::FuncOp f;
+  std::vector<ref::Tensor> args, want;
+};
+
+/// Evaluates attentionIR with the reference, runs both ops on the emulator
+/// (the gradient fed the reference's output and log-sum-exp) and compares
+/// every result: within `rtol` relative to each result's largest
+/// magnitude (bf16 probabilities and dS feed the products, as in every
+/// FlashAttention; the reference is float64 throughout).
+void checkAttention(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
+                    const std::string &et, bool causal, double rtol,
+                    ::tg::nvptx::Target target = ::tg::nvptx::Target::SM80) {
+  INFO(toString(target) << " B=" << b << " H=" << h << " Tq=" << tq << " Tk=" << tk << " d=" << d
+            << " " << et << (causal ? " causal" : ""));
+  AttentionCase ac(b, h, tq, tk, d, et, causal);
+  const std::vector<ref::Tensor> &args = ac.args, *want = &ac.want;
+  Operation *fwd = &ac.f.getBody().front().front();
   Operation *bwd = fwd->getNextNode();
   std::vector<ref::Tensor> got, grads;
   std::string err;
-  bool ran = tgtest::runOnEmulator(fwd, {args[0], args[1], args[2]}, got, err) &&
-             tgtest::runOnEmulator(bwd,
-                                   {args[3], args[4], args[0], args[1], args[2],
-                                    (*want)[0], (*want)[1]},
-                                   grads, err);
+  bool ran =
+      tgtest::runOnEmulator(fwd, {args[0], args[1], args[2]}, got, err, target) &&
+      tgtest::runOnEmulator(bwd,
+                            {args[3], args[4], args[0], args[1], args[2],
+                             (*want)[0], (*want)[1]},
+                            grads, err, target);
   INFO(err);
   REQUIRE(ran);
   got.insert(got.end(), grads.begin(), grads.end());
@@ -108,6 +134,52 @@ void checkAttention(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
     // The log-sum-exp comes from f32 scores of exact bf16 products.
     double tol = i == 1 ? 1e-5 : rtol;
     CHECK(tgtest::worstError(got[i], (*want)[i], 0, tol * scale) <= 1.0);
+  }
+}
+
+/// The sm_90a forward kernel of attentionIR's tg.attention on the IR
+/// emulator (the launch exactly as lowerOpToKernels returns it: its tensor
+/// maps become the emulator's descriptors) against the reference's output
+/// and log-sum-exp.
+void checkSm90Forward(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
+                      const std::string &et, bool causal, double rtol) {
+  INFO("sm_90a B=" << b << " H=" << h << " Tq=" << tq << " Tk=" << tk
+                   << " d=" << d << " " << et << (causal ? " causal" : ""));
+  AttentionCase ac(b, h, tq, tk, d, et, causal);
+  tgtest::SimtContext &c = ac.c;
+  const std::vector<ref::Tensor> &args = ac.args, *want = &ac.want;
+  Operation *fwd = &ac.f.getBody().front().front();
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
+  auto launches =
+      ::tg::nvptx::lowerOpToKernels(fwd, ::tg::nvptx::Target::SM90a, *kernels);
+  INFO(c.diags);
+  REQUIRE(succeeded(launches));
+  REQUIRE(launches->size() == 1);
+  const ::tg::nvptx::KernelLaunch &l = launches->front();
+  CHECK(l.symbol.find("tg_attn_fwd_wgmma_sm_90a") == 0);
+  std::vector<std::vector<uint8_t>> in = {
+      tgtest::pack(args[0]), tgtest::pack(args[1]), tgtest::pack(args[2])};
+  // Unwritten output stays NaN (0xFF bytes) and fails the comparison.
+  std::vector<std::vector<uint8_t>> out;
+  for (size_t i = 0; i < 2; ++i)
+    out.emplace_back(tgtest::pack((*want)[i]).size(), 0xFF);
+  std::vector<::tg::nvptx::emu::KernelArg> kargs;
+  for (const ::tg::nvptx::KernelParam &p : l.params) {
+    bool result = p.kind == ::tg::nvptx::KernelParam::Kind::Result;
+    kargs.push_back(::tg::nvptx::emu::kernelArg(p, result ? &out[p.index] : &in[p.index]));
+  }
+  std::string err = ::tg::nvptx::emu::runKernel(
+      tgtest::printModule(*kernels), l.symbol, {l.grid[0], l.grid[1]},
+      static_cast<int>(l.block[0]), l.dynamicSharedBytes, kargs);
+  INFO(err);
+  REQUIRE(err.empty());
+  const char *names[] = {"output", "lse"};
+  for (size_t i = 0; i < 2; ++i) {
+    INFO(names[i]);
+    ref::Tensor got = tgtest::unpack(out[i], (*want)[i].shape, (*want)[i].dtype);
+    double scale = std::max(maxAbs((*want)[i]), 1e-3);
+    double tol = i == 1 ? 1e-5 : rtol;
+    CHECK(tgtest::worstError(got, (*want)[i], 0, tol * scale) <= 1.0);
   }
 }
 
@@ -146,9 +218,36 @@ TEST_CASE("fused attention with head dimension 128",
   checkAttention(1, 1, 33, 33, 128, "f16", false, 2e-3);
 }
 
+TEST_CASE("sm_90a attention forward (wgmma + TMA) matches the reference",
+          "[nvptx][attention][sm90]") {
+  checkSm90Forward(1, 2, 1, 1, 64, "bf16", true, 1e-2);     // T = 1, 3-D maps
+  checkSm90Forward(1, 1, 77, 77, 64, "bf16", true, 1e-2);   // ragged causal
+  checkSm90Forward(1, 1, 77, 77, 64, "bf16", false, 1e-2);
+  checkSm90Forward(2, 1, 20, 150, 64, "f16", false, 2e-3);  // 2 key blocks
+  checkSm90Forward(1, 1, 300, 300, 64, "bf16", true, 1e-2); // 3 CTAs, ring reuse
+  checkSm90Forward(1, 1, 70, 20, 64, "bf16", true, 1e-2);   // fewer keys
+}
+
+TEST_CASE("sm_90a attention (wgmma forward, mma.sync backward) from its PTX",
+          "[nvptx][attention][sm90][emulator]") {
+  // The PTX emulator runs what ptxas would assemble: the forward's TMA,
+  // mbarriers and wgmma, the tensor maps encoded as the runtime does.
+  using ::tg::nvptx::Target;
+  checkAttention(1, 2, 1, 1, 64, "bf16", true, 1e-2, Target::SM90a);
+  checkAttention(1, 1, 150, 150, 64, "bf16", true, 1e-2, Target::SM90a);
+  checkAttention(2, 1, 20, 150, 64, "f16", false, 2e-3, Target::SM90a);
+  checkAttention(1, 1, 130, 130, 128, "bf16", true, 1e-2, Target::SM90a);
+}
+
+TEST_CASE("sm_90a attention forward with head dimension 128",
+          "[nvptx][attention][sm90]") {
+  checkSm90Forward(1, 1, 130, 130, 128, "bf16", true, 1e-2);
+  checkSm90Forward(1, 2, 33, 33, 128, "f16", false, 2e-3);
+}
+
 TEST_CASE("fused attention kernels assemble without spills",
           "[nvptx][attention][ptxas]") {
-  // sm_90a runs the same mma.sync kernels.
+  // sm_90a: the wgmma forward and the mma.sync backward kernels.
   for (::tg::nvptx::Target t :
        {::tg::nvptx::Target::SM80, ::tg::nvptx::Target::SM90a})
     for (int64_t d : {64, 128})

@@ -177,6 +177,9 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
       case LLVM::ICmpPredicate::ult: return a < b;
       case LLVM::ICmpPredicate::ugt: return a > b;
       case LLVM::ICmpPredicate::eq: return a == b;
+      case LLVM::ICmpPredicate::ne: return a != b;
+      case LLVM::ICmpPredicate::ule: return a <= b;
+      case LLVM::ICmpPredicate::uge: return a >= b;
       default: fail("emulator: unsupported icmp predicate");
       }
     });
@@ -209,6 +212,88 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
     Val r = get(op.getOperand(0));
     r.ti = typeInfo(res().getType());
     env[res()] = r;
+  } else if (name == "llvm.bitcast" && op.getOperand(0).getType().isF32()) {
+    Val r = make(res().getType()); // f32 → i32: its bits
+    for (int t = 0; t < T; ++t) {
+      float x = static_cast<float>(f(op.getOperand(0), 0, t));
+      uint32_t bits;
+      std::memcpy(&bits, &x, 4);
+      r.s[t] = bits;
+    }
+    env[res()] = r;
+  } else if (name == "llvm.bitcast" && res().getType().isF32()) {
+    Val r = make(res().getType()); // i32 → f32
+    for (int t = 0; t < T; ++t) {
+      uint32_t bits = static_cast<uint32_t>(u(op.getOperand(0), 0, t));
+      float x;
+      std::memcpy(&x, &bits, 4);
+      r.s[t] = bitsOf(x);
+    }
+    env[res()] = r;
+  } else if (name == "llvm.sitofp") {
+    Val r = make(res().getType());
+    unsigned bits = typeInfo(op.getOperand(0).getType()).bits;
+    for (int t = 0; t < T; ++t) {
+      uint64_t v = u(op.getOperand(0), 0, t);
+      int64_t sv = bits >= 64 ? static_cast<int64_t>(v)
+                              : static_cast<int64_t>(v << (64 - bits)) >> (64 - bits);
+      r.s[t] = bitsOf(roundTo(r.ti.k, static_cast<double>(sv)));
+    }
+    env[res()] = r;
+  } else if (name == "llvm.intr.fma") {
+    Val r = make(res().getType());
+    for (int e = 0; e < r.ti.n; ++e)
+      for (int t = 0; t < T; ++t)
+        r.s[e * T + t] = bitsOf(roundTo(r.ti.k, std::fma(f(op.getOperand(0), e, t),
+                                                         f(op.getOperand(1), e, t),
+                                                         f(op.getOperand(2), e, t))));
+    env[res()] = r;
+  } else if (auto iv = dyn_cast<LLVM::InsertValueOp>(op)) {
+    Val r = get(op.getOperand(0));
+    int pos = static_cast<int>(iv.getPosition()[0]);
+    for (int t = 0; t < T; ++t)
+      r.s[size_t(pos) * T + t] = u(op.getOperand(1), 0, t);
+    env[res()] = r;
+  } else if (name == "nvvm.shfl.sync") {
+    auto sh = cast<NVVM::ShflOp>(op);
+    if (sh.getKind() != NVVM::ShflKind::bfly)
+      fail("emulator: only butterfly shuffles are modelled");
+    Val r = make(res().getType());
+    for (int t = 0; t < T; ++t) {
+      if (!mask[t])
+        continue;
+      int src = (t & ~31) | ((t & 31) ^ static_cast<int>(u(sh.getOffset(), 0, t) & 31));
+      if (!mask[src])
+        fail("emulator: shuffle from an inactive lane");
+      r.s[t] = get(sh.getVal()).s[src];
+    }
+    env[res()] = r;
+  } else if (name == "nvvm.barrier") {
+    // A named barrier (bar.sync id, n): in lockstep every participant is
+    // here; for the happens-before check, each one acquires all the others.
+    auto bo = cast<NVVM::BarrierOp>(op);
+    if (bo.getReductionOp() || bo.getRes())
+      fail("emulator: barrier reductions are not modelled");
+    std::map<uint64_t, std::vector<int>> byId;
+    for (int t = 0; t < T; ++t)
+      if (mask[t])
+        byId[bo.getBarrierId() ? u(bo.getBarrierId(), 0, t) : 0].push_back(t);
+    for (auto &[id, ts] : byId) {
+      if (bo.getNumberOfThreads() &&
+          ts.size() != u(bo.getNumberOfThreads(), 0, ts.front()))
+        fail("emulator: named barrier " + std::to_string(id) + " reached by " +
+             std::to_string(ts.size()) + " threads, not the count it names");
+      if (!hbCheck)
+        continue;
+      std::vector<uint32_t> all;
+      for (int t : ts)
+        join(all, vc[t]);
+      for (int t : ts) {
+        join(vc[t], all);
+        ++vc[t][t];
+      }
+    }
+    ++epoch;
   } else if (name == "llvm.bitcast") { // i32 → vector<2xf16>
     Val r = make(res().getType());
     for (int t = 0; t < T; ++t)
@@ -266,11 +351,16 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
       r.s[i] = bitsOf(roundTo(r.ti.k, dbl(get(op.getOperand(0)).s[i])));
     env[res()] = r;
   } else if (auto ia = dyn_cast<LLVM::InlineAsmOp>(op)) {
-    if (ia.getAsmString().find("tanh.approx.f32") == StringRef::npos)
-      fail("emulator: unknown inline asm");
+    StringRef text = ia.getAsmString();
+    double (*fn)(double) = text.contains("tanh.approx.f32") ? static_cast<double (*)(double)>(std::tanh)
+                           : text.contains("ex2.approx")     ? static_cast<double (*)(double)>(std::exp2)
+                           : text.contains("lg2.approx.f32") ? static_cast<double (*)(double)>(std::log2)
+                                                             : nullptr;
+    if (!fn)
+      fail("emulator: unknown inline asm " + text.str());
     Val r = make(res().getType());
     for (int t = 0; t < T; ++t)
-      r.s[t] = bitsOf(static_cast<float>(std::tanh(f(op.getOperand(0), 0, t))));
+      r.s[t] = bitsOf(static_cast<float>(fn(f(op.getOperand(0), 0, t))));
     env[res()] = r;
   } else if (name == "llvm.load") {
     Val r = make(res().getType());
@@ -282,9 +372,15 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
   } else if (name == "llvm.store") {
     TI ti = typeInfo(op.getOperand(0).getType());
     for (int t = 0; t < T; ++t)
-      if (mask[t])
+      if (mask[t]) {
+        uint64_t addr = u(op.getOperand(1), 0, t);
+        // A shared store that a wgmma reads (P of attention) must be
+        // ordered before that read.
+        if (hbCheck && addr < (uint64_t(1) << 32))
+          hbWrite(addr, t);
         for (int e = 0; e < ti.n; ++e)
-          storeScalar(u(op.getOperand(1), 0, t) + e * bytesOf(ti.k), ti.k, f(op.getOperand(0), e, t));
+          storeScalar(addr + e * bytesOf(ti.k), ti.k, f(op.getOperand(0), e, t));
+      }
   } else if (name.consume_front("nvvm.read.ptx.sreg.")) {
     Val r = scalarInt(0, 32);
     for (int t = 0; t < T; ++t)
@@ -333,8 +429,13 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
           }
           q.erase(q.begin());
         }
+        // The wgmma was the warpgroup's: each thread that waits has seen
+        // it complete (its reads included).
+        for (int t = g * 128 + 1; t < g * 128 + 128; ++t)
+          if (mask[t])
+            vc[t][g * 128] = std::max(vc[t][g * 128], vc[g * 128][g * 128]);
       }
-  } else if (name == "nvvm.fence.mbarrier.init" ||
+  } else if (name == "nvvm.fence.mbarrier.init" || name == "nvvm.fence.proxy" ||
              name == "nvvm.setmaxregister" || name == "nvvm.wgmma.fence.aligned" ||
              name == "nvvm.wgmma.commit.group.sync.aligned" ||
              name == "nvvm.wgmma.wait.group.sync.aligned") {
@@ -509,6 +610,20 @@ std::string runGemm(const GemmProblem &p, const TileConfig &c, unsigned grid,
             in.scalarInt(uint64_t(p.m), 32), in.scalarInt(uint64_t(p.n), 32),
             in.scalarInt(uint64_t(p.k), 32), in.scalarF32(buf.alpha)};
       });
+}
+
+KernelArg kernelArg(const KernelParam &p, std::vector<uint8_t> *buffer) {
+  KernelArg a;
+  a.buffer = buffer;
+  if (p.kind == KernelParam::Kind::TensorMap) {
+    a.tensorMap = true;
+    a.rows = p.map.rows;
+    a.cols = p.map.cols;
+    a.boxRows = p.map.boxRows;
+    a.boxCols = p.map.boxCols;
+    a.batches = p.map.batches;
+  }
+  return a;
 }
 
 std::string runKernel(const std::string &mlir, const std::string &symbol,

@@ -24,13 +24,17 @@
 //    phases (and the TMA issues that completed their bytes) are acquired by
 //    a successful wait; wgmma reads count from the wait_group that retires
 //    them, so a TMA refill of a slot whose reads are not known to be retired
-//    is reported.
+//    is reported. Shared stores by threads (attention's P, which a wgmma
+//    then reads) are writes in that check too, and a named barrier
+//    (bar.sync id, n) orders its participants; the last writer of each
+//    16-byte chunk is the one checked.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TG_TEST_NVPTX_GEMMEMULATOR_H
 #define TG_TEST_NVPTX_GEMMEMULATOR_H
 
 #include "codegen/nvptx/GemmConfig.h"
+#include "codegen/nvptx/KernelGen.h"
 
 #include <array>
 #include <cstdint>
@@ -60,6 +64,10 @@ struct KernelArg {
   uint32_t boxRows = 0, boxCols = 0;
   uint64_t batches = 1; ///< > 1: a 3-D map of that many matrices
 };
+
+/// The argument for kernel parameter `p` over `buffer` (a TMA descriptor
+/// with p's map when p is one).
+KernelArg kernelArg(const KernelParam &p, std::vector<uint8_t> *buffer);
 
 /// Runs kernel `symbol` of the kernel module `mlir` (printed MLIR) over
 /// grid[0] x grid[1] CTAs of `threads` threads with `smemBytes` of dynamic

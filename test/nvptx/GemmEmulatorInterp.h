@@ -230,6 +230,10 @@ public:
   void enableHb() {
     hbCheck = true;
     vc.assign(T, std::vector<uint32_t>(T, 0));
+    // Own clocks start at 1, so that a write before a thread's first
+    // release is unordered for everyone else until they acquire it.
+    for (int t = 0; t < T; ++t)
+      vc[t][t] = 1;
     hb.assign(shared.size() / 16 + 1, {});
   }
 

@@ -93,6 +93,11 @@ struct DriverOptions {
                                  "buffer its own allocation (to check the "
                                  "planner)"),
                         cl::cat(tgcCategory)};
+  cl::opt<bool> noFuse{
+      "no-fuse",
+      cl::desc("build the step without fusion groups (tg-fuse): every op "
+               "its own loop nest and every intermediate planned, to compare"),
+      cl::cat(tgcCategory)};
   cl::opt<bool> allowLarge{
       "allow-large",
       cl::desc("compile a step whose plan exceeds this machine's memory "
@@ -366,6 +371,10 @@ int main(int argc, char **argv) {
   settings.mayShard = opts.zero.getNumOccurrences() == 0;
   // GPU targets run attention as fused kernels (docs/attention.md).
   settings.keepAttention = !opts.targets.gpus.empty();
+  // The step is fused (docs/fusion.md): the plan, the budget fit, the
+  // printed training module and the artifact are all of the fused step.
+  settings.fuse = !opts.noFuse;
+  settings.optimizerGroup = !opts.targets.gpus.empty();
 
   // Training actions plan the step, and a budget may change the batch.
   bool training = opts.emit == Emit::Train ||
@@ -392,14 +401,23 @@ int main(int argc, char **argv) {
   }
   if (!module)
     return 1;
+  // The precision report names every op's dtype: of the unfused step,
+  // whose ops are not hidden in groups (fusion changes no dtype).
+  tgc::BuildSettings unfused = settings;
+  unfused.fuse = false;
   if ((opts.emit == Emit::Train || opts.emit == Emit::Artifact ||
        opts.report == Report::Precision) &&
       !module->lookupSymbol("train_step") &&
-      !tgc::buildTraining(*module, settings))
+      !tgc::buildTraining(*module, opts.report == Report::Precision
+                                       ? unfused
+                                       : settings))
     return 1;
-  // The kernels are those of the fused step (tg-fuse after the pipeline).
-  if (opts.report == Report::Kernels &&
-      !tgc::buildTraining(*module, settings, false, /*fuse=*/true))
+  // The kernels are those of the fused step (tg-fuse after the pipeline),
+  // whatever --no-fuse says: the report prints the unfused totals beside.
+  tgc::BuildSettings fused = settings;
+  fused.fuse = true;
+  fused.optimizerGroup = true;
+  if (opts.report == Report::Kernels && !tgc::buildTraining(*module, fused))
     return 1;
   if (opts.emit == Emit::Artifact) {
     // Refused before any code is generated: a plan no machine here can run

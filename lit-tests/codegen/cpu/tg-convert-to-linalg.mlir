@@ -60,6 +60,31 @@ func.func @cast_and_constant(%a: tensor<3xf32>) -> tensor<3xi64> {
 
 // -----
 
+// Each reader of a splat gets its own fill right before it, not one fill
+// at the top that lives until the last reader (scratch across every op in
+// between, which a per-op scratch estimate cannot see). The tanh between
+// the two readers runs while no fill is live.
+// CHECK-LABEL: func.func @splat_fill_per_reader
+// CHECK: linalg.fill {{.*}} -> tensor<4x8xf32>
+// CHECK-NEXT: tensor.empty
+// CHECK-NEXT: linalg.generic
+// CHECK: arith.subf
+// CHECK-NOT: linalg.fill
+// CHECK: math.tanh
+// CHECK: linalg.fill {{.*}} -> tensor<4x8xf32>
+// CHECK-NEXT: tensor.empty
+// CHECK-NEXT: linalg.generic
+// CHECK: arith.mulf
+func.func @splat_fill_per_reader(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %z = tg.constant dense<2.0> : tensor<4x8xf32>
+  %s = tg.sub %a, %z : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %t = tg.tanh %s : tensor<4x8xf32>
+  %r = tg.mul %t, %z : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
 // Transposes and batch broadcasting of matmul live in the maps: loops are
 // (batch, m, n, k); the rank-2 rhs has no batch dim and is read as (n, k).
 // CHECK-DAG: #[[$LHS:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
