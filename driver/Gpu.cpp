@@ -14,6 +14,25 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/raw_ostream.h"
 
+/// Prints the GPU backend's diagnostics as tgc's one-line errors and notes
+/// (`tgc: note: mlp.tg:16:9: ...`) while it lives.
+static mlir::ScopedDiagnosticHandler tgcDiagnostics(mlir::MLIRContext *ctx) {
+  return mlir::ScopedDiagnosticHandler(ctx, [](mlir::Diagnostic &d) {
+    std::string where = mlir::tg::locString(d.getLocation());
+    llvm::errs() << "tgc: "
+                 << (d.getSeverity() == mlir::DiagnosticSeverity::Error
+                         ? "error: "
+                         : "note: ")
+                 << (where.empty() ? "" : where + ": ") << d << "\n";
+    return mlir::success();
+  });
+}
+
+bool tgc::prepareGpuKernelReport(mlir::ModuleOp module) {
+  mlir::ScopedDiagnosticHandler handler = tgcDiagnostics(module.getContext());
+  return mlir::succeeded(tg::nvptx::prepareGpuReport(module));
+}
+
 bool tgc::buildGpuSections(
     mlir::ModuleOp module, const std::vector<std::string> &gpus,
     llvm::json::Object &manifest,
@@ -27,16 +46,7 @@ bool tgc::buildGpuSections(
                                              std::end(mlir::tg::kEntryPoints));
   // An op no generator takes is the user's to see as one line with the
   // model's file:line:col, like every other tgc error.
-  mlir::ScopedDiagnosticHandler handler(
-      module.getContext(), [](mlir::Diagnostic &d) {
-        std::string where = mlir::tg::locString(d.getLocation());
-        llvm::errs() << "tgc: "
-                     << (d.getSeverity() == mlir::DiagnosticSeverity::Error
-                             ? "error: "
-                             : "note: ")
-                     << (where.empty() ? "" : where + ": ") << d << "\n";
-        return mlir::success();
-      });
+  mlir::ScopedDiagnosticHandler handler = tgcDiagnostics(module.getContext());
   mlir::FailureOr<tg::nvptx::GpuArtifact> gpu =
       tg::nvptx::buildGpuArtifact(module, archs, entries, error);
   if (mlir::failed(gpu))

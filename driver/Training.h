@@ -124,13 +124,19 @@ std::optional<Targets> parseTargets(llvm::StringRef list, std::string &error);
 
 /// The GPU step of an artifact for the architectures `gpus`
 /// (codegen/nvptx/Schedule.h): the manifest's "gpu" member and the sections
-/// "gpu.fatbin" and "gpu.sm_80.ptx". False with `error` set, or empty where
+/// "gpu.fatbin", "gpu.sm_80.ptx" and "gpu.sm_90a.ptx". False with `error` set, or empty where
 /// a located diagnostic was printed.
 bool buildGpuSections(mlir::ModuleOp module,
                       const std::vector<std::string> &gpus,
                       llvm::json::Object &manifest,
                       std::vector<std::pair<std::string, std::string>> &sections,
                       std::string &error);
+
+/// The kernels of the fused step as a GPU target runs them, for
+/// `--report=kernels` with GPU targets: attention ops no fused GPU kernel
+/// takes are decomposed (with a `tgc: note:` naming the first and why) and
+/// the step fused again. False where a diagnostic was printed.
+bool prepareGpuKernelReport(mlir::ModuleOp module);
 
 /// Compiles the training module for `targets` and writes the `.tgx`
 /// artifact at `path`: the manifest with the memory plan, the CPU shared

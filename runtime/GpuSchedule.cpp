@@ -267,10 +267,36 @@ public:
       return fail(where + ".params", "expected an array of buffers");
     for (size_t i = 0; i < params->size(); ++i) {
       GpuBuffer b;
-      if (!buffer((*params)[i], where + ".params[" + std::to_string(i) + "]",
-                  entry, arena, b, iteration))
+      std::string pw = where + ".params[" + std::to_string(i) + "]";
+      if (!buffer((*params)[i], pw, entry, arena, b, iteration))
         return false;
       out.params.push_back(b);
+      out.maps.emplace_back();
+      if (const Json *map = jsonGet((*params)[i], "tensor_map"))
+        if (!tensorMap(*map, pw + ".tensor_map", b, out.maps.back().emplace()))
+          return false;
+    }
+    return true;
+  }
+
+  /// A list of 1..5 integers (`count` of them when nonzero), each from lo
+  /// to hi.
+  template <typename T, size_t N>
+  bool list(const Json &j, const char *key, const std::string &where,
+            size_t count, int64_t lo, int64_t hi, std::array<T, N> &out) {
+    const Json *v = jsonGet(j, key);
+    if (!v || !v->is_array() || v->size() > N || (count && v->size() != count) ||
+        (!count && v->empty()))
+      return fail(where + "." + key,
+                  count ? "expected " + std::to_string(count) + " integers"
+                        : "expected 1 to " + std::to_string(N) + " integers");
+    for (size_t i = 0; i < v->size(); ++i) {
+      std::optional<int64_t> n = jsonInt((*v)[i]);
+      if (!n || *n < lo || *n > hi)
+        return fail(where + "." + key, "expected integers from " +
+                                           std::to_string(lo) + " to " +
+                                           std::to_string(hi));
+      out[i] = T(*n);
     }
     return true;
   }
@@ -349,6 +375,63 @@ public:
       out.srcs.push_back(src);
       out.dsts.push_back(dst);
     }
+    return true;
+  }
+
+  /// One of `names` (index = cuda.h's value) as member `key` of `j`.
+  template <size_t N>
+  bool name(const Json &j, const char *key, const std::string &where,
+            const char *const (&names)[N], int &out) {
+    const Json *v = jsonGet(j, key);
+    std::string s = v && v->is_string() ? v->get<std::string>() : "";
+    for (size_t i = 0; i < N; ++i)
+      if (s == names[i]) {
+        out = int(i);
+        return true;
+      }
+    std::string all;
+    for (size_t i = 0; i < N; ++i)
+      all += std::string(i ? ", " : "") + "\"" + names[i] + "\"";
+    return fail(where + "." + key, "expected one of " + all);
+  }
+
+  /// A parameter's TMA descriptor: the arguments of cuTensorMapEncodeTiled
+  /// (TensorMap.h), checked by the driver's rules and against the range of
+  /// its buffer `b`, which the map must not reach past.
+  bool tensorMap(const Json &j, const std::string &where, const GpuBuffer &b,
+                 tg::rt::cuda::TensorMapArgs &out) {
+    namespace cu = tg::rt::cuda;
+    if (!j.is_object())
+      return fail(where, "expected an object");
+    const Json *dims = jsonGet(j, "dims");
+    size_t rank = dims && dims->is_array() ? dims->size() : 0;
+    const int64_t big = int64_t(1) << 40;
+    if (!name(j, "dtype", where, cu::kTensorMapTypeNames, out.dataType) ||
+        !list(j, "dims", where, 0, 1, int64_t(1) << 32, out.dims) ||
+        (rank > 1 && !list(j, "strides", where, rank - 1, 1, big, out.strides)) ||
+        !list(j, "box", where, rank, 1, 256, out.box) ||
+        !list(j, "element_strides", where, rank, 1, 8, out.elementStrides) ||
+        !name(j, "interleave", where, cu::kTensorMapInterleaveNames,
+              out.interleave) ||
+        !name(j, "swizzle", where, cu::kTensorMapSwizzleNames, out.swizzle) ||
+        !name(j, "l2_promotion", where, cu::kTensorMapL2Names,
+              out.l2Promotion) ||
+        !name(j, "oob_fill", where, cu::kTensorMapFillNames, out.oobFill))
+      return false;
+    if (rank == 1 && jsonGet(j, "strides") &&
+        !(jsonGet(j, "strides")->is_array() && jsonGet(j, "strides")->empty()))
+      return fail(where + ".strides", "expected 0 integers");
+    out.rank = unsigned(rank);
+    if (std::string why = cu::checkTensorMap(out); !why.empty())
+      return fail(where, why);
+    if (b.offset % 16)
+      return fail(where, "offset " + std::to_string(b.offset) +
+                             " is not 16-byte aligned, as a tensor map's "
+                             "address must be");
+    if (cu::tensorMapSpan(out) > (unsigned __int128)b.bytes)
+      return fail(where, "the map (" + cu::describeTensorMap(out) +
+                             ") reaches past the " + std::to_string(b.bytes) +
+                             " bytes of its buffer");
     return true;
   }
 

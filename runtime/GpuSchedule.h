@@ -15,9 +15,11 @@
 #define TG_RUNTIME_GPUSCHEDULE_H
 
 #include "runtime/Manifest.h"
+#include "runtime/cuda/TensorMap.h"
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -57,6 +59,11 @@ struct GpuStep {
   std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   uint32_t sharedBytes = 0;
   std::vector<GpuBuffer> params;
+  /// Per parameter: for a TMA descriptor parameter (sm_90a), the map to
+  /// encode over the parameter's buffer, whose device address the kernel
+  /// then receives in place of the buffer's (docs/artifact.md, "Tensor
+  /// maps"); nullopt for a plain pointer.
+  std::vector<std::optional<tg::rt::cuda::TensorMapArgs>> maps;
   GpuBuffer src, dst; ///< a copy of src.bytes bytes
   GpuCollective collective; ///< op != None: a collective
   bool isCollective() const { return collective.op != GpuCollective::Op::None; }

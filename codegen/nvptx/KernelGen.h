@@ -24,6 +24,7 @@
 #define TG_CODEGEN_NVPTX_KERNELGEN_H
 
 #include "codegen/nvptx/GemmConfig.h"
+#include "runtime/cuda/TensorMap.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -35,17 +36,29 @@
 
 namespace tg::nvptx {
 
-/// A TMA descriptor parameter (sm_90a GEMMs): the kernel receives a device
-/// pointer to a 128-byte CUtensorMap over an operand's buffer that the
-/// runtime encodes once per buffer with Device::encodeTensorMap(map, base,
-/// bf16, rows, cols, boxRows, boxCols, batches): 16-bit elements, the
-/// buffer read as `batches` dense row-major rows x cols matrices one after
-/// the other (a 3-D map when batches > 1, batch outermost), boxRows x
-/// boxCols (x 1) boxes, 128-byte swizzle, zero fill out of bounds.
+/// A TMA descriptor parameter (sm_90a GEMMs, attention): the kernel
+/// receives a generic pointer to a 128-byte CUtensorMap in device memory
+/// over an operand's buffer, read as `batches` dense row-major rows x cols
+/// matrices of 16-bit elements one after the other (a 3-D map when batches
+/// > 1, batch outermost), loaded in boxRows x boxCols (x 1) boxes. The
+/// swizzle, L2 promotion and out-of-bounds fill are the generator's
+/// choices that its code depends on (cuda.h's values; the generators'
+/// shared-memory layouts assume the 128-byte swizzle and zeros out of
+/// bounds). The schedule writes the map in full (driverArgs()) and the
+/// runtime encodes exactly that once per buffer (docs/artifact.md, "Tensor
+/// maps").
 struct TensorMapParam {
   bool bf16 = true;
   uint64_t rows = 0, cols = 0, batches = 1;
   uint32_t boxRows = 0, boxCols = 0;
+  int swizzle = ::tg::rt::cuda::CU_TENSOR_MAP_SWIZZLE_128B;
+  int l2Promotion = ::tg::rt::cuda::CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  int oobFill = ::tg::rt::cuda::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE;
+  /// The arguments of cuTensorMapEncodeTiled besides the address.
+  ::tg::rt::cuda::TensorMapArgs driverArgs() const {
+    return ::tg::rt::cuda::tiledMatrixMap(bf16, rows, cols, boxRows, boxCols,
+                                        batches, swizzle, l2Promotion, oobFill);
+  }
 };
 
 /// A pointer parameter of a generated kernel: the operand or result of the

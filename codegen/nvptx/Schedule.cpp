@@ -15,6 +15,7 @@
 
 #include "dialects/TGDialect.h"
 #include "dialects/TGOps.h"
+#include "passes/Fusion.h"
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 
@@ -35,10 +36,7 @@ using namespace mlir;
 
 namespace tg::nvptx {
 
-/// Decomposes the attention ops the fused kernels do not take (f32, other
-/// head dims; tgc keeps attention whole for GPU targets), with one note
-/// that says why, so that they run as today's ops instead.
-static LogicalResult decomposeRefusedAttention(ModuleOp module) {
+LogicalResult decomposeRefusedAttention(ModuleOp module) {
   SmallVector<Operation *> refused;
   std::optional<std::string> why;
   module.walk([&](Operation *op) {
@@ -62,6 +60,24 @@ static LogicalResult decomposeRefusedAttention(ModuleOp module) {
   GreedyRewriteConfig config;
   config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
   return applyOpPatternsGreedily(refused, std::move(patterns), config);
+}
+
+LogicalResult prepareGpuReport(ModuleOp module) {
+  bool refused = false;
+  module.walk([&](Operation *op) {
+    refused |= isAttentionOp(op) && attentionKernelRefusal(op).has_value();
+  });
+  if (!refused)
+    return success();
+  // Attention is never inside a group (tg-fuse leaves it whole): inline
+  // the groups so that its decomposed ops fuse with their neighbours, as
+  // prepareGpuModule fuses them (decomposition first).
+  mlir::tg::inlineFusedGroups(module);
+  if (failed(decomposeRefusedAttention(module)))
+    return failure();
+  PassManager pm(module.getContext());
+  pm.addPass(mlir::tg::createFusePass());
+  return pm.run(module);
 }
 
 LogicalResult prepareGpuModule(ModuleOp module, ArrayRef<StringRef> entries) {
@@ -504,7 +520,38 @@ bool sameButOffsets(const ScheduleStep &a, const ScheduleStep &b) {
   for (auto [x, y] : llvm::zip(ra, rb))
     if (x->kind != y->kind || x->index != y->index || x->bytes != y->bytes)
       return false;
+  if (!a.isCopy)
+    for (auto [x, y] : llvm::zip(a.launch.params, b.launch.params))
+      if (x.kind != y.kind || (x.kind == KernelParam::Kind::TensorMap &&
+                               x.map.driverArgs() != y.map.driverArgs()))
+        return false;
   return true;
+}
+
+/// A TMA descriptor as the manifest writes it (docs/artifact.md, "Tensor
+/// maps"): every argument of cuTensorMapEncodeTiled but the address, in
+/// the driver's order (innermost dimension first).
+llvm::json::Object tensorMapJson(const TensorMapParam &p) {
+  namespace cu = ::tg::rt::cuda;
+  cu::TensorMapArgs a = p.driverArgs();
+  llvm::json::Array dims, strides, box, elementStrides;
+  for (unsigned i = 0; i < a.rank; ++i) {
+    dims.push_back(a.dims[i]);
+    box.push_back(a.box[i]);
+    elementStrides.push_back(a.elementStrides[i]);
+    if (i + 1 < a.rank)
+      strides.push_back(a.strides[i]);
+  }
+  return llvm::json::Object{
+      {"dtype", cu::kTensorMapTypeNames[a.dataType]},
+      {"dims", std::move(dims)},
+      {"strides", std::move(strides)},
+      {"box", std::move(box)},
+      {"element_strides", std::move(elementStrides)},
+      {"interleave", cu::kTensorMapInterleaveNames[a.interleave]},
+      {"swizzle", cu::kTensorMapSwizzleNames[a.swizzle]},
+      {"l2_promotion", cu::kTensorMapL2Names[a.l2Promotion]},
+      {"oob_fill", cu::kTensorMapFillNames[a.oobFill]}};
 }
 
 /// The strides of `r` (one per buffer of each step of the first
@@ -562,8 +609,13 @@ llvm::json::Object stepJson(const ScheduleStep &st,
                               {"src", refJson(st.src, stride(0))},
                               {"dst", refJson(st.dst, stride(1))}};
   llvm::json::Array params;
-  for (auto [i, p] : llvm::enumerate(st.params))
-    params.push_back(refJson(p, stride(i)));
+  for (auto [i, p] : llvm::enumerate(st.params)) {
+    llvm::json::Value ref = refJson(p, stride(i));
+    if (i < st.launch.params.size() &&
+        st.launch.params[i].kind == KernelParam::Kind::TensorMap)
+      (*ref.getAsObject())["tensor_map"] = tensorMapJson(st.launch.params[i].map);
+    params.push_back(std::move(ref));
+  }
   return llvm::json::Object{{"op", "launch"},
                             {"kernel", st.launch.symbol},
                             {"grid", dims(st.launch.grid)},

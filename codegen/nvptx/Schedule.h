@@ -109,6 +109,18 @@ struct GpuSchedule {
 using LowerOpFn = std::function<mlir::FailureOr<std::vector<KernelLaunch>>(
     mlir::Operation *, Target, mlir::ModuleOp)>;
 
+/// Decomposes the attention ops of `module` that no fused GPU kernel takes
+/// (f32, other head dims), with one remark at the first that says why and
+/// how many; they then run as today's ops. Success when there are none.
+mlir::LogicalResult decomposeRefusedAttention(mlir::ModuleOp module);
+
+/// The step a GPU target runs, for `tgc --report=kernels --target=...`:
+/// `module`'s training module after the pipeline with fusion groups
+/// (tg-fuse); where decomposeRefusedAttention changes anything (its
+/// remark), the groups are inlined and the step fused again, so the
+/// report lists the kernels that run.
+mlir::LogicalResult prepareGpuReport(mlir::ModuleOp module);
+
 /// Fuses (tg-fuse) `module`, a training module after the training pipeline
 /// (decomposed, unfused, unplanned), in place and plans each of its
 /// `entries` that it has for the GPU (tg.memory on each: the arena of its
@@ -163,7 +175,8 @@ struct GpuArtifact {
   std::string ptxSm80;         ///< the "gpu.sm_80.ptx" section ("" if none)
   /// The "gpu.sm_90a.ptx" section ("" if none): sm_90a code cannot be
   /// JIT-compiled for later GPUs, so the fat binary holds only its cubin;
-  /// this text is what `tg-run --device emulator` runs.
+  /// this text is what `tg-run --device emulator` and the tests' fake
+  /// driver (TG_FAKE_CUDA_PTX) run.
   std::string ptxSm90a;
 };
 

@@ -23,6 +23,8 @@
 // read it (ioFree), the compute stream starts a call once its upload ran
 // (inReady again). Each call's loss comes down into its own pinned buffer
 // behind its own event (a Pending), landed when finish() waits for it.
+// A TMA descriptor parameter (sm_90a) gets the device address of its map,
+// encoded once per buffer address into a slot after the constants.
 // docs/runtime.md, "The CUDA device".
 //
 //===----------------------------------------------------------------------===//
@@ -37,6 +39,8 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
+#include <tuple>
 
 namespace tgrt {
 
@@ -207,6 +211,10 @@ public:
       constOffset_.push_back(consts);
       consts += align256(c.size());
     }
+    // The tensor maps live after the constants, 128 bytes each: one per
+    // buffer and map, two for a staged input (one per staging half).
+    mapsOffset_ = consts;
+    consts += sizeof(cu::CUtensorMap) * countMapSlots();
     size_t arena = size_t(schedule_.maxArenaBytes());
     // Refuse before the first allocation when the plan cannot fit: a CUDA
     // out-of-memory error halfway through would say much less.
@@ -234,6 +242,7 @@ public:
     auto alloc = [&](size_t n, cu::CUdeviceptr &p) {
       return n == 0 || check(dev_->alloc(n, p), "", err);
     };
+    constBytes_ = consts;
     planned_ = {int64_t(arena), int64_t(bytes), int64_t(consts), int64_t(2 * io)};
     if (!alloc(arena, arena_) || !alloc(bytes, block_) ||
         !alloc(consts, consts_) || !alloc(2 * io, io_))
@@ -355,7 +364,8 @@ public:
              : who;
     if (seen++ == 0) {
       // Launch by launch, checked: a failing kernel is named.
-      if (!enqueue(*e, argPtr, moves, /*checked=*/true, who, err))
+      if (!encodeMaps(*e, argPtr, who, err) ||
+          !enqueue(*e, argPtr, moves, /*checked=*/true, who, err))
         return false;
     } else {
       std::string key = entry.name + "#" + std::to_string(parity);
@@ -364,7 +374,10 @@ public:
         f.cuGraphExecDestroy(g.exec);
         g.exec = nullptr;
       }
-      if (!g.exec && !capture(*e, argPtr, moves, g, who, err))
+      // The maps are encoded before the capture: the graph's launches
+      // read them where they are, and no upload may run inside it.
+      if (!g.exec && (!encodeMaps(*e, argPtr, who, err) ||
+                      !capture(*e, argPtr, moves, g, who, err)))
         return false;
       if (!check(driver().check(f.cuGraphLaunch(g.exec, stream_), "cuGraphLaunch"),
                  stage, err))
@@ -500,6 +513,76 @@ private:
     return argPtr[size_t(b.index)] + cu::CUdeviceptr(b.offset);
   }
 
+  /// The tensor-map slots the schedule needs: one per distinct buffer and
+  /// map of a launch parameter, two where the buffer is a staged input.
+  size_t countMapSlots() const {
+    // An argument is the entry's own; the arena and the constants are
+    // every entry's.
+    std::set<std::tuple<const GpuEntry *, int, int64_t, int64_t,
+                        cu::TensorMapArgs>>
+        seen;
+    size_t slots = 0;
+    for (const GpuEntry &e : schedule_.entries) {
+      const EntrySpec &spec = *manifest_->entry(e.name);
+      for (const GpuStep &s : e.steps)
+        for (size_t i = 0; i < s.maps.size(); ++i) {
+          const GpuBuffer &b = s.params[i];
+          bool arg = b.kind == GpuBuffer::Kind::Arg;
+          if (!s.maps[i] || !seen.insert({arg ? &e : nullptr, int(b.kind),
+                                          b.kind == GpuBuffer::Kind::Arena ? 0 : b.index,
+                                          b.offset, *s.maps[i]})
+                                 .second)
+            continue;
+          bool staged = arg && !isPersistentRole(spec.args[size_t(b.index)].role);
+          slots += staged ? 2 : 1;
+        }
+    }
+    return slots;
+  }
+
+  /// Encodes (cuTensorMapEncodeTiled) and uploads each tensor map of `e`'s
+  /// launches that is not on the device yet for its buffer's address with
+  /// `argPtr`, so that every launch finds its map (maps_) at a fixed device
+  /// address. A map is encoded once per buffer: later calls with the same
+  /// places reuse it.
+  bool encodeMaps(const GpuEntry &e, const std::vector<cu::CUdeviceptr> &argPtr,
+                  const std::string &who, std::string &err) {
+    for (size_t n = 0; n < e.steps.size(); ++n) {
+      const GpuStep &s = e.steps[n];
+      for (size_t i = 0; i < s.maps.size(); ++i) {
+        if (!s.maps[i])
+          continue;
+        cu::CUdeviceptr base = at(s.params[i], argPtr);
+        auto key = std::make_pair(base, *s.maps[i]);
+        if (maps_.count(key))
+          continue;
+        const GpuBuffer &b = s.params[i];
+        static const char *kinds[] = {"argument", "arena", "constant"};
+        std::string what =
+            who + "kernel '" + s.kernel + "' (step " + std::to_string(n + 1) +
+            " of " + std::to_string(e.steps.size()) + "): tensor map of parameter #" +
+            std::to_string(i) + " (" + cu::describeTensorMap(*s.maps[i]) + " over " +
+            kinds[int(b.kind)] +
+            (b.kind == GpuBuffer::Kind::Arena ? "" : " " + std::to_string(b.index)) +
+            " bytes " + std::to_string(b.offset) + ".." +
+            std::to_string(b.offset + b.bytes) + "): ";
+        size_t slot = maps_.size();
+        if (slot >= (constBytes_ - mapsOffset_) / sizeof(cu::CUtensorMap)) {
+          err = what + "more tensor maps than the schedule's buffers have "
+                       "(an argument moved between calls)";
+          return false;
+        }
+        cu::CUtensorMap map{};
+        cu::CUdeviceptr dst = consts_ + mapsOffset_ + slot * sizeof map;
+        if (!check(dev_->encodeTensorMap(map, base, *s.maps[i]), what, err) ||
+            !check(dev_->upload(dst, &map, sizeof map), what, err))
+          return false;
+        maps_[key] = dst;
+      }
+    }
+    return true;
+  }
+
   /// Enqueues the entry's steps and result moves on the compute stream.
   /// `checked`: synchronize after each launch and name a failing kernel.
   bool enqueue(const GpuEntry &e, const std::vector<cu::CUdeviceptr> &argPtr,
@@ -527,8 +610,9 @@ private:
           return false;
       } else {
         values.clear();
-        for (const GpuBuffer &p : s.params)
-          values.push_back(at(p, argPtr));
+        for (size_t i = 0; i < s.params.size(); ++i)
+          values.push_back(s.maps[i] ? maps_.at({at(s.params[i], argPtr), *s.maps[i]})
+                                     : at(s.params[i], argPtr));
         params.clear();
         for (cu::CUdeviceptr &v : values)
           params.push_back(&v);
@@ -623,6 +707,10 @@ private:
   cu::CUstream stream_ = nullptr, copyStream_ = nullptr;
   cu::CUdeviceptr arena_ = 0, block_ = 0, consts_ = 0, io_ = 0;
   std::vector<size_t> constOffset_;
+  /// The encoded tensor maps by buffer address and map: where each is on
+  /// the device (a slot after the constants, from mapsOffset_ on).
+  std::map<std::pair<cu::CUdeviceptr, cu::TensorMapArgs>, cu::CUdeviceptr> maps_;
+  size_t mapsOffset_ = 0, constBytes_ = 0;
   size_t ioBytes_ = 0, outBytes_ = 0, blockBytes_ = 0;
   uint8_t *mirror_ = nullptr;
   void *pinnedIn_[2] = {nullptr, nullptr};

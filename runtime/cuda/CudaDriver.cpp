@@ -57,20 +57,23 @@ std::string driverLibrary() {
 
 const Driver *Driver::load(Status &error, const std::string &libraryName) {
   // The default driver is loaded once per process and kept; other library
-  // names (tests) are tried afresh every time.
+  // names (tests) are tried afresh every time. The default is what
+  // $TG_CUDA_LIBRARY names now: a test that sets it after a first attempt
+  // loads its library, not the first attempt's outcome.
   static std::mutex mu;
   static Driver *cached = nullptr;
   static Status cachedStatus;
+  static std::string cachedName;
   bool isDefault = libraryName == driverLibrary();
   std::lock_guard<std::mutex> lock(mu);
-  if (isDefault && (cached || !cachedStatus.ok)) {
+  if (isDefault && cachedName == libraryName && (cached || !cachedStatus.ok)) {
     error = cachedStatus;
     return cached;
   }
   auto fail = [&](std::string m) -> const Driver * {
     error = Status::error(std::move(m));
     if (isDefault)
-      cachedStatus = error;
+      cachedStatus = error, cachedName = libraryName;
     return nullptr;
   };
   void *h = dlopen(libraryName.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -137,9 +140,9 @@ const Driver *Driver::load(Status &error, const std::string &libraryName) {
     delete d; // keep the library mapped: drivers dislike dlclose after cuInit
     return fail(s.message);
   }
-  if (isDefault)
-    cached = d;
   error = Status::success();
+  if (isDefault)
+    cached = d, cachedStatus = error, cachedName = libraryName;
   return d;
 }
 
@@ -248,25 +251,18 @@ Status Device::synchronize() const {
   return drv->check(drv->api().cuCtxSynchronize(), "cuCtxSynchronize");
 }
 
-Status Device::encodeTensorMap(CUtensorMap &map, CUdeviceptr base, bool bf16,
-                               uint64_t rows, uint64_t cols, unsigned boxRows,
-                               unsigned boxCols, uint64_t batches) const {
+Status Device::encodeTensorMap(CUtensorMap &map, CUdeviceptr base,
+                               const TensorMapArgs &a) const {
   if (!drv->api().cuTensorMapEncodeTiled)
     return Status::error("cuTensorMapEncodeTiled unavailable: the CUDA driver "
                          "predates TMA (needs CUDA 12+)");
-  uint64_t dims[3] = {cols, rows, batches};          // innermost first
-  uint64_t strides[2] = {cols * 2, rows * cols * 2}; // bytes, dims 1.. only
-  unsigned box[3] = {boxCols, boxRows, 1};
-  unsigned elemStrides[3] = {1, 1, 1};
-  unsigned rank = batches > 1 ? 3 : 2;
-  return drv->check(
-      drv->api().cuTensorMapEncodeTiled(
-          &map,
-          bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-          rank, reinterpret_cast<void *>(base), dims, strides, box, elemStrides,
-          /*interleave=*/0, CU_TENSOR_MAP_SWIZZLE_128B,
-          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, /*oobFill=zeros*/ 0),
-      "cuTensorMapEncodeTiled");
+  // The driver reads rank - 1 strides and rank of the others.
+  return drv->check(drv->api().cuTensorMapEncodeTiled(
+                        &map, a.dataType, a.rank, reinterpret_cast<void *>(base),
+                        a.dims.data(), a.strides.data(), a.box.data(),
+                        a.elementStrides.data(), a.interleave, a.swizzle,
+                        a.l2Promotion, a.oobFill),
+                    "cuTensorMapEncodeTiled");
 }
 
 Status Device::eventPair(CUevent &a, CUevent &b) const {

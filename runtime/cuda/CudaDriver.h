@@ -12,6 +12,8 @@
 #ifndef TG_RUNTIME_CUDA_CUDADRIVER_H
 #define TG_RUNTIME_CUDA_CUDADRIVER_H
 
+#include "runtime/cuda/TensorMap.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -63,10 +65,6 @@ enum : int {
   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
-  CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
-  CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
-  CU_TENSOR_MAP_SWIZZLE_128B = 3,
-  CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,
   CU_STREAM_NON_BLOCKING = 1,
   CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
   CU_EVENT_DISABLE_TIMING = 2,
@@ -186,18 +184,17 @@ public:
   Status download(void *dst, CUdeviceptr src, size_t bytes) const;
   Status fill(CUdeviceptr dst, unsigned char byte, size_t bytes) const;
   Status synchronize() const;
-  /// A 16-bit, 128B-swizzled TMA descriptor for `batches` row-major
-  /// rows×cols matrices, one after the other, at `base` (2-D for one
-  /// matrix, else 3-D with the batch outermost), loading boxes of
-  /// boxRows×boxCols (×1).
-  Status encodeTensorMap(CUtensorMap &map, CUdeviceptr base, bool bf16,
-                         uint64_t rows, uint64_t cols, unsigned boxRows,
-                         unsigned boxCols, uint64_t batches = 1) const;
-  /// One matrix: encodeTensorMap with batches = 1.
+  /// A TMA descriptor over the tensor at `base` (cuTensorMapEncodeTiled
+  /// with `args`, TensorMap.h).
+  Status encodeTensorMap(CUtensorMap &map, CUdeviceptr base,
+                         const TensorMapArgs &args) const;
+  /// One 16-bit row-major rows×cols matrix at `base` loaded in boxes of
+  /// boxRows×boxCols with the 128-byte swizzle (tiledMatrixMap).
   Status encodeTensorMap2D(CUtensorMap &map, CUdeviceptr base, bool bf16,
                            uint64_t rows, uint64_t cols, unsigned boxRows,
                            unsigned boxCols) const {
-    return encodeTensorMap(map, base, bf16, rows, cols, boxRows, boxCols);
+    return encodeTensorMap(map, base,
+                           tiledMatrixMap(bf16, rows, cols, boxRows, boxCols));
   }
   /// Times `fn` (which launches work) `iters` times with CUDA events, runs
   /// enqueued back to back; returns per-run milliseconds.

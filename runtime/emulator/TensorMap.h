@@ -10,8 +10,7 @@
 // kernel overwrote) fails its launch naming the address, instead of
 // loading garbage.
 //
-// Encoding (little endian, 128 bytes; the layout engineer B's
-// runtime/cuda/TensorMap.h packs, so either side reads the other's):
+// Encoding (little endian, 128 bytes):
 //   0  "TGTM"              4 u8 data type, rank, interleave, swizzle,
 //   8  u8 L2 promotion, out-of-bounds fill, elementStrides[5], 0
 //   16 u64 global address  24 u64 globalDim[5]

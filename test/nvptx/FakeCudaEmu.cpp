@@ -26,6 +26,10 @@
 //   TG_FAKE_CUDA_FREE_BYTES=N     its free memory (16 GiB)
 //   TG_FAKE_CUDA_FAIL_KERNEL=K    kernels named K... fault at the Nth launch
 //   TG_FAKE_CUDA_FAIL_AT=N        ... (1: the first)
+//   TG_FAKE_CUDA_PTX=FILE         the PTX to run in place of the image's
+//                                 (an artifact's gpu.sm_90a.ptx: fat
+//                                 binaries hold sm_90a code as a cubin
+//                                 only, which the emulator cannot run)
 //   TG_FAKE_CUDA_LOG=FILE         appends one line per driver event: a
 //                                 launch enqueued (launch K) or captured
 //                                 (record K), a kernel run (run K), a
@@ -34,15 +38,31 @@
 //                                 host function when it runs (the fake
 //                                 libnccl's collectives, FakeNccl.cpp),
 //                                 the host waiting (sync stream, sync
-//                                 event, sync context)
+//                                 event, sync context), a tensor map
+//                                 encoded (encode ...) or refused
+//                                 (encode refused: why), and each tensor
+//                                 map a kernel receives when it runs
+//                                 (tensormap K #i ...)
+//
+// cuTensorMapEncodeTiled is the PTX emulator's (runtime/emulator/
+// TensorMap.h): it checks the arguments by the rules the driver documents
+// (64-byte aligned map, 16-byte aligned address, strides multiples of 16,
+// boxes of 1..256, dimensions 1..2^32, the box's inner bytes within the
+// swizzle span) and writes the 128 bytes the emulator's TMA loads decode.
+// Beyond the real driver, the tensor must lie inside one device allocation
+// (a TMA load past it would fault), and below compute capability 9.0 it
+// refuses, as the driver does.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/Fatbin.h"
+#include "runtime/cuda/TensorMap.h"
 #include "runtime/emulator/Emulator.h"
+#include "runtime/emulator/TensorMap.h"
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -52,6 +72,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -167,6 +188,65 @@ bool isPinned(const void *p, size_t n) {
   return a + n <= it->first + it->second;
 }
 
+/// The device allocation [p, p + n) lies in, if any: its start.
+std::optional<uint64_t> allocationOf(uint64_t p, uint64_t n) {
+  auto it = gDevice.upper_bound(p);
+  if (it == gDevice.begin())
+    return std::nullopt;
+  --it;
+  if (p + n > it->first + it->second)
+    return std::nullopt;
+  return it->first;
+}
+
+/// "map of ..." for the log: the arguments and the address as an offset in
+/// its allocation (addresses differ from run to run).
+std::string mapText(const cu::TensorMapArgs &a, uint64_t address) {
+  auto list = [](auto &v, unsigned n) {
+    std::string s = "[";
+    for (unsigned i = 0; i < n; ++i)
+      s += (i ? "," : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  std::optional<uint64_t> base = allocationOf(address, 1);
+  return std::string(cu::kTensorMapTypeNames[a.dataType]) + " dims " +
+         list(a.dims, a.rank) + " strides " + list(a.strides, a.rank - 1) +
+         " box " + list(a.box, a.rank) + " element_strides " +
+         list(a.elementStrides, a.rank) + " interleave " +
+         cu::kTensorMapInterleaveNames[a.interleave] + " swizzle " +
+         cu::kTensorMapSwizzleNames[a.swizzle] + " l2 " +
+         cu::kTensorMapL2Names[a.l2Promotion] + " fill " +
+         cu::kTensorMapFillNames[a.oobFill] + " at +" +
+         std::to_string(base ? address - *base : address);
+}
+
+/// The arguments a map was encoded with, as TensorMap.h holds them.
+cu::TensorMapArgs argsOf(const emu::TmaDescriptor &d) {
+  cu::TensorMapArgs a;
+  a.dataType = int(d.dataType), a.rank = d.rank, a.interleave = int(d.interleave);
+  a.swizzle = int(d.swizzle), a.l2Promotion = int(d.l2Promotion);
+  a.oobFill = int(d.oobFill);
+  for (unsigned i = 0; i < d.rank && i < 5; ++i) {
+    a.dims[i] = d.globalDim[i], a.box[i] = d.boxDim[i];
+    a.elementStrides[i] = d.elementStrides[i];
+    if (i + 1 < d.rank)
+      a.strides[i] = d.globalStrides[i];
+  }
+  return a;
+}
+
+/// Logs the tensor maps among a launch's parameters: a parameter that
+/// points at 128 bytes of device memory holding an encoded map.
+void logMaps(const std::string &kernel, const std::vector<uint64_t> &params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    emu::TmaDescriptor d;
+    if (allocationOf(params[i], emu::kTensorMapBytes) &&
+        emu::decodeTensorMap(reinterpret_cast<const void *>(params[i]), d).empty())
+      log("tensormap " + kernel + " #" + std::to_string(i) + " " +
+          mapText(argsOf(d), d.globalAddress));
+  }
+}
+
 int launchNow(Function *fn, std::array<uint32_t, 3> grid,
               std::array<uint32_t, 3> block, unsigned smem,
               std::vector<uint64_t> params) {
@@ -178,6 +258,7 @@ int launchNow(Function *fn, std::array<uint32_t, 3> grid,
     gSticky = kIllegalAddress;
     return kSuccess; // asynchronous: the launch itself succeeds
   }
+  logMaps(fn->name, params);
   emu::Memory mem;
   for (auto &[start, bytes] : gDevice)
     mem.add(reinterpret_cast<void *>(start), bytes);
@@ -284,8 +365,17 @@ int cuCtxSynchronize() {
 
 int cuModuleLoadData(void **mod, const void *image) {
   std::string ptx, err;
-  if (int r = ptxOf(image, ptx))
+  if (const char *file = std::getenv("TG_FAKE_CUDA_PTX"); file && *file) {
+    FILE *in = std::fopen(file, "rb");
+    if (!in)
+      return kInvalidImage;
+    char buf[65536];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, in)) > 0;)
+      ptx.append(buf, n);
+    std::fclose(in);
+  } else if (int r = ptxOf(image, ptx)) {
     return r;
+  }
   auto m = std::make_unique<Module>();
   m->ptx = emu::PtxModule::parse(ptx, err);
   if (!m->ptx) {
@@ -324,7 +414,41 @@ int cuLaunchKernelEx(const cu::CUlaunchConfig *cfg, void *f, void **args,
   log((streamOf(cfg->hStream)->capturing ? "record " : "launch ") + fn->name);
   return submit(cfg->hStream, [=] { return launchNow(fn, grid, block, smem, params); });
 }
-int cuTensorMapEncodeTiled() { return kInvalidValue; }
+int cuTensorMapEncodeTiled(cu::CUtensorMap *map, int dataType, unsigned rank,
+                           void *address, const uint64_t *dims,
+                           const uint64_t *strides, const unsigned *box,
+                           const unsigned *elementStrides, int interleave,
+                           int swizzle, int l2Promotion, int oobFill) {
+  auto refuse = [](const std::string &why) {
+    log("encode refused: " + why);
+    return kInvalidValue;
+  };
+  if (!map || !address || !dims || !box || !elementStrides ||
+      (rank > 1 && !strides))
+    return refuse("a null pointer");
+  // "Tensor map objects are only supported on devices of compute
+  // capability 9.0 or higher."
+  if (envSize("TG_FAKE_CUDA_CC", 80) < 90)
+    return refuse("tensor maps need compute capability 9.0");
+  if (std::string why = emu::encodeTensorMapTiled(
+          map, uint32_t(dataType), rank, address, dims, strides, box,
+          elementStrides, uint32_t(interleave), uint32_t(swizzle),
+          uint32_t(l2Promotion), uint32_t(oobFill));
+      !why.empty())
+    return refuse(why);
+  emu::TmaDescriptor d;
+  emu::decodeTensorMap(map, d);
+  cu::TensorMapArgs a = argsOf(d);
+  auto base = reinterpret_cast<uint64_t>(address);
+  unsigned __int128 span = cu::tensorMapSpan(a);
+  if (span > (uint64_t(1) << 40) || !allocationOf(base, uint64_t(span))) {
+    std::memset(map, 0, sizeof *map);
+    return refuse("the tensor (" + cu::describeTensorMap(a) +
+                  ") does not lie inside one device allocation");
+  }
+  log("encode " + mapText(a, base));
+  return kSuccess;
+}
 
 int cuMemGetInfo_v2(size_t *freeBytes, size_t *total) {
   size_t all = envSize("TG_FAKE_CUDA_FREE_BYTES", size_t(16) << 30);
@@ -337,9 +461,13 @@ int cuMemAlloc_v2(uint64_t *p, size_t bytes) {
   cuMemGetInfo_v2(&freeBytes, &total);
   if (bytes > freeBytes)
     return kOutOfMemory;
-  void *m = std::calloc(1, bytes ? bytes : 1);
+  // The driver's allocations are 256-byte aligned (tensor maps and
+  // vector loads rely on it).
+  size_t rounded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+  void *m = std::aligned_alloc(256, rounded);
   if (!m)
     return kOutOfMemory;
+  std::memset(m, 0, rounded);
   *p = reinterpret_cast<uint64_t>(m);
   gDevice[*p] = bytes;
   gAllocated += bytes;

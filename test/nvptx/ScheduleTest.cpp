@@ -15,6 +15,7 @@
 #include "codegen/registry/InitAll.h"
 #include "dialects/TGOps.h"
 #include "passes/MemoryPlan.h"
+#include "passes/Passes.h"
 #include "runtime/Executor.h"
 #include "runtime/GpuSchedule.h"
 
@@ -27,6 +28,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <set>
 
 using namespace mlir;
 using namespace ::tg::nvptx;
@@ -279,4 +281,103 @@ func.func @f(%a: tensor<2x64xf32>, %b: tensor<2x32xf32>, %c: tensor<2x32xf32>)
   // x * x is not x * y; x * y on other buffers is the same kernel.
   CHECK(sym[2] != sym[3]);
   CHECK(sym[3] == sym[4]);
+}
+
+TEST_CASE("schedule: sm_90a GEMMs' tensor maps describe their operands, "
+          "through the manifest to the runtime",
+          "[nvptx][schedule][tma]") {
+  namespace cu = ::tg::rt::cuda;
+  DialectRegistry registry;
+  mlir::tg::registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  // A plain product (A [64, 32] and B [32, 128], both rows 16-byte
+  // aligned: wgmma with TMA) and a batched one with B transposed.
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(R"mlir(
+func.func @train_step(
+    %a: tensor<64x32xbf16> {tg.name = "a", tg.role = #tg.role<input>},
+    %b: tensor<32x128xbf16> {tg.name = "b", tg.role = #tg.role<input>},
+    %q: tensor<4x64x64xbf16> {tg.name = "q", tg.role = #tg.role<input>},
+    %k: tensor<4x64x64xbf16> {tg.name = "k", tg.role = #tg.role<input>})
+    -> (tensor<64x128xbf16> {tg.name = "y", tg.role = #tg.role<output>},
+        tensor<4x64x64xbf16> {tg.name = "s", tg.role = #tg.role<output>}) {
+  %y = tg.matmul %a, %b {tg.acc = f32} : tensor<64x32xbf16>, tensor<32x128xbf16> -> tensor<64x128xbf16>
+  %s = tg.matmul %q, %k {transpose_rhs, tg.acc = f32} : tensor<4x64x64xbf16>, tensor<4x64x64xbf16> -> tensor<4x64x64xbf16>
+  return %y, %s : tensor<64x128xbf16>, tensor<4x64x64xbf16>
+}
+)mlir",
+                                                    &ctx);
+  REQUIRE(m);
+  REQUIRE(succeeded(prepareGpuModule(*m, {"train_step"})));
+  // What the generator chose, operand by operand.
+  std::vector<std::pair<Value, TensorMapParam>> generated;
+  auto record = [&](Operation *op, Target t, ModuleOp kernels)
+      -> FailureOr<std::vector<KernelLaunch>> {
+    FailureOr<std::vector<KernelLaunch>> l = lowerOpToKernels(op, t, kernels);
+    if (succeeded(l))
+      for (const KernelLaunch &launch : *l)
+        for (const KernelParam &p : launch.params)
+          if (p.kind == KernelParam::Kind::TensorMap)
+            generated.push_back({op->getOperand(p.index), p.map});
+    return l;
+  };
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(m->getLoc());
+  FailureOr<GpuSchedule> s =
+      buildGpuSchedule(*m, Target::SM90a, *kernels, {"train_step"}, record);
+  REQUIRE(succeeded(s));
+  REQUIRE(generated.size() == 4);
+  // Each map covers exactly its operand's bytes, in the driver's order.
+  for (const auto &[v, p] : generated) {
+    cu::TensorMapArgs a = p.driverArgs();
+    INFO(cu::describeTensorMap(a));
+    CHECK(cu::checkTensorMap(a).empty());
+    CHECK(uint64_t(cu::tensorMapSpan(a)) ==
+          uint64_t(mlir::tg::tensorBytes(v.getType())));
+    CHECK(a.dataType == cu::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+    CHECK(a.swizzle == cu::CU_TENSOR_MAP_SWIZZLE_128B);
+    CHECK(a.box[0] == 64); // 128 bytes: the swizzle's span
+  }
+  // A is K-major [64 rows, 32 columns]; B of the plain product is read as
+  // stored, [32 rows, 128 columns]; the batched operands are 3-D.
+  CHECK(generated[0].second.driverArgs().dims ==
+        std::array<uint64_t, 5>{32, 64, 0, 0, 0});
+  CHECK(generated[0].second.driverArgs().strides ==
+        std::array<uint64_t, 4>{64, 0, 0, 0});
+  CHECK(generated[1].second.driverArgs().dims ==
+        std::array<uint64_t, 5>{128, 32, 0, 0, 0});
+  CHECK(generated[2].second.driverArgs().rank == 3);
+  CHECK(generated[2].second.driverArgs().dims ==
+        std::array<uint64_t, 5>{64, 64, 4, 0, 0});
+  CHECK(generated[2].second.driverArgs().strides ==
+        std::array<uint64_t, 4>{128, 8192, 0, 0});
+  // The runtime reads back from the manifest exactly those maps, over
+  // buffers of the operands' sizes.
+  FailureOr<llvm::json::Object> manifest = mlir::tg::buildManifest(*m, nullptr);
+  REQUIRE(succeeded(manifest));
+  (*manifest)["gpu"] = llvm::json::Object{
+      {"targets", llvm::json::Array{"sm_90a"}},
+      {"schedules", llvm::json::Object{{"sm_90a", scheduleJson(*s)}}}};
+  std::string text, err;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(*manifest));
+  tgrt::Manifest parsed;
+  REQUIRE(tgrt::Manifest::parse(text, parsed, err));
+  std::set<std::string> names;
+  for (const ScheduleStep &st : s->entries[0].steps)
+    names.insert(st.launch.symbol);
+  tgrt::GpuSchedule back;
+  INFO(err);
+  REQUIRE(tgrt::parseGpuSchedule(parsed, "sm_90a", names, back, err));
+  size_t next = 0;
+  for (const tgrt::GpuStep &st : back.entries[0].steps)
+    for (size_t i = 0; i < st.maps.size(); ++i) {
+      if (!st.maps[i])
+        continue;
+      REQUIRE(next < generated.size());
+      CHECK(*st.maps[i] == generated[next].second.driverArgs());
+      CHECK(st.params[i].bytes ==
+            mlir::tg::tensorBytes(generated[next].first.getType()));
+      ++next;
+    }
+  CHECK(next == generated.size());
 }

@@ -251,6 +251,92 @@ TEST_CASE("gpu schedule: a corrupt repeat is one line", "[gpu-schedule]") {
   CHECK(err.find("expands to more than 2^24 steps") != std::string::npos);
 }
 
+namespace {
+/// The schedule with the launch's second parameter a TMA descriptor over
+/// arena bytes 0..128: four rows of 16 bf16 elements (32-byte rows).
+Json tensorMapManifest() {
+  Json j = scheduleManifest();
+  Json &p = at(j, "/gpu/schedules/sm_80/entries/step/steps/0/params/1");
+  p["bytes"] = 128;
+  Json map;
+  std::string err;
+  REQUIRE(parseJson(R"({"dtype": "bf16", "dims": [16, 4], "strides": [32],
+    "box": [16, 4], "element_strides": [1, 1], "interleave": "none",
+    "swizzle": "128B", "l2_promotion": "256B", "oob_fill": "zero"})",
+                    map, err));
+  p["tensor_map"] = map;
+  return j;
+}
+} // namespace
+
+TEST_CASE("gpu schedule: a tensor map parameter carries the whole map",
+          "[gpu-schedule]") {
+  namespace cu = tg::rt::cuda;
+  GpuSchedule s;
+  std::string err;
+  REQUIRE(parse(tensorMapManifest(), s, err));
+  const GpuStep &st = s.entry("step")->steps[0];
+  REQUIRE(st.maps.size() == 2);
+  CHECK_FALSE(st.maps[0]);
+  REQUIRE(st.maps[1]);
+  // Exactly what the GEMM generators' maps are (TensorMap.h).
+  CHECK(*st.maps[1] == cu::tiledMatrixMap(true, 4, 16, 4, 16));
+  CHECK(cu::describeTensorMap(*st.maps[1]) ==
+        "bf16 16x4 in 16x4 boxes, 128B swizzle");
+  // Each of the driver's rules, and the buffer's range, is one line.
+  const std::string map = "/gpu/schedules/sm_80/entries/step/steps/0/params/1";
+  struct Case {
+    std::string pointer;
+    Json value;
+    std::string message;
+  } cases[] = {
+      {map + "/tensor_map", 3, "params[1].tensor_map: expected an object"},
+      {map + "/tensor_map/dtype", "f8", "tensor_map.dtype: expected one of \"u8\""},
+      {map + "/tensor_map/dims", Json::array({16, 4, 1}),
+       "tensor_map.strides: expected 2 integers"},
+      {map + "/tensor_map/dims", Json::array(), "tensor_map.dims: expected 1 to 5"},
+      {map + "/tensor_map/dims/0", int64_t(1) << 33, "dims: expected integers from 1"},
+      {map + "/tensor_map/box/0", 300, "box: expected integers from 1 to 256"},
+      {map + "/tensor_map/box", Json::array({16}), "box: expected 2 integers"},
+      {map + "/tensor_map/element_strides/1", 0,
+       "element_strides: expected integers from 1 to 8"},
+      {map + "/tensor_map/strides/0", 24,
+       "stride 0 is 24 bytes, not a multiple of 16"},
+      {map + "/tensor_map/strides/0", 16,
+       "stride 0 (16 bytes) is shorter than the dimensions below it"},
+      {map + "/tensor_map/box/0", 12, "inner dimension is 24 bytes, not a multiple of 16"},
+      {map + "/tensor_map/box/0", 72,
+       "inner dimension is 144 bytes, more than the 128B swizzle span"},
+      {map + "/tensor_map/swizzle", "256B", "tensor_map.swizzle: expected one of"},
+      {map + "/tensor_map/interleave", "32B", "an interleaved map needs rank 3"},
+      {map + "/tensor_map/l2_promotion", 3, "l2_promotion: expected one of"},
+      {map + "/tensor_map/oob_fill", "inf", "oob_fill: expected one of"},
+      {map + "/tensor_map/dims/1", 5,
+       "the map (bf16 16x5 in 16x4 boxes, 128B swizzle) reaches past the 128 "
+       "bytes of its buffer"},
+      {map + "/offset", 8, "offset 8 is not 16-byte aligned"},
+  };
+  for (const Case &c : cases) {
+    Json j = tensorMapManifest();
+    at(j, c.pointer) = c.value;
+    GpuSchedule bad;
+    INFO(c.pointer << " = " << dumpJson(c.value));
+    CHECK_FALSE(parse(j, bad, err));
+    CHECK(err.find(c.message) != std::string::npos);
+    CHECK(err.rfind("manifest: gpu.schedules.sm_80.entries.step.steps[0]."
+                    "params[1]",
+                    0) == 0);
+    CHECK(err.find('\n') == std::string::npos);
+  }
+  // A NaN fill needs a floating-point type.
+  Json j = tensorMapManifest();
+  at(j, map + "/tensor_map/dtype") = "u16";
+  at(j, map + "/tensor_map/oob_fill") = "nan";
+  GpuSchedule bad;
+  CHECK_FALSE(parse(j, bad, err));
+  CHECK(err.find("NaN fill on an integer type") != std::string::npos);
+}
+
 TEST_CASE("gpu schedule: the targets an artifact has", "[gpu-schedule]") {
   std::string err;
   Manifest m;

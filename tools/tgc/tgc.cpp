@@ -253,8 +253,11 @@ bool checkArgs(DriverOptions &opts, std::string &error) {
   if (!targets)
     return false;
   opts.targets = *targets;
-  if (opts.targetList.getNumOccurrences() && !artifact) {
-    error = "--target chooses the code of an artifact; give -o MODEL.tgx";
+  // --report=kernels lists the kernels of the GPU targets it is given.
+  if (opts.targetList.getNumOccurrences() && !artifact &&
+      opts.report != Report::Kernels) {
+    error = "--target chooses the code of an artifact (or the kernels "
+            "--report=kernels lists); give -o MODEL.tgx";
     return false;
   }
   if (artifact)
@@ -457,6 +460,9 @@ int main(int argc, char **argv) {
       mlir::tg::printMemoryTable(fit->plan, out.os());
   }
   if (opts.report == Report::Kernels) {
+    // A GPU target runs the attention its fused kernels refuse decomposed.
+    if (!opts.targets.gpus.empty() && !tgc::prepareGpuKernelReport(*module))
+      return 1;
     auto step = module->lookupSymbol<mlir::func::FuncOp>("train_step");
     mlir::tg::KernelReport kernels =
         mlir::tg::buildKernelReport(step, *mlir::tg::lookupDevice(opts.device));
