@@ -1,6 +1,7 @@
 //===- EmulatorDevice.cpp - GPU schedules on the PTX emulator -------------===//
 //
-// `tg-run --device emulator`: replays an artifact's sm_80 launch schedule
+// `tg-run --device emulator`: replays an artifact's sm_80 (or, without
+// one, sm_90a) launch schedule
 // (GpuSchedule.h) kernel by kernel on the CPU emulator of PTX
 // (runtime/emulator). Device memory is host memory: the arena and the
 // constants are host allocations, a kernel's pointer parameters are host
@@ -11,9 +12,13 @@
 #include "runtime/Device.h"
 #include "runtime/GpuSchedule.h"
 #include "runtime/Tensor.h"
+#include "runtime/cuda/TensorMap.h"
 #include "runtime/emulator/Emulator.h"
+#include "runtime/emulator/TensorMap.h"
 
+#include <array>
 #include <cstring>
+#include <deque>
 
 namespace tgrt {
 
@@ -38,6 +43,7 @@ public:
     // Every buffer of the call, for the emulator's bounds checks. A result
     // that shares an argument's buffer registers the same range again.
     emu::Memory mem;
+    maps_.clear(); // the previous call's, over buffers that may have moved
     for (size_t i = 0; i < entry.args.size(); ++i)
       if (entry.args[i].byteSize() && !inMirror(buffers[i]))
         mem.add(buffers[i], entry.args[i].byteSize());
@@ -66,8 +72,12 @@ public:
         continue;
       }
       std::vector<uint64_t> params;
-      for (const GpuBuffer &p : s.params)
-        params.push_back(reinterpret_cast<uint64_t>(at(p)));
+      for (size_t i = 0; i < s.params.size(); ++i) {
+        params.push_back(reinterpret_cast<uint64_t>(at(s.params[i])));
+        if (i < s.maps.size() && s.maps[i] &&
+            !tensorMap(*s.maps[i], params.back(), mem, s.kernel, i, err))
+          return false;
+      }
       std::string why;
       if (!ptx_->launch(s.kernel, s.grid, s.block, s.sharedBytes, params, mem,
                         why)) {
@@ -113,6 +123,41 @@ public:
   }
 
 private:
+  /// A TMA descriptor parameter (sm_90a): the schedule's map encoded over
+  /// the buffer at `address` (argument buffers move from call to call, so
+  /// every call encodes its own), registered as device memory; `address`
+  /// becomes the map's.
+  bool tensorMap(const tg::rt::cuda::TensorMapArgs &args, uint64_t &address,
+                 emu::Memory &mem, const std::string &kernel, size_t param,
+                 std::string &err) {
+    std::string why = tg::rt::cuda::checkTensorMapAddress(address, args);
+    if (!why.empty()) {
+      err = "kernel " + kernel + ": tensor map of parameter #" +
+            std::to_string(param) + ": " + why;
+      return false;
+    }
+    maps_.emplace_back();
+    std::array<uint32_t, 5> box{}, elementStrides{};
+    for (unsigned d = 0; d < args.rank; ++d) {
+      box[d] = args.box[d];
+      elementStrides[d] = args.elementStrides[d];
+    }
+    why = emu::encodeTensorMapTiled(
+        maps_.back().bytes, uint32_t(args.dataType), args.rank,
+        reinterpret_cast<void *>(address), args.dims.data(),
+        args.strides.data(), box.data(), elementStrides.data(),
+        uint32_t(args.interleave), uint32_t(args.swizzle),
+        uint32_t(args.l2Promotion), uint32_t(args.oobFill));
+    if (!why.empty()) {
+      err = "kernel " + kernel + ": tensor map of parameter #" +
+            std::to_string(param) + ": " + why;
+      return false;
+    }
+    mem.add(maps_.back().bytes, sizeof(Map));
+    address = reinterpret_cast<uint64_t>(maps_.back().bytes);
+    return true;
+  }
+
   bool inMirror(const void *p) const {
     auto *b = static_cast<const uint8_t *>(p);
     return mirror_ && b >= mirror_ && b < mirror_ + state_.size();
@@ -130,6 +175,10 @@ private:
   std::unique_ptr<emu::PtxModule> ptx_;
   Bytes arena_;
   std::vector<Bytes> constants_;
+  struct alignas(64) Map {
+    uint8_t bytes[128];
+  };
+  std::deque<Map> maps_; // a deque: the maps stay where they were encoded
 };
 
 } // namespace
@@ -137,25 +186,31 @@ private:
 std::unique_ptr<Device> makeEmulatorDevice(const Artifact &artifact,
                                            const Manifest &m,
                                            std::string &err) {
+  // sm_80 when the artifact has it (the quicker to emulate), else sm_90a.
   std::vector<std::string> targets = gpuTargets(m);
-  bool sm80 = std::find(targets.begin(), targets.end(), "sm_80") != targets.end();
-  if (!sm80 || !artifact.has("gpu.sm_80.ptx")) {
-    err = "the emulator runs sm_80 GPU code, which this artifact does not "
-          "have (its targets: " +
+  std::string target;
+  for (const char *t : {"sm_90a", "sm_80"})
+    if (std::find(targets.begin(), targets.end(), t) != targets.end() &&
+        artifact.has("gpu." + std::string(t) + ".ptx"))
+      target = t;
+  if (target.empty()) {
+    err = "the emulator runs sm_80 or sm_90a GPU code, which this artifact "
+          "does not have (its targets: " +
           artifactTargets(artifact, m) +
-          "); compile it with tgc --target=sm_80";
+          "); compile it with tgc --target=sm_80 or --target=sm_90a";
     return nullptr;
   }
-  std::string_view ptx = artifact.section("gpu.sm_80.ptx");
+  std::string section = "gpu." + target + ".ptx";
+  std::string_view ptx = artifact.section(section);
   std::string why;
   std::unique_ptr<emu::PtxModule> module = emu::PtxModule::parse(ptx, why);
   if (!module) {
-    err = "gpu.sm_80.ptx: " + why;
+    err = section + ": " + why;
     return nullptr;
   }
   std::vector<std::string> names = module->kernelNames();
   GpuSchedule schedule;
-  if (!parseGpuSchedule(m, "sm_80",
+  if (!parseGpuSchedule(m, target,
                         std::set<std::string>(names.begin(), names.end()),
                         schedule, err))
     return nullptr;
