@@ -51,6 +51,7 @@ step_ms() {
   printf '%s\n' "${samples[@]}" | sort -g | awk '{v[NR] = $1} END {printf "%.1f", v[int((NR + 1) / 2)]}'
 }
 
+load1=$(cut -d' ' -f1 /proc/loadavg)
 {
   echo "# CPU step time: tgc (fused and unfused) against PyTorch eager"
   echo
@@ -89,7 +90,13 @@ PY
   echo
   echo "- load after: $(uptime | sed 's/.*load average/load average/')"
   echo
-  echo "**Loaded machine**: these numbers were taken while other engineers"
-  echo "built and tested on the same 2 cores; both systems ran under the same"
-  echo "load in the same run, but the ratios are not a quiet machine's."
+  # The note follows the 1-minute load measured before the run: above the
+  # core count other work shared the cores, and the ratios say so.
+  if awk -v l="$load1" -v n="$(nproc)" 'BEGIN { exit !(l > n) }'; then
+    echo "**Loaded machine** (1-minute load $load1 on $(nproc) cores): other"
+    echo "work shared the cores; both systems ran under the same load in the"
+    echo "same run, but the ratios are not a quiet machine's."
+  else
+    echo "Quiet machine (1-minute load $load1 on $(nproc) cores before the run)."
+  fi
 } | tee "$out"
