@@ -163,19 +163,12 @@ void emulate(const Lowered &l, const std::string &ptx,
   bool tensorCore = k.symbol.rfind("tg_gemm_", 0) == 0;
   std::vector<emu::KernelArg> args;
   for (const KernelParam &p : k.params) {
-    emu::KernelArg a;
     bool result = p.kind == KernelParam::Kind::Result;
-    a.buffer = &(result ? results : operands).at(p.index).bytes;
-    if (p.kind == KernelParam::Kind::TensorMap) {
-      a.tensorMap = true;
-      a.rows = p.map.rows;
-      a.cols = p.map.cols;
-      a.boxRows = p.map.boxRows;
-      a.boxCols = p.map.boxCols;
-      a.batches = p.map.batches;
-      // The descriptor covers the operand exactly.
+    emu::KernelArg a =
+        emu::kernelArg(p, &(result ? results : operands).at(p.index).bytes);
+    // The descriptor covers the operand exactly.
+    if (a.tensorMap)
       CHECK(a.rows * a.cols * a.batches == operands.at(p.index).size());
-    }
     args.push_back(a);
   }
   CHECK(k.grid[2] == 1);
