@@ -28,7 +28,8 @@
 //    writes it: the kernel contract (KernelGen.h) gives a kernel no
 //    workspace, and D is needed per streamed query block by every CTA of
 //    the dK/dV pass.
-//  - tg_attn_dkv_wgmma: own K and V (128 keys), streams 64-query blocks of
+//  - tg_attn_dkv_wgmma: own K and V (128 keys; 64 and one consumer
+//    warpgroup at d = 128, for registers), streams 64-query blocks of
 //    Q and dO. S^T = K Q^T and dP^T = V dO^T (m64n64k16), P^T = exp(S^T -
 //    lse), dS^T = P^T (dP^T - D), both to shared memory, dV += P^T dO and
 //    dK += dS^T Q (m64n{d}k16, dO and Q read MN-major).
@@ -46,7 +47,7 @@
 // Shared memory (bytes): the own tiles (128 x d x 2 each), two ring slots of
 // two streamed tiles, the consumers' A tiles (64 rows x 128 bytes per 64
 // columns), five mbarriers. Forward: 112 KiB for d = 64, 192 KiB for d =
-// 128; dK/dV 96 / 160 KiB; dQ 80 / 144 KiB. Every tile is stored as
+// 128; dK/dV 96 / 112 KiB; dQ 80 / 144 KiB. Every tile is stored as
 // 64-column boxes (128-byte rows, the 128B swizzle's atom), so d = 128 is
 // two boxes.
 //

@@ -5,10 +5,11 @@
 // evaluator's float64 attention and attention_grad, on the shapes where
 // blocked kernels go wrong: T = 1, T not a multiple of the 64-row block,
 // more keys than queries and fewer, one head, causal and not, bf16 and f16,
-// head dims 64 and 128. The sm_90a forward kernel (wgmma + TMA,
-// AttentionSm90.cpp) runs on the IR-level emulator (GemmEmulator.h: TMA
-// boxes with zero fill, mbarrier phases, wgmma descriptors, with its
-// happens-before check) against the same reference. Also: ptxas accepts
+// head dims 64 and 128. The sm_90a kernels (wgmma + TMA, AttentionSm90.cpp:
+// the forward, and the backward's delta, dK/dV and dQ launches) run on the
+// IR-level emulator (GemmEmulator.h: TMA boxes with zero fill, mbarrier
+// phases, wgmma descriptors, with its happens-before check) and from their
+// PTX on the PTX emulator against the same reference. Also: ptxas accepts
 // every kernel without spills, and what the kernels do not take is refused
 // by name.
 //
