@@ -300,8 +300,24 @@ std::unique_ptr<Executor> loadModel(const Options &o,
       die(path + ": the ranks of this job run different artifacts (their "
                  "hashes differ); give every rank the same MODEL.tgx");
   }
-  if (!ex->setCommunicator(gComm.get(), err))
+  // Under --device auto each rank chooses for itself (a node without a GPU,
+  // a plan too big for one GPU): ranks on the CPU and on CUDA would run
+  // different collectives (MPI, NCCL) that never meet, so the job stops.
+  std::string what = ex->deviceDescription();
+  bool gpu = what.rfind("cpu", 0) != 0;
+  if (gComm && !tgrun::sameOnAllRanks(gpu ? 1 : 0))
+    die(path + ": the ranks of this job chose different devices (--device "
+               "auto: a GPU on some, the CPU on others; rank 0: " + what +
+        "); give every rank --device cpu or --device cuda");
+  if (!ex->setCommunicator(gComm.get(), err)) {
+    // Auto that chose the GPU does not fall back to the CPU when NCCL is
+    // missing: the job would silently run another, far slower path.
+    if (gComm && gpu && o.device == DeviceKind::Auto)
+      err += "; --device auto chose " + what +
+             " and does not fall back: --device cpu runs the job on the CPU "
+             "over MPI";
     die(err);
+  }
   return ex;
 }
 
