@@ -142,6 +142,17 @@ if [[ "${1:-}" == "--prepare" ]]; then
     n=$((n + 1))
   done
   echo "device-check: wrote $n kernels to $KDIR; carry $BUILD to the GPU machine"
+  # The shared libraries tg-run needs beyond the C/C++ runtime (libtgrt.so,
+  # Open MPI's, which the GPU machine's image does not have), for
+  # LD_LIBRARY_PATH there. libstdc++ stays the GPU machine's own (newer, and
+  # the one its PyTorch needs).
+  mkdir -p "$BUILD/device-lib"
+  for lib in $(ldd "$BUILD/bin/tg-run" | awk '/=> \//{print $3}'); do
+    case ${lib##*/} in
+      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libstdc++*|libgcc_s*|libz.so*) ;;
+      *) cp -L "$lib" "$BUILD/device-lib/" || exit 3 ;;
+    esac
+  done
   # GPT-2 small for the comparison with PyTorch: the example with a constant
   # learning rate (PyTorch's AdamW has no warm-up of its own) and no memory
   # budget (the H200 holds the unfitted step); sm_90a only, which keeps the
@@ -158,6 +169,9 @@ if [[ "${1:-}" == "--prepare" ]]; then
 fi
 
 # ---- on the GPU machine -----------------------------------------------------
+# tg-run's libraries as --prepare copied them (tg-run's own rpath,
+# $ORIGIN/../lib, finds libtgrt.so when bin/ and lib/ are carried whole).
+[[ -d $BUILD/device-lib ]] && export LD_LIBRARY_PATH=$BUILD/device-lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 DATE=$(date -u +%Y-%m-%d)
 OUTDIR=${TG_RESULTS_DIR:-$ROOT/bench/results}
 REPORT=$OUTDIR/gemm-h200-$DATE.md
