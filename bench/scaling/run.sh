@@ -6,6 +6,9 @@
 #   params-train   tgc --emit=train     of N parameters (params.tg)
 #   params-report  tgc --report=memory  of N parameters
 #   chain-O0       tgc -O0 -o x.tgx     of a chain of N relus (chain.tg)
+#   chain-lower    tg-opt --tg-cpu-pipeline="arena=1" on the planned, unfused
+#                  step of N relus (the CPU lowering alone: bufferization
+#                  of one long function; tg-inline-splat-operands)
 #   plan           tg-opt --tg-plan-memory on the training step of N
 #                  parameters (the planner alone: its schedule and offsets)
 #   plan-wide      tg-opt --tg-plan-memory on N buffers all live at once
@@ -23,9 +26,10 @@
 # machine) and peak resident MiB. Each case ends with the ratio of its last
 # to its first N in CPU time and the exponent k of time ~ N^k between them
 # (1 is linear, 2 quadratic). Environment: PARAM_NS (default
-# "500 1000 2000 4000 8000"), CHAIN_NS (default "1000 2000"), PLAN_NS
-# (default "2000 4000 8000 16000"), WIDE_NS (default "4000 8000 16000
-# 32000 64000"), GPT_NS (default "4 8 16 32"), LAYER_NS (default "2 8");
+# "500 1000 2000 4000 8000"), CHAIN_NS (default "1000 2000"), LOWER_NS
+# (default "250 500 1000 2000"), PLAN_NS (default "2000 4000 8000 16000"),
+# WIDE_NS (default "4000 8000 16000 32000 64000"), GPT_NS (default "4 8
+# 16 32"), LAYER_NS (default "2 8");
 # an empty list skips.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,6 +38,7 @@ build=${1:-$root/build}
 out=${2:-$root/bench/results/scaling-$(date -u +%Y-%m-%d).md}
 param_ns=${PARAM_NS-"500 1000 2000 4000 8000"}
 chain_ns=${CHAIN_NS-"1000 2000"}
+lower_ns=${LOWER_NS-"250 500 1000 2000"}
 plan_ns=${PLAN_NS-"2000 4000 8000 16000"}
 wide_ns=${WIDE_NS-"4000 8000 16000 32000 64000"}
 gpt_ns=${GPT_NS-"4 8 16 32"}
@@ -76,6 +81,12 @@ done
 for n in $chain_ns; do
   measure chain-O0 "$n" "$tgc" -D "n=$n" -O0 "$here/chain.tg" -o "$tmp/c.tgx"
 done
+for n in $lower_ns; do
+  "$tgc" -D "n=$n" --no-fuse --emit=train "$here/chain.tg" -o "$tmp/chain.mlir"
+  "$tgopt" "$tmp/chain.mlir" --tg-plan-memory -o "$tmp/chain-planned.mlir"
+  measure chain-lower "$n" "$tgopt" "$tmp/chain-planned.mlir" \
+    --tg-cpu-pipeline="arena=1 entry-points=train_step" -o /dev/null
+done
 for n in $plan_ns; do
   "$tgc" -D "n=$n" --emit=train "$here/params.tg" -o "$tmp/plan.mlir"
   measure plan "$n" "$tgopt" "$tmp/plan.mlir" --tg-plan-memory -o /dev/null
@@ -98,7 +109,7 @@ done
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- machine: $(uname -m), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "- git: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "- command: bench/scaling/run.sh $build (PARAM_NS=\"$param_ns\" CHAIN_NS=\"$chain_ns\" PLAN_NS=\"$plan_ns\" WIDE_NS=\"$wide_ns\" GPT_NS=\"$gpt_ns\" LAYER_NS=\"$layer_ns\")"
+  echo "- command: bench/scaling/run.sh $build (PARAM_NS=\"$param_ns\" CHAIN_NS=\"$chain_ns\" LOWER_NS=\"$lower_ns\" PLAN_NS=\"$plan_ns\" WIDE_NS=\"$wide_ns\" GPT_NS=\"$gpt_ns\" LAYER_NS=\"$layer_ns\")"
   echo "- other builds and tests may have run beside it: wall times are upper"
   echo "  bounds; CPU time (user + system) is the compile's own cost"
   echo
@@ -109,6 +120,7 @@ done
   fit params-train
   fit params-report
   fit chain-O0
+  fit chain-lower
   fit plan
   fit plan-wide
   fit gpt-report

@@ -45,6 +45,10 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   convert.fuseGroups = options.fuseGroups;
   pm.addPass(createConvertTGToLinalgPass(convert));
   pm.addPass(createCanonicalizerPass());
+  // After canonicalization has uniqued the constants: a splat read by every
+  // op of the step made the bufferization passes below quadratic in its
+  // length (InlineSplatOperands.cpp).
+  pm.addPass(createInlineSplatOperandsPass());
   // Producers of planned values write into their arena slots directly.
   if (options.arena)
     pm.addPass(bufferization::createEmptyTensorEliminationPass());
