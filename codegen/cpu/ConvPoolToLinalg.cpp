@@ -520,36 +520,59 @@ struct MaxPoolGradLowering final : OpConversionPattern<MaxPool2dGradOp> {
     Type i64 = rw.getI64Type();
 
     Loops L{rw.getContext(), 6};
-    SmallVector<AffineMap> argMaps = {
-        L.map({L.d(4), L.d(5)}), L.map({L.d(0), L.d(1), L.d(2), L.d(3)}),
-        L.map({L.d(0), L.d(1), L.d(2), L.d(3)})};
+    // Without padding every window lies inside the input (floor mode), so
+    // the input is an operand read through an affine map (vectorisable)
+    // instead of a bounds-checked tensor.extract (13% of LeNet's step).
+    // Loops (n, c, i, j, y, x), the taps reduced: each window still scans
+    // its taps in row-major order, and the innermost loop runs along a row
+    // of windows, which LLVM vectorises with compares and selects.
+    bool unpadded = p[0] == 0 && p[1] == 0;
+    SmallVector<Value> ins = {windowShape(rw, loc, k)};
+    SmallVector<AffineMap> argMaps = {L.map({L.d(2), L.d(3)})};
+    if (unpadded) {
+      ins.push_back(input);
+      argMaps.push_back(L.map({L.d(0), L.d(1), L.d(4) * s[0] + L.d(2),
+                               L.d(5) * s[1] + L.d(3)}));
+    }
+    argMaps.append({L.map({L.d(0), L.d(1), L.d(4), L.d(5)}),
+                    L.map({L.d(0), L.d(1), L.d(4), L.d(5)})});
+    auto argLoops = iterators(6);
+    argLoops[2] = argLoops[3] = utils::IteratorType::reduction;
     Value best = filledTensor(rw, loc, gs, acc, 0);
     Value where = filledTensor(rw, loc, gs, i64, -1);
     auto arg = linalg::GenericOp::create(
         rw, loc,
         TypeRange{RankedTensorType::get(gs, acc), RankedTensorType::get(gs, i64)},
-        windowShape(rw, loc, k), ValueRange{best, where}, argMaps,
-        iterators(4, 2), [&](OpBuilder &b, Location l, ValueRange a) {
+        ins, ValueRange{best, where}, argMaps, argLoops,
+        [&](OpBuilder &b, Location l, ValueRange a) {
           Idx I{b, l};
-          Value iy = I.add(I.sub(I.mul(I.loop(2), s[0]), I.c(p[0])), I.loop(4));
-          Value ix = I.add(I.sub(I.mul(I.loop(3), s[1]), I.c(p[1])), I.loop(5));
+          Value iy = I.add(I.sub(I.mul(I.loop(4), s[0]), I.c(p[0])), I.loop(2));
+          Value ix = I.add(I.sub(I.mul(I.loop(5), s[1]), I.c(p[1])), I.loop(3));
           using P = arith::CmpIPredicate;
-          Value inside = I.both(
-              I.both(I.cmp(P::sge, iy, I.c(0)), I.cmp(P::slt, iy, I.c(in[2]))),
-              I.both(I.cmp(P::sge, ix, I.c(0)), I.cmp(P::slt, ix, I.c(in[3]))));
-          Value cy = I.pick(inside, iy, I.c(0)), cx = I.pick(inside, ix, I.c(0));
-          Value v = convertScalar(
-              b, l,
-              tensor::ExtractOp::create(b, l, input,
-                                        ValueRange{I.loop(0), I.loop(1), cy, cx}),
-              acc);
+          Value inside, v, cy = iy, cx = ix;
+          if (unpadded) {
+            inside = arith::ConstantOp::create(b, l, b.getBoolAttr(true));
+            v = convertScalar(b, l, a[1], acc);
+          } else {
+            inside = I.both(
+                I.both(I.cmp(P::sge, iy, I.c(0)), I.cmp(P::slt, iy, I.c(in[2]))),
+                I.both(I.cmp(P::sge, ix, I.c(0)), I.cmp(P::slt, ix, I.c(in[3]))));
+            cy = I.pick(inside, iy, I.c(0));
+            cx = I.pick(inside, ix, I.c(0));
+            v = convertScalar(
+                b, l,
+                tensor::ExtractOp::create(b, l, input,
+                                          ValueRange{I.loop(0), I.loop(1), cy, cx}),
+                acc);
+          }
+          Value bestV = a[a.size() - 2], whereV = a[a.size() - 1];
           using F = arith::CmpFPredicate;
           Value none = arith::CmpIOp::create(
-              b, l, P::eq, a[2], scalarConstant(b, l, i64, -1));
+              b, l, P::eq, whereV, scalarConstant(b, l, i64, -1));
           // PyTorch's scan: a NaN always takes over (so the last NaN wins),
           // a number only when it is greater (so the first maximum wins).
           Value vNaN = arith::CmpFOp::create(b, l, F::UNO, v, v);
-          Value greater = arith::CmpFOp::create(b, l, F::OGT, v, a[1]);
+          Value greater = arith::CmpFOp::create(b, l, F::OGT, v, bestV);
           Value take = arith::AndIOp::create(
               b, l, inside,
               arith::OrIOp::create(
@@ -558,7 +581,7 @@ struct MaxPoolGradLowering final : OpConversionPattern<MaxPool2dGradOp> {
               b, l, i64, I.add(I.mul(cy, in[3]), cx));
           linalg::YieldOp::create(
               b, l,
-              ValueRange{I.pick(take, v, a[1]), I.pick(take, pos, a[2])});
+              ValueRange{I.pick(take, v, bestV), I.pick(take, pos, whereV)});
         });
     Value argmax = arg.getResult(1);
 
