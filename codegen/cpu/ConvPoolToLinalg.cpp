@@ -1,14 +1,14 @@
 //===- ConvPoolToLinalg.cpp - conv2d and pooling to linalg ------*- C++ -*-===//
 //
-// Direct loop nests as linalg.generic, correctness first (no im2col, no
-// tiling here). Groups become an explicit dimension (channels C = G x Cg,
-// O = G x Og through expand_shape), so every forward map is a plain affine
-// function of the loops. The forward ops and conv2d_grad_weight read a
-// padded input; conv2d_grad_input and the pooling gradients gather from the
-// cotangent (tensor.extract at computed positions, guarded by a validity
-// test), because linalg outputs cannot be written at strided positions.
-// Pooling loops over the window through a shape-only [KH, KW] operand, as
-// upstream's linalg.pooling_* ops do.
+// Convolutions become GEMMs over an im2col matrix, one image at a time
+// (below, "Convolutions as GEMMs"), in the matmul's loop order. Groups
+// are an explicit dimension of every product (channels C = G x Cg,
+// O = G x Og), so every map is a plain affine function of the loops.
+// Pooling is a direct loop nest over a padded input; the pooling gradients
+// gather from the cotangent (tensor.extract at computed positions, guarded
+// by a validity test), because linalg outputs cannot be written at strided
+// positions. Pooling loops over the window through a shape-only [KH, KW]
+// operand, as upstream's linalg.pooling_* ops do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +16,8 @@
 #include "codegen/cpu/Passes.h"
 #include "dialects/TGOps.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <limits>
@@ -28,76 +30,23 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-/// `x` (NCHW) in its compute type, padded by `pad` (h, w) on both sides with
-/// `value`.
+/// `x` (its last two dimensions spatial) in its compute type, padded by
+/// `pad` (h, w) on both sides with `value`.
 Value padded(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pad,
              double value) {
   Type acc = computeType(elementType(x));
   x = convertTensor(b, loc, x, acc);
   if (pad[0] == 0 && pad[1] == 0)
     return x;
-  ArrayRef<int64_t> s = shapeOf(x);
-  auto type = RankedTensorType::get(
-      {s[0], s[1], s[2] + 2 * pad[0], s[3] + 2 * pad[1]}, acc);
-  SmallVector<OpFoldResult> lo = {b.getIndexAttr(0), b.getIndexAttr(0),
-                                  b.getIndexAttr(pad[0]),
-                                  b.getIndexAttr(pad[1])};
-  return tensor::PadOp::create(b, loc, type, x, lo, lo,
-                               scalarConstant(b, loc, acc, value));
-}
-
-/// Splits dimension `dim` of `v` into (groups, size / groups).
-Value splitGroups(OpBuilder &b, Location loc, Value v, int64_t dim,
-                  int64_t groups) {
-  ArrayRef<int64_t> s = shapeOf(v);
-  SmallVector<int64_t> shape;
-  SmallVector<ReassociationIndices> re;
-  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) {
-    if (d == dim) {
-      re.push_back({static_cast<int64_t>(shape.size()),
-                    static_cast<int64_t>(shape.size()) + 1});
-      shape.append({groups, s[d] / groups});
-    } else {
-      re.push_back({static_cast<int64_t>(shape.size())});
-      shape.push_back(s[d]);
-    }
-  }
-  return tensor::ExpandShapeOp::create(
-      b, loc, RankedTensorType::get(shape, elementType(v)), v, re);
-}
-
-/// Merges dimensions (dim, dim + 1) of `v`.
-Value mergeGroups(OpBuilder &b, Location loc, Value v, int64_t dim) {
-  int64_t rank = shapeOf(v).size();
-  SmallVector<ReassociationIndices> re;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d == dim + 1)
-      continue;
-    if (d == dim)
-      re.push_back({d, d + 1});
-    else
-      re.push_back({d});
-  }
-  return tensor::CollapseShapeOp::create(b, loc, v, re);
-}
-
-/// Sum-of-products contraction `out += a * b` over `maps` (a, b, out) into
-/// a zero-filled tensor of `outShape`.
-Value contractInto(OpBuilder &b, Location loc, Value lhs, Value rhs,
-                   ArrayRef<int64_t> outShape, ArrayRef<AffineMap> maps,
-                   unsigned parallel, unsigned reduction) {
-  Type acc = elementType(lhs);
-  Value init = filledTensor(b, loc, outShape, acc, 0);
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{RankedTensorType::get(outShape, acc)},
-             ValueRange{lhs, rhs}, init, maps, iterators(parallel, reduction),
-             [](OpBuilder &nb, Location l, ValueRange a) {
-               linalg::YieldOp::create(
-                   nb, l,
-                   ValueRange{arith::AddFOp::create(
-                       nb, l, a[2], arith::MulFOp::create(nb, l, a[0], a[1]))});
-             })
-      .getResult(0);
+  SmallVector<int64_t> shape(shapeOf(x));
+  int64_t rank = shape.size();
+  shape[rank - 2] += 2 * pad[0];
+  shape[rank - 1] += 2 * pad[1];
+  SmallVector<OpFoldResult> lo(rank, b.getIndexAttr(0));
+  lo[rank - 2] = b.getIndexAttr(pad[0]);
+  lo[rank - 1] = b.getIndexAttr(pad[1]);
+  return tensor::PadOp::create(b, loc, RankedTensorType::get(shape, acc), x,
+                               lo, lo, scalarConstant(b, loc, acc, value));
 }
 
 /// Affine helpers over a fixed number of loops.
@@ -110,8 +59,175 @@ struct Loops {
   }
 };
 
-/// out[n, g, og, y, x] += in[n, g, ic, y*sh + i*dh, x*sw + j*dw] *
-///                        w[g, og, ic, i, j]
+//===----------------------------------------------------------------------===//
+// Convolutions as GEMMs over an im2col matrix, one image at a time.
+//
+// For image n, col[g, (ic, i, j), (y, x)] = xpad[n, g*Cg + ic, y*sh + i*dh,
+// x*sw + j*dw] (K = Cg*KH*KW rows, P = OH*OW columns); then
+//   forward:         y[n, g]  = W[g] (Og x K) . col (K x P)
+//   weight gradient: dW[g]   += dy[n, g] (Og x P) . col^T (P x K)
+//   input gradient:  dcol     = W[g]^T (K x Og) . dy[n, g] (Og x P), and dx
+//                    sums dcol back over the taps (col2im).
+// Each product is a linalg.generic whose loop order is the matmul's
+// (ReductionsToLinalg.cpp): the innermost loop runs over P, contiguous in
+// both operands and the result (an axpy, or a dot product for the weight
+// gradient), and reassoc + contract let LLVM vectorise it with FMAs. The
+// direct loop nests this replaces ran their innermost loop over a 5-wide
+// window tap (LeNet: 123 ms a step, 88% in conv2's three nests).
+//
+// One image at a time (an scf.for over the batch) keeps the im2col matrix
+// small and hot in the cache (LeNet's conv2: 60 KB, where the whole batch's
+// would be 3.8 MB of op scratch), and each image's result is written in
+// place in its slice of the output.
+//===----------------------------------------------------------------------===//
+
+/// The sizes of one convolution: input [N, C, H, W], weight [O, C/G, KH,
+/// KW], output [N, O, OH, OW], and its stride, dilation and padding.
+struct ConvShape {
+  int64_t n, c, h, w, o, kh, kw, oh, ow, g;
+  ArrayRef<int64_t> s, d, p;
+  int64_t cg() const { return c / g; }
+  int64_t og() const { return o / g; }
+  /// Rows of one group's im2col matrix: (ic, i, j).
+  int64_t k() const { return cg() * kh * kw; }
+  /// Its columns: the output positions (y, x).
+  int64_t pix() const { return oh * ow; }
+
+  template <typename OpTy>
+  static ConvShape of(OpTy op, ArrayRef<int64_t> x, ArrayRef<int64_t> wt,
+                      ArrayRef<int64_t> y) {
+    return {x[0],
+            x[1],
+            x[2],
+            x[3],
+            wt[0],
+            wt[2],
+            wt[3],
+            y[2],
+            y[3],
+            static_cast<int64_t>(op.getGroups()),
+            op.getStride(),
+            op.getDilation(),
+            op.getPadding()};
+  }
+};
+
+/// Image `i` of the NCHW tensor `t`: its [C, H, W] slice.
+Value image(OpBuilder &b, Location loc, Value t, Value i) {
+  ArrayRef<int64_t> s = shapeOf(t);
+  SmallVector<OpFoldResult> offsets(s.size(), b.getIndexAttr(0)),
+      strides(s.size(), b.getIndexAttr(1));
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
+  for (int64_t d : s.drop_front())
+    sizes.push_back(b.getIndexAttr(d));
+  offsets[0] = i;
+  return tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(s.drop_front(), elementType(t)), t, offsets,
+      sizes, strides);
+}
+
+/// `t` with image `i` replaced by `v` (its [C, H, W] slice).
+Value withImage(OpBuilder &b, Location loc, Value v, Value t, Value i) {
+  ArrayRef<int64_t> s = shapeOf(t);
+  SmallVector<OpFoldResult> offsets(s.size(), b.getIndexAttr(0)),
+      strides(s.size(), b.getIndexAttr(1));
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
+  for (int64_t d : s.drop_front())
+    sizes.push_back(b.getIndexAttr(d));
+  offsets[0] = i;
+  return tensor::InsertSliceOp::create(b, loc, v, t, offsets, sizes, strides);
+}
+
+/// `v` reshaped (row-major) to `shape`, in its element type.
+Value reshaped(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
+  return reshapeTensor(b, loc, v,
+                       RankedTensorType::get(shape, elementType(v)));
+}
+
+/// Image `i` of `t` in compute type `acc` as a [G, rows, P] tensor.
+Value groupRows(OpBuilder &b, Location loc, Value t, Value i, int64_t g,
+                Type acc) {
+  ArrayRef<int64_t> s = shapeOf(t);
+  return reshaped(b, loc, convertTensor(b, loc, image(b, loc, t, i), acc),
+                  {g, s[1] / g, s[2] * s[3]});
+}
+
+/// A zero-filled tensor of `shape` computed into `slice`'s storage: the
+/// destination of a product that accumulates.
+Value zeroed(OpBuilder &b, Location loc, Value slice) {
+  Value zero = scalarConstant(b, loc, elementType(slice), 0);
+  return linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{slice})
+      .getResult(0);
+}
+
+/// The im2col matrix [G, K, P] of image `i` of `x`, in compute type.
+Value im2col(OpBuilder &b, Location loc, Value x, Value i, const ConvShape &c) {
+  Value xp = padded(b, loc, image(b, loc, x, i), c.p, 0);
+  ArrayRef<int64_t> ps = shapeOf(xp);
+  xp = reshaped(b, loc, xp, {c.g, c.cg(), ps[1], ps[2]});
+  // Loops: g ic i j y x, all parallel; the innermost runs along a row.
+  Loops L{b.getContext(), 6};
+  SmallVector<AffineMap> maps = {
+      L.map({L.d(0), L.d(1), L.d(4) * c.s[0] + L.d(2) * c.d[0],
+             L.d(5) * c.s[1] + L.d(3) * c.d[1]}),
+      L.map({L.d(0), L.d(1), L.d(2), L.d(3), L.d(4), L.d(5)})};
+  SmallVector<int64_t> shape = {c.g, c.cg(), c.kh, c.kw, c.oh, c.ow};
+  Type acc = elementType(xp);
+  Value col =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get(shape, acc)}, xp,
+          emptyTensor(b, loc, shape, acc), maps, iterators(6),
+          [](OpBuilder &nb, Location l, ValueRange a) {
+            linalg::YieldOp::create(nb, l, a[0]);
+          })
+          .getResult(0);
+  return reshaped(b, loc, col, {c.g, c.k(), c.pix()});
+}
+
+/// `out += lhs * rhs` over the loops of `maps` (lhs, rhs, out) in their
+/// order, summed in any order (reassoc) with FMAs (contract), as the
+/// matmul's lowering does.
+Value contract(OpBuilder &b, Location loc, Value lhs, Value rhs, Value out,
+               ArrayRef<AffineMap> maps,
+               ArrayRef<utils::IteratorType> loops) {
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{out.getType()}, ValueRange{lhs, rhs}, out, maps,
+             loops,
+             [](OpBuilder &nb, Location l, ValueRange a) {
+               auto fm = arith::FastMathFlags::reassoc |
+                         arith::FastMathFlags::contract;
+               Value prod = arith::MulFOp::create(nb, l, a[0], a[1], fm);
+               linalg::YieldOp::create(
+                   nb, l,
+                   ValueRange{arith::AddFOp::create(nb, l, a[2], prod, fm)});
+             })
+      .getResult(0);
+}
+
+/// An scf.for over the `n` images carrying `inits`; `body` gets the image
+/// index and the carried values and returns their next values.
+ValueRange
+overImages(OpBuilder &b, Location loc, int64_t n, ValueRange inits,
+           function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
+                                           ValueRange)>
+               body) {
+  auto loop = scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, n),
+      indexConstant(b, loc, 1), inits,
+      [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
+        scf::YieldOp::create(nb, l, body(nb, l, i, carried));
+      });
+  return loop.getResults();
+}
+
+/// The weight [O, Cg, KH, KW] as [G, Og, K] in compute type `acc`.
+Value weightRows(OpBuilder &b, Location loc, Value w, const ConvShape &c,
+                 Type acc) {
+  return reshaped(b, loc, convertTensor(b, loc, w, acc), {c.g, c.og(), c.k()});
+}
+
+/// y[n, g, og, p] = sum over k of W[g, og, k] * col[g, k, p]; loops
+/// (g, og, k | p).
 struct Conv2dLowering final : OpConversionPattern<Conv2dOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -119,44 +235,32 @@ struct Conv2dLowering final : OpConversionPattern<Conv2dOp> {
                   ConversionPatternRewriter &rw) const override {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
-    int64_t g = op.getGroups();
-    ArrayRef<int64_t> s = op.getStride(), dl = op.getDilation();
-    ArrayRef<int64_t> out = type.getShape();
-    Value xp = padded(rw, loc, adaptor.getInput(), op.getPadding(), 0);
-    Value wc = convertTensor(rw, loc, adaptor.getWeight(),
-                             computeType(type.getElementType()));
-    if (g == 1) {
-      // Ungrouped: 4-D maps, so the result is the contraction's own
-      // buffer. Loops: n oc y x | ic i j.
-      Loops L{rw.getContext(), 7};
-      SmallVector<AffineMap> maps = {
-          L.map({L.d(0), L.d(4), L.d(2) * s[0] + L.d(5) * dl[0],
-                 L.d(3) * s[1] + L.d(6) * dl[1]}),
-          L.map({L.d(1), L.d(4), L.d(5), L.d(6)}),
-          L.map({L.d(0), L.d(1), L.d(2), L.d(3)})};
-      Value r = contractInto(rw, loc, xp, wc, out, maps, 4, 3);
-      rw.replaceOp(op, convertTensor(rw, loc, r, type.getElementType()));
-      return success();
-    }
-    Value x = splitGroups(rw, loc, xp, 1, g);
-    Value w = splitGroups(rw, loc, wc, 0, g);
-    // Loops: n g og y x | ic i j.
-    Loops L{rw.getContext(), 8};
-    SmallVector<AffineMap> maps = {
-        L.map({L.d(0), L.d(1), L.d(5), L.d(3) * s[0] + L.d(6) * dl[0],
-               L.d(4) * s[1] + L.d(7) * dl[1]}),
-        L.map({L.d(1), L.d(2), L.d(5), L.d(6), L.d(7)}),
-        L.map({L.d(0), L.d(1), L.d(2), L.d(3), L.d(4)})};
-    Value r = contractInto(rw, loc, x, w,
-                           {out[0], g, out[1] / g, out[2], out[3]}, maps, 5, 3);
-    rw.replaceOp(op, convertTensor(rw, loc, mergeGroups(rw, loc, r, 1),
-                                   type.getElementType()));
+    Type acc = computeType(type.getElementType());
+    ConvShape c = ConvShape::of(op, shapeOf(adaptor.getInput()),
+                                shapeOf(adaptor.getWeight()), type.getShape());
+    Value w = weightRows(rw, loc, adaptor.getWeight(), c, acc);
+    Loops L{rw.getContext(), 4};
+    SmallVector<AffineMap> maps = {L.map({L.d(0), L.d(1), L.d(2)}),
+                                   L.map({L.d(0), L.d(2), L.d(3)}),
+                                   L.map({L.d(0), L.d(1), L.d(3)})};
+    auto loops = iterators(4);
+    loops[2] = utils::IteratorType::reduction;
+    Value r = overImages(
+        rw, loc, c.n, emptyTensor(rw, loc, type.getShape(), acc),
+        [&](OpBuilder &b, Location l, Value i, ValueRange out) {
+          Value col = im2col(b, l, adaptor.getInput(), i, c);
+          Value y = zeroed(b, l, groupRows(b, l, out[0], i, c.g, acc));
+          y = contract(b, l, w, col, y, maps, loops);
+          y = reshaped(b, l, y, {c.o, c.oh, c.ow});
+          return SmallVector<Value>{withImage(b, l, y, out[0], i)};
+        })[0];
+    rw.replaceOp(op, convertTensor(rw, loc, r, type.getElementType()));
     return success();
   }
 };
 
-/// dw[g, og, ic, i, j] += in[n, g, ic, y*sh + i*dh, x*sw + j*dw] *
-///                        grad[n, g, og, y, x]
+/// dW[g, og, k] = sum over the images of sum over p of dy[n, g, og, p] *
+/// col[g, k, p]; loops (g, og, k | p), a dot product innermost.
 struct Conv2dGradWeightLowering final
     : OpConversionPattern<Conv2dGradWeightOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -165,37 +269,112 @@ struct Conv2dGradWeightLowering final
                   ConversionPatternRewriter &rw) const override {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
-    int64_t g = op.getGroups();
-    ArrayRef<int64_t> s = op.getStride(), dl = op.getDilation();
-    ArrayRef<int64_t> wt = type.getShape();
-    Value xp = padded(rw, loc, adaptor.getInput(), op.getPadding(), 0);
-    Value gc = convertTensor(rw, loc, adaptor.getGrad(),
-                             computeType(type.getElementType()));
-    if (g == 1) {
-      // Loops: oc ic i j | n y x.
-      Loops L{rw.getContext(), 7};
-      SmallVector<AffineMap> maps = {
-          L.map({L.d(4), L.d(1), L.d(5) * s[0] + L.d(2) * dl[0],
-                 L.d(6) * s[1] + L.d(3) * dl[1]}),
-          L.map({L.d(4), L.d(0), L.d(5), L.d(6)}),
-          L.map({L.d(0), L.d(1), L.d(2), L.d(3)})};
-      Value r = contractInto(rw, loc, xp, gc, wt, maps, 4, 3);
-      rw.replaceOp(op, convertTensor(rw, loc, r, type.getElementType()));
-      return success();
-    }
-    Value x = splitGroups(rw, loc, xp, 1, g);
-    Value gr = splitGroups(rw, loc, gc, 1, g);
-    // Loops: g og ic i j | n y x.
-    Loops L{rw.getContext(), 8};
-    SmallVector<AffineMap> maps = {
-        L.map({L.d(5), L.d(0), L.d(2), L.d(6) * s[0] + L.d(3) * dl[0],
-               L.d(7) * s[1] + L.d(4) * dl[1]}),
-        L.map({L.d(5), L.d(0), L.d(1), L.d(6), L.d(7)}),
-        L.map({L.d(0), L.d(1), L.d(2), L.d(3), L.d(4)})};
-    Value r = contractInto(rw, loc, x, gr,
-                           {g, wt[0] / g, wt[1], wt[2], wt[3]}, maps, 5, 3);
-    rw.replaceOp(op, convertTensor(rw, loc, mergeGroups(rw, loc, r, 0),
-                                   type.getElementType()));
+    Type acc = computeType(type.getElementType());
+    ConvShape c = ConvShape::of(op, shapeOf(adaptor.getInput()),
+                                type.getShape(), shapeOf(adaptor.getGrad()));
+    Loops L{rw.getContext(), 4};
+    SmallVector<AffineMap> maps = {L.map({L.d(0), L.d(1), L.d(3)}),
+                                   L.map({L.d(0), L.d(2), L.d(3)}),
+                                   L.map({L.d(0), L.d(1), L.d(2)})};
+    Value r = overImages(
+        rw, loc, c.n, filledTensor(rw, loc, {c.g, c.og(), c.k()}, acc, 0),
+        [&](OpBuilder &b, Location l, Value i, ValueRange dw) {
+          Value col = im2col(b, l, adaptor.getInput(), i, c);
+          Value dy = groupRows(b, l, adaptor.getGrad(), i, c.g, acc);
+          return SmallVector<Value>{
+              contract(b, l, dy, col, dw[0], maps, iterators(3, 1))};
+        })[0];
+    r = reshaped(rw, loc, r, type.getShape());
+    rw.replaceOp(op, convertTensor(rw, loc, r, type.getElementType()));
+    return success();
+  }
+};
+
+/// dcol[g, k, p] = sum over og of W[g, og, k] * dy[n, g, og, p] (loops
+/// g, k, og | p), then col2im: dx[n, g, ic, iy, ix] sums dcol[g, (ic, i, j),
+/// (y, x)] over the taps (i, j) with iy = y*sh - ph + i*dh (x likewise).
+/// To make that sum a plain affine read, dcol is scattered once per image
+/// (written at y*sh + lo through the output map) into a zero tensor `z` padded
+/// by `lo` = max(0, (KH-1)*dh - ph) in front: z[.., i, j, t + lo] is
+/// dcol[.., i, j, t / sh] where sh divides t, else 0, and dx reads it at
+/// t = iy + ph - i*dh. Only the positions written change, so `z` is
+/// zeroed once for all images (carried by the loop).
+struct Conv2dGradInputLowering final
+    : OpConversionPattern<Conv2dGradInputOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(Conv2dGradInputOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    Type acc = computeType(type.getElementType());
+    ConvShape c = ConvShape::of(op, type.getShape(),
+                                shapeOf(adaptor.getWeight()),
+                                shapeOf(adaptor.getGrad()));
+    Value w = weightRows(rw, loc, adaptor.getWeight(), c, acc);
+    Loops L{rw.getContext(), 4};
+    SmallVector<AffineMap> gemm = {L.map({L.d(0), L.d(2), L.d(1)}),
+                                   L.map({L.d(0), L.d(2), L.d(3)}),
+                                   L.map({L.d(0), L.d(1), L.d(3)})};
+    auto gemmLoops = iterators(4);
+    gemmLoops[2] = utils::IteratorType::reduction;
+
+    // The padded, scattered dcol: spatial extent covers every t + lo.
+    int64_t loY = std::max<int64_t>(0, (c.kh - 1) * c.d[0] - c.p[0]);
+    int64_t loX = std::max<int64_t>(0, (c.kw - 1) * c.d[1] - c.p[1]);
+    int64_t hz = loY + std::max(c.h - 1 + c.p[0], (c.oh - 1) * c.s[0]) + 1;
+    int64_t wz = loX + std::max(c.w - 1 + c.p[1], (c.ow - 1) * c.s[1]) + 1;
+    SmallVector<int64_t> zShape = {c.g, c.cg(), c.kh, c.kw, hz, wz};
+    // col2im loops: g ic i j iy ix, the taps (i, j) reduced.
+    Loops S{rw.getContext(), 6};
+    // The scatter writes z through a strided map instead of a strided
+    // tensor.insert_slice, whose bufferized copy is upstream's generic
+    // element-by-element memrefCopy (8% of LeNet's step).
+    SmallVector<AffineMap> scatter = {
+        S.map({S.d(0), S.d(1), S.d(2), S.d(3), S.d(4), S.d(5)}),
+        S.map({S.d(0), S.d(1), S.d(2), S.d(3), S.d(4) * c.s[0] + loY,
+               S.d(5) * c.s[1] + loX})};
+    SmallVector<AffineMap> sum = {
+        S.map({S.d(0), S.d(1), S.d(2), S.d(3),
+               S.d(4) + (c.p[0] + loY) - S.d(2) * c.d[0],
+               S.d(5) + (c.p[1] + loX) - S.d(3) * c.d[1]}),
+        S.map({S.d(0), S.d(1), S.d(4), S.d(5)})};
+    auto sumLoops = iterators(6);
+    sumLoops[2] = sumLoops[3] = utils::IteratorType::reduction;
+
+    ValueRange r = overImages(
+        rw, loc, c.n,
+        {emptyTensor(rw, loc, type.getShape(), acc),
+         filledTensor(rw, loc, zShape, acc, 0)},
+        [&](OpBuilder &b, Location l, Value i, ValueRange carried) {
+          Value dy = groupRows(b, l, adaptor.getGrad(), i, c.g, acc);
+          Value dcol = contract(
+              b, l, w, dy,
+              zeroed(b, l, emptyTensor(b, l, {c.g, c.k(), c.pix()}, acc)),
+              gemm, gemmLoops);
+          dcol = reshaped(b, l, dcol, {c.g, c.cg(), c.kh, c.kw, c.oh, c.ow});
+          Value z = linalg::GenericOp::create(
+                        b, l, TypeRange{carried[1].getType()}, dcol,
+                        carried[1], scatter, iterators(6),
+                        [](OpBuilder &nb, Location nl, ValueRange a) {
+                          linalg::YieldOp::create(nb, nl, a[0]);
+                        })
+                        .getResult(0);
+          Value dx = zeroed(
+              b, l,
+              reshaped(b, l, image(b, l, carried[0], i), {c.g, c.cg(), c.h, c.w}));
+          dx = linalg::GenericOp::create(
+                   b, l, TypeRange{dx.getType()}, z, dx, sum, sumLoops,
+                   [](OpBuilder &nb, Location nl, ValueRange a) {
+                     linalg::YieldOp::create(
+                         nb, nl,
+                         ValueRange{arith::AddFOp::create(nb, nl, a[1], a[0])});
+                   })
+                   .getResult(0);
+          dx = reshaped(b, l, dx, {c.c, c.h, c.w});
+          return SmallVector<Value>{withImage(b, l, dx, carried[0], i), z};
+        });
+    rw.replaceOp(op, convertTensor(rw, loc, r[0], type.getElementType()));
     return success();
   }
 };
@@ -256,61 +435,6 @@ struct Idx {
               c(1));
     return arith::SIToFPOp::create(
         b, l, t, arith::IndexCastOp::create(b, l, b.getI64Type(), n));
-  }
-};
-
-/// dx[n, g, ic, iy, ix] = sum over (og, i, j) of grad[n, g*Og + og, y, x] *
-/// w[g, og, ic, i, j] where iy = y*sh - ph + i*dh (and x likewise).
-struct Conv2dGradInputLowering final
-    : OpConversionPattern<Conv2dGradInputOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(Conv2dGradInputOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
-    Type acc = computeType(type.getElementType());
-    int64_t g = op.getGroups();
-    ArrayRef<int64_t> s = op.getStride(), dl = op.getDilation(),
-                      p = op.getPadding();
-    ArrayRef<int64_t> dx = type.getShape();
-    Value grad = adaptor.getGrad();
-    ArrayRef<int64_t> gs = shapeOf(grad);
-    int64_t og = gs[1] / g;
-    Value w = splitGroups(rw, loc, convertTensor(rw, loc, adaptor.getWeight(), acc),
-                          0, g);
-    // Loops: n g ic iy ix | og i j.
-    Loops L{rw.getContext(), 8};
-    SmallVector<AffineMap> maps = {
-        L.map({L.d(1), L.d(5), L.d(2), L.d(6), L.d(7)}),
-        L.map({L.d(0), L.d(1), L.d(2), L.d(3), L.d(4)})};
-    SmallVector<int64_t> outShape = {dx[0], g, dx[1] / g, dx[2], dx[3]};
-    Value init = filledTensor(rw, loc, outShape, acc, 0);
-    Value r =
-        linalg::GenericOp::create(
-            rw, loc, TypeRange{RankedTensorType::get(outShape, acc)}, w, init,
-            maps, iterators(5, 3),
-            [&](OpBuilder &b, Location l, ValueRange a) {
-              Idx I{b, l};
-              auto [y, okY] = I.source(I.loop(3), I.loop(6), p[0], dl[0], s[0],
-                                       gs[2]);
-              auto [x, okX] = I.source(I.loop(4), I.loop(7), p[1], dl[1], s[1],
-                                       gs[3]);
-              Value oc = I.add(I.mul(I.loop(1), og), I.loop(5));
-              Value gv = convertScalar(
-                  b, l,
-                  tensor::ExtractOp::create(b, l, grad,
-                                            ValueRange{I.loop(0), oc, y, x}),
-                  acc);
-              Value prod = arith::MulFOp::create(b, l, gv, a[0]);
-              Value add = arith::AddFOp::create(b, l, a[1], prod);
-              linalg::YieldOp::create(
-                  b, l, ValueRange{I.pick(I.both(okY, okX), add, a[1])});
-            })
-            .getResult(0);
-    rw.replaceOp(op, convertTensor(rw, loc, mergeGroups(rw, loc, r, 1),
-                                   type.getElementType()));
-    return success();
   }
 };
 
@@ -393,54 +517,115 @@ struct MaxPoolGradLowering final : OpConversionPattern<MaxPool2dGradOp> {
                       p = op.getPadding();
     Value input = adaptor.getInput(), grad = adaptor.getGrad();
     ArrayRef<int64_t> in = shapeOf(input), gs = shapeOf(grad);
-    Type i64 = rw.getI64Type();
+    // In-plane argmax positions in 32 bits where they fit: the index
+    // tensor is op scratch the size of the pooled output (LeNet: 588 KiB
+    // of the 882 KiB the step's largest op needed with 64-bit positions).
+    Type posType = in[2] * in[3] <= std::numeric_limits<int32_t>::max()
+                   ? rw.getI32Type()
+                   : rw.getI64Type();
 
     Loops L{rw.getContext(), 6};
-    SmallVector<AffineMap> argMaps = {
-        L.map({L.d(4), L.d(5)}), L.map({L.d(0), L.d(1), L.d(2), L.d(3)}),
-        L.map({L.d(0), L.d(1), L.d(2), L.d(3)})};
+    // Without padding every window lies inside the input (floor mode), so
+    // the input is an operand read through an affine map (vectorisable)
+    // instead of a bounds-checked tensor.extract (13% of LeNet's step).
+    // Loops (n, c, i, j, y, x), the taps reduced: each window still scans
+    // its taps in row-major order, and the innermost loop runs along a row
+    // of windows, which LLVM vectorises with compares and selects.
+    bool unpadded = p[0] == 0 && p[1] == 0;
+    SmallVector<Value> ins = {windowShape(rw, loc, k)};
+    SmallVector<AffineMap> argMaps = {L.map({L.d(2), L.d(3)})};
+    if (unpadded) {
+      ins.push_back(input);
+      argMaps.push_back(L.map({L.d(0), L.d(1), L.d(4) * s[0] + L.d(2),
+                               L.d(5) * s[1] + L.d(3)}));
+    }
+    argMaps.append({L.map({L.d(0), L.d(1), L.d(4), L.d(5)}),
+                    L.map({L.d(0), L.d(1), L.d(4), L.d(5)})});
+    auto argLoops = iterators(6);
+    argLoops[2] = argLoops[3] = utils::IteratorType::reduction;
     Value best = filledTensor(rw, loc, gs, acc, 0);
-    Value where = filledTensor(rw, loc, gs, i64, -1);
+    Value where = filledTensor(rw, loc, gs, posType, -1);
     auto arg = linalg::GenericOp::create(
         rw, loc,
-        TypeRange{RankedTensorType::get(gs, acc), RankedTensorType::get(gs, i64)},
-        windowShape(rw, loc, k), ValueRange{best, where}, argMaps,
-        iterators(4, 2), [&](OpBuilder &b, Location l, ValueRange a) {
+        TypeRange{RankedTensorType::get(gs, acc), RankedTensorType::get(gs, posType)},
+        ins, ValueRange{best, where}, argMaps, argLoops,
+        [&](OpBuilder &b, Location l, ValueRange a) {
           Idx I{b, l};
-          Value iy = I.add(I.sub(I.mul(I.loop(2), s[0]), I.c(p[0])), I.loop(4));
-          Value ix = I.add(I.sub(I.mul(I.loop(3), s[1]), I.c(p[1])), I.loop(5));
+          Value iy = I.add(I.sub(I.mul(I.loop(4), s[0]), I.c(p[0])), I.loop(2));
+          Value ix = I.add(I.sub(I.mul(I.loop(5), s[1]), I.c(p[1])), I.loop(3));
           using P = arith::CmpIPredicate;
-          Value inside = I.both(
-              I.both(I.cmp(P::sge, iy, I.c(0)), I.cmp(P::slt, iy, I.c(in[2]))),
-              I.both(I.cmp(P::sge, ix, I.c(0)), I.cmp(P::slt, ix, I.c(in[3]))));
-          Value cy = I.pick(inside, iy, I.c(0)), cx = I.pick(inside, ix, I.c(0));
-          Value v = convertScalar(
-              b, l,
-              tensor::ExtractOp::create(b, l, input,
-                                        ValueRange{I.loop(0), I.loop(1), cy, cx}),
-              acc);
+          Value inside, v, cy = iy, cx = ix;
+          if (unpadded) {
+            inside = arith::ConstantOp::create(b, l, b.getBoolAttr(true));
+            v = convertScalar(b, l, a[1], acc);
+          } else {
+            inside = I.both(
+                I.both(I.cmp(P::sge, iy, I.c(0)), I.cmp(P::slt, iy, I.c(in[2]))),
+                I.both(I.cmp(P::sge, ix, I.c(0)), I.cmp(P::slt, ix, I.c(in[3]))));
+            cy = I.pick(inside, iy, I.c(0));
+            cx = I.pick(inside, ix, I.c(0));
+            v = convertScalar(
+                b, l,
+                tensor::ExtractOp::create(b, l, input,
+                                          ValueRange{I.loop(0), I.loop(1), cy, cx}),
+                acc);
+          }
+          Value bestV = a[a.size() - 2], whereV = a[a.size() - 1];
           using F = arith::CmpFPredicate;
           Value none = arith::CmpIOp::create(
-              b, l, P::eq, a[2], scalarConstant(b, l, i64, -1));
+              b, l, P::eq, whereV, scalarConstant(b, l, posType, -1));
           // PyTorch's scan: a NaN always takes over (so the last NaN wins),
           // a number only when it is greater (so the first maximum wins).
           Value vNaN = arith::CmpFOp::create(b, l, F::UNO, v, v);
-          Value greater = arith::CmpFOp::create(b, l, F::OGT, v, a[1]);
+          Value greater = arith::CmpFOp::create(b, l, F::OGT, v, bestV);
           Value take = arith::AndIOp::create(
               b, l, inside,
               arith::OrIOp::create(
                   b, l, none, arith::OrIOp::create(b, l, vNaN, greater)));
           Value pos = arith::IndexCastOp::create(
-              b, l, i64, I.add(I.mul(cy, in[3]), cx));
+              b, l, posType, I.add(I.mul(cy, in[3]), cx));
           linalg::YieldOp::create(
               b, l,
-              ValueRange{I.pick(take, v, a[1]), I.pick(take, pos, a[2])});
+              ValueRange{I.pick(take, v, bestV), I.pick(take, pos, whereV)});
         });
     Value argmax = arg.getResult(1);
 
     SmallVector<AffineMap> maps = {L.map({L.d(4), L.d(5)}),
                                    L.map({L.d(0), L.d(1), L.d(2), L.d(3)})};
     Value init = filledTensor(rw, loc, in, acc, 0);
+    if (p[0] == 0 && p[1] == 0 && s[0] >= k[0] && s[1] >= k[1]) {
+      // Windows that neither overlap nor leave the input (LeNet's 2x2,
+      // stride 2): each position is in at most one window, so each window
+      // writes its own taps through a strided output map, instead of each
+      // position gathering from every window that might hold it (2.5x
+      // faster on LeNet's pools; 15% of its step before).
+      SmallVector<AffineMap> scatter = {
+          L.map({L.d(4), L.d(5)}), L.map({L.d(0), L.d(1), L.d(2), L.d(3)}),
+          L.map({L.d(0), L.d(1), L.d(2), L.d(3)}),
+          L.map({L.d(0), L.d(1), L.d(2) * s[0] + L.d(4),
+                 L.d(3) * s[1] + L.d(5)})};
+      Value r =
+          linalg::GenericOp::create(
+              rw, loc, TypeRange{RankedTensorType::get(in, acc)},
+              ValueRange{windowShape(rw, loc, k), argmax, grad}, init, scatter,
+              iterators(6), [&](OpBuilder &b, Location l, ValueRange a) {
+                Idx I{b, l};
+                Value iy = I.add(I.mul(I.loop(2), s[0]), I.loop(4));
+                Value ix = I.add(I.mul(I.loop(3), s[1]), I.loop(5));
+                Value here = arith::IndexCastOp::create(
+                    b, l, posType, I.add(I.mul(iy, in[3]), ix));
+                Value hit = arith::CmpIOp::create(
+                    b, l, arith::CmpIPredicate::eq, a[1], here);
+                // The zero init is read where the tap is not the argmax, so
+                // the output stays an in-place update of the filled tensor.
+                linalg::YieldOp::create(
+                    b, l,
+                    ValueRange{I.pick(hit, convertScalar(b, l, a[2], acc), a[3])});
+              })
+              .getResult(0);
+      rw.replaceOp(op, convertTensor(rw, loc, r, type.getElementType()));
+      return success();
+    }
     Value r =
         linalg::GenericOp::create(
             rw, loc, TypeRange{RankedTensorType::get(in, acc)},
@@ -450,7 +635,7 @@ struct MaxPoolGradLowering final : OpConversionPattern<MaxPool2dGradOp> {
               auto [y, okY] = I.source(I.loop(2), I.loop(4), p[0], 1, s[0], gs[2]);
               auto [x, okX] = I.source(I.loop(3), I.loop(5), p[1], 1, s[1], gs[3]);
               Value here = arith::IndexCastOp::create(
-                  b, l, i64, I.add(I.mul(I.loop(2), in[3]), I.loop(3)));
+                  b, l, posType, I.add(I.mul(I.loop(2), in[3]), I.loop(3)));
               Value hit = arith::CmpIOp::create(
                   b, l, arith::CmpIPredicate::eq,
                   tensor::ExtractOp::create(b, l, argmax,

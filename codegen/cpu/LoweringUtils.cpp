@@ -174,3 +174,29 @@ Value mlir::tg::cpu::firstElementPointer(OpBuilder &b, Location loc,
   return LLVM::IntToPtrOp::create(
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), addr);
 }
+
+Value mlir::tg::cpu::reshapeTensor(OpBuilder &b, Location loc, Value v,
+                                   RankedTensorType type) {
+  if (v.getType() == type)
+    return v;
+  auto src = cast<RankedTensorType>(v.getType());
+  // Rank 0 on either side uses the empty reassociation (all sizes are 1).
+  if (type.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, type, v,
+                                           ArrayRef<ReassociationIndices>{});
+  if (src.getRank() == 0)
+    return tensor::ExpandShapeOp::create(b, loc, type, v,
+                                         ArrayRef<ReassociationIndices>{});
+  auto all = [](int64_t rank) {
+    ReassociationIndices dims;
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(d);
+    return SmallVector<ReassociationIndices>{dims};
+  };
+  Value flat = src.getRank() == 1
+                   ? v
+                   : tensor::CollapseShapeOp::create(b, loc, v, all(src.getRank()));
+  if (type.getRank() == 1)
+    return flat;
+  return tensor::ExpandShapeOp::create(b, loc, type, flat, all(type.getRank()));
+}

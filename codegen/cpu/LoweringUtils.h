@@ -64,6 +64,10 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
 /// `t` with its elements converted to `elt` (`t` itself when equal).
 Value convertTensor(OpBuilder &b, Location loc, Value t, Type elt);
 
+/// Row-major reshape of `v` to `type` (same element count): a collapse to
+/// rank 1, then an expand; `v` itself when the types are equal.
+Value reshapeTensor(OpBuilder &b, Location loc, Value v, RankedTensorType type);
+
 /// The row-major linear index (i64) of the current iteration of the
 /// enclosing linalg.generic, whose first `shape.size()` loops run over
 /// `shape`.

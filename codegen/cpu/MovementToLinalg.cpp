@@ -19,46 +19,12 @@ using namespace mlir::tg::cpu;
 
 namespace {
 
-/// Collapses `v` to rank 1 (or leaves a rank-0/rank-1 value alone).
-Value flatten(OpBuilder &b, Location loc, Value v) {
-  int64_t rank = shapeOf(v).size();
-  if (rank <= 1)
-    return v;
-  ReassociationIndices all;
-  for (int64_t d = 0; d < rank; ++d)
-    all.push_back(d);
-  return tensor::CollapseShapeOp::create(b, loc, v,
-                                         ArrayRef<ReassociationIndices>{all});
-}
-
-/// Row-major reshape: collapse to rank 1, expand to the target. Rank 0 on
-/// either side uses the empty reassociation (all sizes are 1).
-Value reshape(OpBuilder &b, Location loc, Value v, RankedTensorType type) {
-  if (v.getType() == type)
-    return v;
-  auto src = cast<RankedTensorType>(v.getType());
-  if (type.getRank() == 0)
-    return tensor::CollapseShapeOp::create(b, loc, type, v,
-                                           ArrayRef<ReassociationIndices>{});
-  if (src.getRank() == 0)
-    return tensor::ExpandShapeOp::create(b, loc, type, v,
-                                         ArrayRef<ReassociationIndices>{});
-  Value flat = flatten(b, loc, v);
-  if (type.getRank() == 1)
-    return flat;
-  ReassociationIndices all;
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    all.push_back(d);
-  return tensor::ExpandShapeOp::create(b, loc, type, flat,
-                                       ArrayRef<ReassociationIndices>{all});
-}
-
 struct ReshapeLowering final : OpConversionPattern<ReshapeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rw) const override {
-    rw.replaceOp(op, reshape(rw, op.getLoc(), adaptor.getInput(),
+    rw.replaceOp(op, reshapeTensor(rw, op.getLoc(), adaptor.getInput(),
                              cast<RankedTensorType>(op.getType())));
     return success();
   }
@@ -163,10 +129,10 @@ struct EmbeddingGradLowering final : OpConversionPattern<EmbeddingGradOp> {
     int64_t positions = 1;
     for (int64_t s : shapeOf(adaptor.getIndices()))
       positions *= s;
-    Value ids = reshape(
+    Value ids = reshapeTensor(
         rw, loc, adaptor.getIndices(),
         RankedTensorType::get({positions}, elementType(adaptor.getIndices())));
-    Value grad = reshape(
+    Value grad = reshapeTensor(
         rw, loc, adaptor.getGrad(),
         RankedTensorType::get({positions, cols}, elementType(adaptor.getGrad())));
     Value init = filledTensor(rw, loc, type.getShape(), acc, 0);

@@ -103,7 +103,13 @@ const ConvCase convCases[] = {
     {"tensor<1x4x7x7xf32>", "tensor<6x2x3x3xf32>", "tensor<1x6x3x5xf32>",
      " {dilation = array<i64: 2, 1>, groups = 2 : i64}"},
     {"tensor<2x1x6x6xf32>", "tensor<2x1x5x5xf32>", "tensor<2x2x6x6xf32>",
-     " {padding = array<i64: 2, 2>}"}};
+     " {padding = array<i64: 2, 2>}"},
+    // Every attribute at once over several images: the im2col lowering
+    // runs image by image, and the input gradient reuses one zeroed buffer
+    // whose strided positions each image overwrites.
+    {"tensor<3x4x9x8xf32>", "tensor<6x2x3x2xf32>", "tensor<3x6x5x6xf32>",
+     " {stride = array<i64: 2, 1>, padding = array<i64: 1, 0>, dilation = "
+     "array<i64: 1, 2>, groups = 2 : i64}"}};
 } // namespace
 
 TEST_CASE("conv2d and its gradients", "[cpu][conv]") {
@@ -140,7 +146,10 @@ TEST_CASE("pooling and its gradients", "[cpu][pool]") {
       {"tensor<2x3x6x6xf32>", "tensor<2x3x3x3xf32>", "kernel = [2, 2] stride = [2, 2]"},
       {"tensor<1x2x5x7xf32>", "tensor<1x2x3x4xf32>",
        "kernel = [3, 3] stride = [2, 2] {padding = array<i64: 1, 1>}"},
-      {"tensor<1x1x5x5xf32>", "tensor<1x1x4x4xf32>", "kernel = [2, 2] stride = [1, 1]"}};
+      {"tensor<1x1x5x5xf32>", "tensor<1x1x4x4xf32>", "kernel = [2, 2] stride = [1, 1]"},
+      // Disjoint windows that leave rows and columns out: the max-pool
+      // gradient's scatter form must leave those at zero.
+      {"tensor<2x2x7x5xf32>", "tensor<2x2x2x2xf32>", "kernel = [2, 2] stride = [3, 2]"}};
   for (auto &c : cases) {
     std::string x = c.x, y = c.y, attrs = c.attrs;
     for (const char *op : {"max_pool2d", "avg_pool2d"}) {

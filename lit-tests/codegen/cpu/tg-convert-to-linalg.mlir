@@ -206,43 +206,67 @@ func.func @random_normal(%s: tensor<i64>) -> tensor<3x4xf32> {
 
 // -----
 
-// Groups become a dimension; the input is padded with zeros; loops are
-// (n, g, og, y, x | ic, i, j) with strided, dilated input reads.
-// CHECK-DAG: #[[$IN:.+]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 * 2 + d6, d4 * 2 + d7)>
+// A convolution is a GEMM per image over its im2col matrix: the image is
+// padded, copied to col[g, (ic, i, j), (y, x)] through strided, dilated
+// reads, and W[g] (Og x K) times col (K x P) is written in place into the
+// image's slice of the result, in the matmul's loop order (g, og, k | p:
+// innermost over the output positions, reassoc + contract).
+// CHECK-DAG: #[[$COL:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 * 2 + d2, d5 * 2 + d3)>
+// CHECK-DAG: #[[$W:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-DAG: #[[$C:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+// CHECK-DAG: #[[$Y:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 // CHECK-LABEL: func.func @conv2d
-// CHECK: tensor.pad %{{.+}} low[0, 0, 1, 1] high[0, 0, 1, 1]
-// CHECK: tensor.expand_shape %{{.+}} {{\[\[}}0], [1, 2], [3], [4]] output_shape [1, 2, 2, 10, 10]
-// CHECK: linalg.generic {indexing_maps = [#[[$IN]], #{{.+}}, #{{.+}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
-// CHECK: tensor.collapse_shape %{{.+}} {{\[\[}}0], [1, 2], [3], [4]] : tensor<1x2x3x4x4xf32> into tensor<1x6x4x4xf32>
-func.func @conv2d(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<1x6x4x4xf32> {
-  %r = tg.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, groups = 2 : i64} : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x4x4xf32>
-  return %r : tensor<1x6x4x4xf32>
+// CHECK: tensor.expand_shape %{{.+}} output_shape [2, 3, 18] : tensor<108xf32> into tensor<2x3x18xf32>
+// CHECK: scf.for %[[N:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[OUT:.+]] = %{{.+}}) -> (tensor<2x6x4x4xf32>)
+// CHECK: tensor.extract_slice %{{.+}}[%[[N]], 0, 0, 0] [1, 4, 8, 8] [1, 1, 1, 1] : tensor<2x4x8x8xf32> to tensor<4x8x8xf32>
+// CHECK: tensor.pad %{{.+}} low[0, 1, 1] high[0, 1, 1]
+// CHECK: linalg.generic {indexing_maps = [#[[$COL]], #{{.+}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%{{.+}} : tensor<2x2x10x10xf32>) outs(%{{.+}} : tensor<2x2x3x3x4x4xf32>)
+// CHECK: tensor.extract_slice %[[OUT]][%[[N]], 0, 0, 0] [1, 6, 4, 4]
+// CHECK: linalg.fill {{.*}} -> tensor<2x3x16xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[$W]], #[[$C]], #[[$Y]]], iterator_types = ["parallel", "parallel", "reduction", "parallel"]} ins(%{{.+}}, %{{.+}} : tensor<2x3x18xf32>, tensor<2x18x16xf32>) outs(%{{.+}} : tensor<2x3x16xf32>)
+// CHECK: arith.mulf %{{.+}}, %{{.+}} fastmath<reassoc,contract>
+// CHECK: tensor.insert_slice %{{.+}} into %[[OUT]][%[[N]], 0, 0, 0] [1, 6, 4, 4]
+// CHECK: scf.yield
+func.func @conv2d(%x: tensor<2x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<2x6x4x4xf32> {
+  %r = tg.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, groups = 2 : i64} : tensor<2x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<2x6x4x4xf32>
+  return %r : tensor<2x6x4x4xf32>
 }
 
 // -----
 
-// The input gradient gathers from the cotangent at (iy + p - i) / s when
-// that divides exactly.
-// An ungrouped convolution contracts over 4-D maps straight into its
-// result (no grouped 5-D result to copy back).
-// CHECK-LABEL: func.func @conv2d_ungrouped
-// CHECK-NOT: tensor.expand_shape
-// CHECK: linalg.fill {{.*}} -> tensor<2x6x8x8xf32>
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
-// CHECK-SAME: outs(%{{.+}} : tensor<2x6x8x8xf32>)
-// CHECK-NOT: tensor.collapse_shape
-// CHECK: return
-func.func @conv2d_ungrouped(%x: tensor<2x3x8x8xf32>, %w: tensor<6x3x3x3xf32>) -> tensor<2x6x8x8xf32> {
-  %r = tg.conv2d %x, %w {padding = array<i64: 1, 1>} : tensor<2x3x8x8xf32>, tensor<6x3x3x3xf32> -> tensor<2x6x8x8xf32>
-  return %r : tensor<2x6x8x8xf32>
+// The weight gradient accumulates dy[n] (Og x P) times col^T over the
+// images, carried by the loop: loops (g, og, k | p), a dot product over the
+// output positions innermost.
+// CHECK-DAG: #[[$DY:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-DAG: #[[$C:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+// CHECK-DAG: #[[$DW:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @conv2d_grad_weight
+// CHECK: %[[ZERO:.+]] = linalg.fill {{.*}} -> tensor<1x6x27xf32>
+// CHECK: scf.for {{.*}} iter_args(%[[DWI:.+]] = %[[ZERO]]) -> (tensor<1x6x27xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[$DY]], #[[$C]], #[[$DW]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.+}}, %{{.+}} : tensor<1x6x64xf32>, tensor<1x27x64xf32>) outs(%[[DWI]] : tensor<1x6x27xf32>)
+// CHECK: scf.yield
+// CHECK: tensor.expand_shape %{{.+}} output_shape [6, 3, 3, 3]
+func.func @conv2d_grad_weight(%x: tensor<2x3x8x8xf32>, %g: tensor<2x6x8x8xf32>) -> tensor<6x3x3x3xf32> {
+  %r = tg.conv2d_grad_weight %x, %g {padding = array<i64: 1, 1>} : tensor<2x3x8x8xf32>, tensor<2x6x8x8xf32> -> tensor<6x3x3x3xf32>
+  return %r : tensor<6x3x3x3xf32>
 }
 
 // -----
 
+// The input gradient: dcol = W[g]^T dy[n] (loops g, k, og | p), scattered
+// through a strided output map (y*2 + 1: stride 2, in front the padding
+// lo = (3 - 1) - 1) into a zeroed [G, Cg, KH, KW, 10, 10] tensor carried by
+// the loop, then summed over the taps: dx[iy] reads it at iy + 1 + 1 - i.
+// CHECK-DAG: #[[$WT:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1)>
+// CHECK-DAG: #[[$SCATTER:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4 * 2 + 1, d5 * 2 + 1)>
+// CHECK-DAG: #[[$TAPS:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4 - d2 + 2, d5 - d3 + 2)>
 // CHECK-LABEL: func.func @conv2d_grad_input
-// CHECK: linalg.generic
-// CHECK: arith.remsi
-// CHECK: tensor.extract %{{.+}} : tensor<1x6x4x4xf32>
+// CHECK: %[[Z:.+]] = linalg.fill {{.*}} -> tensor<2x2x3x3x10x10xf32>
+// CHECK: scf.for {{.*}} iter_args(%{{.+}} = %{{.+}}, %[[ZI:.+]] = %[[Z]])
+// CHECK: linalg.generic {indexing_maps = [#[[$WT]], #{{.+}}, #{{.+}}], iterator_types = ["parallel", "parallel", "reduction", "parallel"]} {{.*}} outs(%{{.+}} : tensor<2x18x16xf32>)
+// CHECK: %[[S:.+]] = linalg.generic {indexing_maps = [#{{.+}}, #[[$SCATTER]]], {{.*}} ins(%{{.+}} : tensor<2x2x3x3x4x4xf32>) outs(%[[ZI]] : tensor<2x2x3x3x10x10xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[$TAPS]], #{{.+}}], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel", "parallel"]} ins(%[[S]] : tensor<2x2x3x3x10x10xf32>) outs(%{{.+}} : tensor<2x2x8x8xf32>)
+// CHECK: scf.yield %{{.+}}, %[[S]]
 func.func @conv2d_grad_input(%g: tensor<1x6x4x4xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<1x4x8x8xf32> {
   %r = tg.conv2d_grad_input %g, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, groups = 2 : i64} : tensor<1x6x4x4xf32>, tensor<6x2x3x3xf32> -> tensor<1x4x8x8xf32>
   return %r : tensor<1x4x8x8xf32>
@@ -266,13 +290,29 @@ func.func @pooling(%x: tensor<1x2x5x5xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x
 // -----
 
 // The max-pool gradient finds each window's first maximum (value and
-// position, two outputs), then gathers.
+// position, two outputs), then gathers: overlapping windows (3x3, stride 2)
+// may each hold a position.
 // CHECK-LABEL: func.func @max_pool_grad
-// CHECK: linalg.generic {{.+}} outs(%{{.+}}, %{{.+}} : tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>)
+// CHECK: linalg.generic {{.+}} outs(%{{.+}}, %{{.+}} : tensor<1x1x3x3xf32>, tensor<1x1x3x3xi32>)
 // CHECK: arith.cmpf uno
 // CHECK: linalg.generic
-// CHECK: tensor.extract %{{.+}} : tensor<1x1x2x2xi64>
-func.func @max_pool_grad(%g: tensor<1x1x2x2xf32>, %x: tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32> {
+// CHECK: tensor.extract %{{.+}} : tensor<1x1x3x3xi32>
+func.func @max_pool_grad(%g: tensor<1x1x3x3xf32>, %x: tensor<1x1x5x5xf32>) -> tensor<1x1x5x5xf32> {
+  %r = tg.max_pool2d_grad %g, %x kernel = [3, 3] stride = [2, 2] {padding = array<i64: 1, 1>} : tensor<1x1x3x3xf32>, tensor<1x1x5x5xf32>
+  return %r : tensor<1x1x5x5xf32>
+}
+
+// -----
+
+// Disjoint windows inside the input (2x2, stride 2, no padding): each
+// window writes its taps through a strided output map, no gather.
+// CHECK-DAG: #[[$TAP:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>
+// CHECK-LABEL: func.func @max_pool_grad_disjoint
+// CHECK: %[[ARG:.+]]:2 = linalg.generic {{.+}} outs(%{{.+}}, %{{.+}} : tensor<1x1x2x2xf32>, tensor<1x1x2x2xi32>)
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}, #[[$TAP]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%{{.+}}, %[[ARG]]#1, %{{.+}} : tensor<2x2xf32>, tensor<1x1x2x2xi32>, tensor<1x1x2x2xf32>)
+// CHECK-NOT: tensor.extract
+// CHECK: return
+func.func @max_pool_grad_disjoint(%g: tensor<1x1x2x2xf32>, %x: tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32> {
   %r = tg.max_pool2d_grad %g, %x kernel = [2, 2] stride = [2, 2] : tensor<1x1x2x2xf32>, tensor<1x1x4x4xf32>
   return %r : tensor<1x1x4x4xf32>
 }
