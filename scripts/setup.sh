@@ -12,9 +12,10 @@ PKGS=(
   libopenblas-dev dataset-fashion-mnist zlib1g-dev nlohmann-json3-dev
   libcli11-dev libopenmpi-dev openmpi-bin libzstd-dev
 )
-# Extra packages for `make bench` only (PyTorch is the peer we measure against).
+# Extra packages for `make bench` only (PyTorch is the peer we measure against;
+# perf for bench/cpu_profile.sh).
 if [[ "${TGC_SETUP_BENCH:-0}" == 1 ]]; then
-  PKGS+=(python3-torch libopenblas0-pthread)
+  PKGS+=(python3-torch libopenblas0-pthread linux-perf)
 fi
 
 missing=()
