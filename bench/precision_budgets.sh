@@ -15,7 +15,11 @@ bin=$(cd "$build/bin" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-curve_budgets=${CURVE_BUDGETS:-11.5GiB 10.5GiB 10GiB 9.5GiB}
+curve_budgets=${CURVE_BUDGETS-11.5GiB 10.5GiB 10GiB 9.5GiB}
+# MODELS limits the per-model rows (e.g. MODELS=bert_large); CURVE=0 skips
+# GPT-2 small's curve sections (a rerun of the per-model rows alone).
+models=${MODELS:-gpt bert_large}
+curve=${CURVE:-1}
 
 echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "- machine: $(uname -m), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
@@ -59,7 +63,7 @@ header() {
 echo
 echo "## Per model (tgc --report=memory)"
 header
-for model in gpt bert_large; do
+for model in $models; do
   for p in fp32 bf16; do
     for budget in - 16GiB 8GiB; do
       row "$model" "$p" "$budget"
@@ -67,6 +71,7 @@ for model in gpt bert_large; do
   done
 done
 
+[[ $curve == 0 ]] && exit 0
 echo
 echo "## GPT-2 small at a fixed batch: tgc's fit at budgets between the levels' peaks"
 header

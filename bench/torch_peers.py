@@ -72,6 +72,12 @@ class LeNet(torch.nn.Module):
         return F.cross_entropy(self.fc3(x), labels)
 
 
+# Set by GPU benchmarks (bench/gpt2_gpu.py) on PyTorch 2: attention through
+# scaled_dot_product_attention (flash), PyTorch's best, instead of the
+# matmul-mask-softmax-matmul its 1.13 CPU build needs.
+SDPA = False
+
+
 class Block(torch.nn.Module):
     def __init__(self, d, heads):
         super().__init__()
@@ -89,10 +95,14 @@ class Block(torch.nn.Module):
         q, k, v = self.c_attn(x).split(D, dim=2)
         q, k, v = (t.reshape(B, T, self.heads, hd).transpose(1, 2)
                    for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        mask = torch.ones(T, T, dtype=torch.bool).tril()
-        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(B, T, D)
+        if SDPA:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+            mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+            y = att @ v
+        y = y.transpose(1, 2).reshape(B, T, D)
         return self.attn_proj(y)
 
     def forward(self, x):

@@ -94,15 +94,17 @@ planTraining(mlir::ModuleOp module, const BuildSettings &settings,
 
 /// The outcome of fitting a budget.
 struct BudgetFit {
-  /// The chosen model: with a budget, its training step is built (and
-  /// tg.budget_fit says how); without one, the forward model only.
+  /// The chosen model: with a budget that the step as given exceeds, its
+  /// training step is built (and tg.budget_fit says how); without a budget
+  /// or within it, the forward model only.
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::tg::MemoryPlan plan; ///< its plan
   std::string note;          ///< what was chosen and its cost
 };
 
 /// Compiles the model and, with a budget (`budget` or the train block's
-/// memory_budget), fits it by tg-fit-budget's rematerialisation ladder,
+/// memory_budget) that the step as given (fused, op scratch included)
+/// exceeds, fits it by tg-fit-budget's rematerialisation ladder,
 /// then the same at micro-batches of 1/2, 1/4, ... of the batch, then in
 /// bf16 (fp32 models). nullopt on failure: `error` says the least peak
 /// reached and what it would take (one line), or is empty where the

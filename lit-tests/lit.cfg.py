@@ -1,5 +1,6 @@
 # lit configuration for TGC: tg-opt, tgc and friends with FileCheck.
 import os
+import shutil
 import lit.formats
 from lit.llvm import llvm_config
 
@@ -39,6 +40,15 @@ fake_nccl = os.path.join(config.tg_tools_dir, "..", "lib", "libtg_fake_nccl.so")
 if os.path.exists(fake_nccl):
     config.available_features.add("fake-nccl")
     config.substitutions.append(("%fake_nccl", os.path.abspath(fake_nccl)))
+config.substitutions.append(("%tg_bin", config.tg_tools_dir))
+# A Python with PyTorch (Debian's python3-torch), for the scripts that run a
+# PyTorch peer: tests that need it say `REQUIRES: torch`.
+import subprocess
+for py in ["/usr/bin/python3", shutil.which("python3") or ""]:
+    if py and subprocess.run([py, "-c", "import torch"], capture_output=True).returncode == 0:
+        config.available_features.add("torch")
+        config.substitutions.append(("%torch_python", py))
+        break
 for tool in ["tgc", "tg-run", "tg-bench-gemm"]:
     if os.path.exists(os.path.join(config.tg_tools_dir, tool)):
         config.available_features.add(tool)

@@ -485,6 +485,69 @@ void aliasUpdatesToArguments(func::FuncOp fn, Block &block,
 BlockPlan planBlockInOrder(Block &block, const Marks &marks,
                            const PlanOptions &opts, func::FuncOp aliasTo);
 
+/// A collective that communicates (not tg.shard, a local copy).
+bool isCommunication(Operation *op) {
+  return isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op);
+}
+
+/// Moves each collective of `block` up to right after the last op it reads
+/// from (its bucket complete) and after the collective before it (the
+/// ranks issue them in one order), so that on the GPU it starts as soon as
+/// it can and overlaps the ops that follow, and what reads its results
+/// down (PlanOptions::asyncCollectives).
+void hoistCollectives(Block &block) {
+  SmallVector<Operation *> collectives;
+  for (Operation &op : block.without_terminator())
+    if (isCommunication(&op))
+      collectives.push_back(&op);
+  Operation *previous = nullptr;
+  for (Operation *op : collectives) {
+    Operation *after = previous;
+    for (Value v : readsOf(op)) {
+      Operation *def = v.getDefiningOp();
+      def = def ? topLevel(def, block) : nullptr;
+      if (def && def->getBlock() == &block &&
+          (!after || after->isBeforeInBlock(def)))
+        after = def;
+    }
+    if (after)
+      op->moveAfter(after);
+    else
+      op->moveBefore(&block.front());
+    previous = op;
+  }
+  // What reads a collective's results, directly or not (the optimizer
+  // after its all_reduce, clip_grad_norm's sums), moves down to right
+  // before its first reader: the runtime waits for the collective at its
+  // first reader, so the rest of the backward pass runs before, while it
+  // is in flight. Latest first, so each op's readers have moved already.
+  DenseSet<Operation *> downstream;
+  SmallVector<Operation *> cone;
+  for (Operation &op : block.without_terminator()) {
+    bool reads = false;
+    for (Value v : readsOf(&op)) {
+      Operation *def = v.getDefiningOp();
+      def = def ? topLevel(def, block) : nullptr;
+      reads |= def && (isCommunication(def) || downstream.contains(def));
+    }
+    if (reads) {
+      downstream.insert(&op);
+      if (!isCommunication(&op))
+        cone.push_back(&op);
+    }
+  }
+  for (Operation *op : llvm::reverse(cone)) {
+    Operation *first = block.getTerminator();
+    for (Value r : op->getResults())
+      for (Operation *user : r.getUsers()) {
+        user = topLevel(user, block);
+        if (user->isBeforeInBlock(first))
+          first = user;
+      }
+    op->moveBefore(first);
+  }
+}
+
 /// Plans `block` under the top-down and the bottom-up schedule and keeps
 /// the one with the smaller region (the top-down one on ties).
 BlockPlan planBlock(Block &block, const Marks &marks, const PlanOptions &opts,
@@ -503,10 +566,14 @@ BlockPlan planBlock(Block &block, const Marks &marks, const PlanOptions &opts,
   };
   scheduleBlock(block);
   hoistShrinkingOps(block);
+  if (opts.asyncCollectives)
+    hoistCollectives(block);
   SmallVector<Operation *> topDown = currentOrder();
   BlockPlan first = planBlockInOrder(block, marks, opts, aliasTo);
   scheduleBlockBottomUp(block);
   hoistShrinkingOps(block);
+  if (opts.asyncCollectives)
+    hoistCollectives(block);
   BlockPlan second = planBlockInOrder(block, marks, opts, aliasTo);
   if (second.size < first.size)
     return second;
@@ -533,13 +600,29 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     step[op] = i;
   int64_t n = ops.size();
   plan.steps = n;
+  auto at = [&](Operation *user) {
+    return user == block.getTerminator() ? n : step[user];
+  };
+  // A collective runs on the GPU's communication stream while the ops
+  // after it compute, until the first op that reads its results
+  // (docs/data-parallel.md, "Overlap on the GPU"), so what it reads stays
+  // live until then: a later op's result placed on its bucket's gradients
+  // would make the runtime wait for it there, not at its first reader.
+  auto inFlightUntil = [&](Operation *user) {
+    int64_t end = at(user);
+    if (!opts.asyncCollectives || !isCommunication(user))
+      return end;
+    int64_t first = n;
+    for (Value r : user->getResults())
+      for (Operation *reader : r.getUsers())
+        first = std::min(first, at(topLevel(reader, block)));
+    return std::max(end, first);
+  };
   auto lastUse = [&](Value v) {
     Operation *def = v.getDefiningOp();
     int64_t end = def ? step.lookup(def) : 0;
-    for (OpOperand &use : v.getUses()) {
-      Operation *user = topLevel(use.getOwner(), block);
-      end = std::max(end, user == block.getTerminator() ? n : step[user]);
-    }
+    for (OpOperand &use : v.getUses())
+      end = std::max(end, inFlightUntil(topLevel(use.getOwner(), block)));
     return end;
   };
   // The op that reads `v` last, as the report names it; "" when that is

@@ -91,6 +91,11 @@ struct PlanOptions {
   int64_t alignment = 256;
   bool reorder = true; ///< memory-aware list scheduling
   bool inPlace = true; ///< elementwise results reuse a dying operand
+  /// Collectives overlap the ops after them (the GPU's communication
+  /// stream, docs/data-parallel.md): each is issued as soon as what it
+  /// reads is computed, and what it reads stays live until the first op
+  /// that reads its results (where the runtime waits for it).
+  bool asyncCollectives = false;
 };
 
 /// Inlines calls, reorders `fn`'s body to keep the peak low, assigns

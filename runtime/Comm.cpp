@@ -37,4 +37,9 @@ void Communicator::broadcast(void *data, int64_t bytes, int root) {
   std::copy(v.begin(), v.end(), b);
 }
 
+std::string Communicator::waitProblem(double waitedSeconds, const char *what) {
+  (void)waitedSeconds, (void)what;
+  return "";
+}
+
 } // namespace tgrt

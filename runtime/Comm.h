@@ -13,6 +13,7 @@
 #define TG_RUNTIME_COMM_H
 
 #include <cstdint>
+#include <string>
 
 namespace tgrt {
 
@@ -41,6 +42,13 @@ public:
   /// backend's NCCL unique id). The default sums each byte as a float, the
   /// other ranks contributing zeros (allReduceSum; exact).
   virtual void broadcast(void *data, int64_t bytes, int root);
+  /// Asked again and again while a wait for the other ranks (`what`, e.g.
+  /// "all_reduce") has lasted `waitedSeconds`: "" to keep waiting, else the
+  /// one line to give up with, e.g. when the launcher is tearing the job
+  /// down or a timeout passed. A device that waits for its own collectives
+  /// (the CUDA device's NCCL) asks it, so every wait of the job ends alike.
+  /// The default waits forever.
+  virtual std::string waitProblem(double waitedSeconds, const char *what);
 };
 
 } // namespace tgrt

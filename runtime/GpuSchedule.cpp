@@ -33,6 +33,11 @@ const char *collectiveName(GpuCollective::Op op) {
   return "none";
 }
 
+bool overlaps(const GpuBuffer &a, const GpuBuffer &b) {
+  return a.kind == b.kind && a.index == b.index &&
+         a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+}
+
 bool GpuSchedule::hasCollectives() const {
   for (const GpuEntry &e : entries)
     for (const GpuStep &s : e.steps)
@@ -363,12 +368,12 @@ public:
                            " over " + std::to_string(ranks) + " ranks needs " +
                            std::to_string(wantSrc) + " and " +
                            std::to_string(wantDst));
-      if (overlap(src, dst) &&
+      if (overlaps(src, dst) &&
           !(out.op == Op::AllReduce && src.offset == dst.offset))
         return fail(w, "src and dst overlap");
       for (size_t k = 0; k < out.dsts.size(); ++k)
-        if (overlap(dst, out.srcs[k]) || overlap(dst, out.dsts[k]) ||
-            overlap(src, out.dsts[k]))
+        if (overlaps(dst, out.srcs[k]) || overlaps(dst, out.dsts[k]) ||
+            overlaps(src, out.dsts[k]))
           return fail(w, "overlaps tensor " + std::to_string(k) +
                              " of the same bucket");
       out.counts.push_back(count);
@@ -433,11 +438,6 @@ public:
                              ") reaches past the " + std::to_string(b.bytes) +
                              " bytes of its buffer");
     return true;
-  }
-
-  static bool overlap(const GpuBuffer &a, const GpuBuffer &b) {
-    return a.kind == b.kind && a.index == b.index &&
-           a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
   }
 
   bool parse(const std::string &target, GpuSchedule &out) {

@@ -52,6 +52,10 @@ struct GpuCollective {
 /// "all_reduce", "reduce_scatter", "all_gather", "shard".
 const char *collectiveName(GpuCollective::Op op);
 
+/// Whether two ranges share a byte (the same argument, constant or the
+/// arena, intersecting offsets).
+bool overlaps(const GpuBuffer &a, const GpuBuffer &b);
+
 /// One step: a launch, a copy or a collective.
 struct GpuStep {
   bool copy = false;

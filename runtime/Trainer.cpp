@@ -436,14 +436,15 @@ bool Trainer::testAccuracy(DataSource &src, double &accuracy,
   int64_t EB = batchSizeOf(evalInputs), correct = 0;
   int64_t classes = logits->shape[1];
   const int64_t *labels = src.testLabels.as<int64_t>();
-  for (int64_t begin = 0; EB > 0 && begin < src.testRows; begin += EB) {
+  int64_t rows = testRowsOf(src);
+  for (int64_t begin = 0; EB > 0 && begin < rows; begin += EB) {
     if (stopRequested())
       return false;
     TensorMap in, out;
     if (!src.test(evalInputs, begin, in, err) || !ex_.eval(in, out, err))
       return false;
     const Tensor &l = out.at(logits->name);
-    for (int64_t r = 0; r < EB && begin + r < src.testRows; ++r) {
+    for (int64_t r = 0; r < EB && begin + r < rows; ++r) {
       int64_t best = 0;
       for (int64_t c = 1; c < classes; ++c)
         if (l.at(r * classes + c) > l.at(r * classes + best))
@@ -451,8 +452,13 @@ bool Trainer::testAccuracy(DataSource &src, double &accuracy,
       correct += best == labels[begin + r];
     }
   }
-  accuracy = 100.0 * correct / src.testRows;
+  accuracy = 100.0 * correct / rows;
   return true;
+}
+
+int64_t Trainer::testRowsOf(const DataSource &src) const {
+  return opts_.testLimit > 0 ? std::min(opts_.testLimit, src.testRows)
+                             : src.testRows;
 }
 
 TrainResult Trainer::train(DataSource &src) {
@@ -593,7 +599,7 @@ TrainResult Trainer::train(DataSource &src) {
                            : failed(err);
       char buf[96];
       std::snprintf(buf, sizeof buf, ", test accuracy %.2f%% (%" PRId64 " samples)",
-                    stats.accuracy, src.testRows);
+                    stats.accuracy, testRowsOf(src));
       acc = buf;
     }
     say("epoch %" PRId64 ": mean loss %.4f, %.1f s, %.0f samples/s%s\n", epoch,
@@ -615,7 +621,7 @@ TrainResult Trainer::train(DataSource &src) {
 }
 
 TrainResult Trainer::repeat(const TensorMap &batch, int64_t steps,
-                            bool printLoss) {
+                            bool printLoss, bool printTime) {
   if (!ex_.hasEntry("train_step"))
     return failed(opts_.label + ": the model has no entry point 'train_step'");
   std::string err;
@@ -623,6 +629,9 @@ TrainResult Trainer::repeat(const TensorMap &batch, int64_t steps,
   // As in train(): steps run ahead of their losses, taken every
   // `lossEvery` steps and printed in order.
   int64_t printed = 0;
+  // The steady-state step time: from the first step's loss (load, first
+  // launch and graph capture are behind it) to the last one's.
+  double firstDone = 0;
   auto takeLosses = [&](size_t keep) -> bool {
     while (ex_.stepsInFlight() > keep) {
       double loss = 0;
@@ -630,6 +639,8 @@ TrainResult Trainer::repeat(const TensorMap &batch, int64_t steps,
         return false;
       if (printLoss)
         say("step %" PRId64 " loss %.9g\n", printed, loss);
+      if (printed == 0)
+        firstDone = now();
       ++printed;
     }
     return true;
@@ -652,6 +663,11 @@ TrainResult Trainer::repeat(const TensorMap &batch, int64_t steps,
   }
   if (!takeLosses(0))
     return failed(err);
+  if (printTime && printed > 1) {
+    double seconds = now() - firstDone;
+    say("time: steps 2-%" PRId64 " in %.6f s, %.3f ms/step\n", printed,
+        seconds, 1e3 * seconds / double(printed - 1));
+  }
   return TrainResult();
 }
 

@@ -76,6 +76,8 @@ std::string memoryLine(const Executor &ex);
 struct TrainOptions {
   int64_t epochs = 1;
   int64_t batchLimit = -1; ///< at most this many steps per epoch (<= 0: all)
+  /// Accuracy on the first this many samples of the test split (<= 0: all).
+  int64_t testLimit = -1;
   /// The host waits for the losses every this many steps (at least 1):
   /// up to this many steps run ahead of the loss readback on an
   /// asynchronous device (CUDA), and their losses, progress lines and
@@ -127,11 +129,16 @@ public:
   TrainResult train(DataSource &data);
   /// Runs `steps` train steps on one batch (a cross-check: its outputs are
   /// only meaningful whole, so a stop saves nothing); prints
-  /// "step I loss L" per step when `printLoss`.
-  TrainResult repeat(const TensorMap &batch, int64_t steps, bool printLoss);
+  /// "step I loss L" per step when `printLoss`, and when `printTime` the
+  /// time of steps 2..N (from the first step's loss to the last one's:
+  /// loading, the first launch and graph capture are behind it).
+  TrainResult repeat(const TensorMap &batch, int64_t steps, bool printLoss,
+                     bool printTime = false);
   /// Accuracy (%) of `eval` on the test split of `data`; false with `err`
   /// set on an error, or with `err` empty when a stop was requested.
   bool testAccuracy(DataSource &data, double &accuracy, std::string &err);
+  /// The test samples the accuracy is measured on (TrainOptions::testLimit).
+  int64_t testRowsOf(const DataSource &data) const;
 
   /// Called after every epoch (e.g. to log elsewhere or to stop early).
   std::function<void(const EpochStats &)> onEpoch;

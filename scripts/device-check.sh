@@ -11,7 +11,12 @@
 # MLIR, no LLVM) on those files, or tg-bench-gemm directly where it can start.
 # Carry the build folder to the GPU machine; nothing is compiled there.
 #
-# On the GPU it: checks correctness (random data, output poisoned with NaN,
+# On the GPU it: trains GPT-2 small (examples/gpt.tg, bf16, batch
+# $TG_GPT2_DEFINES) for 20 steps against the same model in PyTorch (eager
+# and torch.compile, bf16 autocast, SDPA, fused AdamW) from the same initial
+# weights on the same batch: losses, step time, tokens/s, MFU and peak memory
+# of each (bench/gpt2_gpu.py); runs the training check
+# (scripts/device-train-check.sh); checks correctness (random data, output poisoned with NaN,
 # fp64 reference, normwise relative error ≤ 1e-2) and times (CUDA events,
 # warm-up, median of 30) 4096³, 8192³ and the GPT-2-small training shapes on
 # the sm_90a and sm_80 paths; times cuBLAS on the same shapes through
@@ -32,9 +37,12 @@ else BUILD=build; fi
 KDIR=${TG_GEMM_KERNELS:-$BUILD/gemm-kernels}
 GEN=$BUILD/bin/tg-bench-gemm
 RUN=$BUILD/bin/tg-bench-gemm-run
-DEADLINE=$((SECONDS + ${TG_DEVICE_CHECK_BUDGET_S:-450}))
-# The training check (scripts/device-train-check.sh) runs first within the
-# same budget; the GEMM sweep takes what is left.
+DEADLINE=$((SECONDS + ${TG_DEVICE_CHECK_BUDGET_S:-470}))
+# In order of what matters, each with its own cap inside the one budget:
+# GPT-2 small against PyTorch (TG_GPT2_BUDGET_S), the training check
+# (TG_TRAIN_CHECK_BUDGET_S), attention (60 s a shape), the timed GEMMs; the
+# config sweep takes what is left.
+
 
 # Timed cases: M N K form (nn = forward, tn = weight gradient Xᵀ·dY).
 TIMED=(
@@ -60,6 +68,26 @@ TARGETS=(sm_90a sm_80)
 ATTN=("8 12 1024 64" "2 16 4096 128")
 aname() { echo "$KDIR/attn_sm_90a_$1x$2x$3x$4"; } # B H T d -> file stem
 PROBE="256 256 256 nn" # preflight kernel (sm_80)
+SWEEP_ON=1
+if [[ -n ${TG_DEVICE_CHECK_SMOKE:-} ]]; then
+  # The plumbing check of the test suite (lit-tests/runtime/device-check-fake.test,
+  # on the fake libcuda that runs kernels on the PTX emulator): every step of
+  # the script on shapes the emulator runs in seconds, no config sweep, and
+  # sm_80 code only: the fake driver runs the PTX of a fat binary, which
+  # holds sm_90a code as a cubin only (test/nvptx/FakeCudaEmu.cpp).
+  TARGETS=(sm_80)
+  : "${TG_GPT2_TARGETS:=--target=sm_80}"
+  TIMED=("128 128 64 nn" "64 128 128 tn")
+  EXTRA=("72 40 24 nt|" "64 64 64 nn|--bias --act gelu --residual --alpha 0.5")
+  ATTN=("1 1 80 64")
+  PROBE="64 64 64 nn"
+  SWEEP_ON=0
+  : "${TG_GPT2_DEFINES:=-D layers=1 -D d_model=64 -D heads=1 -D seq=64 -D ctx=64 -D vocab=256 -D batch=2 -D accumulate=1}"
+fi
+# GPT-2 small as the H200 trains it (bf16, fused attention, no budget: the
+# plan must fit 141 GB), one sequence of 1024 per row.
+GPT2_DEFINES=${TG_GPT2_DEFINES:-"-D batch=16 -D seq=1024 -D accumulate=1"}
+GPT2_TGX=$BUILD/device-models/gpt2.tgx
 
 kname() { # target M N K form extra-flags -> kernel file
   local t=$1 m=$2 n=$3 k=$4 f=$5 x=${6:-}
@@ -88,6 +116,7 @@ if [[ "${1:-}" == "--prepare" ]]; then
   done
   # Every candidate config on the timed shapes, for the sweep.
   for t in "${TARGETS[@]}"; do
+    ((SWEEP_ON)) || break
     for cfg in $("$GEN" --list-configs --target "$t"); do
       for c in "${TIMED[@]}"; do
         read -r m nn k f <<<"$c"
@@ -113,6 +142,16 @@ if [[ "${1:-}" == "--prepare" ]]; then
     n=$((n + 1))
   done
   echo "device-check: wrote $n kernels to $KDIR; carry $BUILD to the GPU machine"
+  # GPT-2 small for the comparison with PyTorch: the example with a constant
+  # learning rate (PyTorch's AdamW has no warm-up of its own) and no memory
+  # budget (the H200 holds the unfitted step); sm_90a only, which keeps the
+  # artifact small enough to carry.
+  mkdir -p "$BUILD/device-models"
+  sed -e 's/schedule = .*/schedule = constant/' -e '/memory_budget/d' examples/gpt.tg \
+    >"$BUILD/device-models/gpt2.tg"
+  # shellcheck disable=SC2086
+  "$BUILD/bin/tgc" "$BUILD/device-models/gpt2.tg" $GPT2_DEFINES ${TG_GPT2_TARGETS:---target=sm_90a} \
+    -o "$GPT2_TGX" || exit 3
   # The training check's artifacts (tgc, no GPU needed).
   BUILD=$BUILD bash scripts/device-train-check.sh --prepare || exit 3
   exit 0
@@ -120,7 +159,7 @@ fi
 
 # ---- on the GPU machine -----------------------------------------------------
 DATE=$(date -u +%Y-%m-%d)
-OUTDIR=$ROOT/bench/results
+OUTDIR=${TG_RESULTS_DIR:-$ROOT/bench/results}
 REPORT=$OUTDIR/gemm-h200-$DATE.md
 STATE=$(mktemp -d)
 LOG=$STATE/device-check.log
@@ -158,26 +197,46 @@ if grep -q "no CUDA driver\|cuInit failed\|no CUDA device" <<<"$probe"; then
   exit 3
 fi
 
-# Training first (MLP and LeNet on Fashion-MNIST, --device cuda against
+PY=${PYTHON:-python3}
+fails=0
+
+# GPT-2 small against PyTorch first: the number this machine is lent for.
+GPT2_BUDGET=${TG_GPT2_BUDGET_S:-170}
+if [[ -f $GPT2_TGX ]]; then
+  # shellcheck disable=SC2086
+  timeout "$GPT2_BUDGET" "$PY" bench/gpt2_gpu.py --tgx "$GPT2_TGX" --bin "$BUILD/bin" \
+    --defines "$GPT2_DEFINES" --device "${TG_GPT2_DEVICE:-cuda}" --steps "${TG_GPT2_STEPS:-20}" \
+    --text "$BUILD/device-data/text.u8" --json "$STATE/gpt2.json" \
+    --timeout $((GPT2_BUDGET / 2)) ${TG_GPT2_FLAGS:-} >"$STATE/gpt2.out" 2>>"$LOG"
+  rc=$?; GPT2_LINE=$(grep '^gpt2 ' "$STATE/gpt2.out" | tail -1)
+  ((rc == 124)) && GPT2_LINE="gpt2 status=FAIL reason=timeout(${GPT2_BUDGET}s)"
+  [[ -n $GPT2_LINE ]] || GPT2_LINE="gpt2 status=FAIL reason=no-output(see-log)"
+  [[ -f $STATE/gpt2.json && -n ${OUT:-} && -d ${OUT:-} ]] && cp "$STATE/gpt2.json" "$OUT/"
+else
+  GPT2_LINE="gpt2 status=SKIPPED reason=not-prepared($GPT2_TGX)"
+fi
+echo "$GPT2_LINE" | tee -a "$LOG"
+[[ $(field status "$GPT2_LINE") == PASS ]] || fails=$((fails + 1))
+
+# Training (MLP and LeNet on Fashion-MNIST, --device cuda against
 # --device cpu; its own share of the budget): its table is printed last.
 TRAIN_TABLE=$STATE/train-table
 # Its runs time out on their own; the whole is bounded too (a hang outside
 # a run must not eat the GEMM checks' time).
-TRAIN_BUDGET=${TG_TRAIN_CHECK_BUDGET_S:-200}
+TRAIN_BUDGET=${TG_TRAIN_CHECK_BUDGET_S:-150}
 BUILD=$BUILD TG_TRAIN_CHECK_BUDGET_S=$TRAIN_BUDGET \
   timeout $((TRAIN_BUDGET + 30)) bash scripts/device-train-check.sh >"$TRAIN_TABLE" 2>&1
 train_rc=$?
 ((train_rc == 124)) && echo "device-check: the training check timed out after $((TRAIN_BUDGET + 30))s" >>"$TRAIN_TABLE"
 
-fails=$((train_rc != 0))
-PY=${PYTHON:-python3}
+fails=$((fails + (train_rc != 0)))
 
 # Attention against PyTorch's flash SDPA (its own cap per shape, so a hang
 # costs at most that; the GEMM checks take what is left).
 declare -a ATTN_ROWS ATTN_SUMMARY
 for c in "${ATTN[@]}"; do
   read -r b h t d <<<"$c"; stem=$(aname "$b" "$h" "$t" "$d")
-  left=$((DEADLINE - SECONDS)); to=$((left < 75 ? left : 75))
+  left=$((DEADLINE - SECONDS)); to=$((left < 60 ? left : 60))
   if [[ ! -f $stem.ptx || ! -f $stem.launches ]]; then
     line="attention B=$b H=$h T=$t d=$d status=SKIPPED reason=not-prepared($stem.ptx)"
   elif ((to < 20)); then
@@ -263,6 +322,7 @@ fi
 declare -A SWEEP
 SWEEP_CFGS=()
 for t in "${TARGETS[@]}"; do
+  ((SWEEP_ON)) || break
   for cfg in $("$RUN" --list-configs --target "$t" 2>/dev/null); do
     SWEEP_CFGS+=("$t:$cfg")
     for c in "${TIMED[@]}"; do
@@ -284,6 +344,16 @@ done
   echo "driver $(cut -d, -f2 <<<"${GPU:-,?}" | tr -d ' '), peer: cuBLAS via torch.matmul ${TORCH:-unavailable}."
   echo "bf16 in, bf16 out, f32 accumulation; medians of 30 CUDA-event timings (runs back to back) after 5 warm-ups;"
   echo "correctness: random data, output poisoned with NaN, fp64 reference (sampled for large shapes)."
+  echo
+  echo "GPT-2 small training step ($GPT2_DEFINES, bf16, AdamW, ${TG_GPT2_STEPS:-20} steps on one batch from the"
+  echo "same initial weights; bench/gpt2_gpu.py) against PyTorch $(field torch "$GPT2_LINE") (bf16 autocast, SDPA, fused"
+  echo "AdamW): step time of steps 2..N, speed-up = PyTorch ms / ours ms, MFU at 989.4 TFLOP/s dense bf16,"
+  echo "memory = device allocation (ours: planned / measured; PyTorch: max_memory_allocated), compile = first step:"
+  echo
+  echo "| ours ms | eager ms | compile ms | vs eager | vs compile | MFU ours / eager / compile | memory ours plan / measured | eager | compile | torch.compile s | loss diff | check |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  g=$GPT2_LINE
+  echo "| $(field ours_ms "$g") | $(field eager_ms "$g") | $(field compile_ms "$g") | $(field vs_eager "$g") | $(field vs_compile "$g") | $(field ours_mfu "$g") / $(field eager_mfu "$g") / $(field compile_mfu "$g") | $(field ours_plan "$g") / $(field ours_mem "$g") | $(field eager_mem "$g") | $(field compile_mem "$g") | $(field compile_s "$g") | $(field loss_diff "$g") | $(field status "$g") $(field reason "$g") |"
   echo
   echo "| M×N×K | form | path | config | ours ms | ours TFLOP/s | cuBLAS ms | cuBLAS TFLOP/s | ratio | rel err | check |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|"
@@ -349,6 +419,8 @@ for c in "${TIMED[@]}"; do
   done
 done
 echo "SASS: $sass"
+g=$GPT2_LINE
+echo "GPT-2 small step: ours $(field ours_ms "$g") ms, eager $(field eager_ms "$g") ms, compile $(field compile_ms "$g") ms; speed-up vs eager $(field vs_eager "$g"), vs compile $(field vs_compile "$g"); MFU $(field ours_mfu "$g"); $(field status "$g") $(field reason "$g")"
 echo "attention (ours/PyTorch flash):"
 printf '  %s\n' "${ATTN_SUMMARY[@]}"
 echo

@@ -597,10 +597,10 @@ lowerAttentionToKernels(Operation *op, Target t, ModuleOp kernels) {
                                << r.getResultNumber()
                                << " in the buffer of an operand it still reads";
   bool forward = isa<AttentionOp>(op);
-  // sm_90a: the wgmma + TMA forward; the backward runs the mma.sync
-  // kernels (mma.sync runs on sm_90a).
-  if (forward && t == Target::SM90a)
-    return detail::lowerAttentionForwardSm90(op, kernels);
+  // sm_90a: the wgmma + TMA kernels (AttentionSm90.cpp).
+  if (t == Target::SM90a)
+    return forward ? detail::lowerAttentionForwardSm90(op, kernels)
+                   : detail::lowerAttentionBackwardSm90(op, kernels);
   AttnShape s = detail::attentionShape(op);
 
   MLIRContext *ctx = kernels.getContext();

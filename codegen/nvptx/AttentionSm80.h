@@ -31,10 +31,10 @@ bool isAttentionOp(mlir::Operation *op);
 std::optional<std::string> attentionKernelRefusal(mlir::Operation *op);
 
 /// Lowers a tg.attention (one launch: output and log-sum-exp) or a
-/// tg.attention_grad (two launches: dQ, then dK and dV) to kernels for
-/// target `t`: mma.sync kernels, except the sm_90a forward, which is the
-/// wgmma + TMA kernel of AttentionSm90.h. An op the kernels refuse is an
-/// error at `op` naming the reason.
+/// tg.attention_grad (sm_80: dQ, then dK and dV; sm_90a: a delta pass, dK
+/// and dV, then dQ) to kernels for target `t`: mma.sync kernels on sm_80,
+/// the wgmma + TMA kernels of AttentionSm90.h on sm_90a. An op the kernels
+/// refuse is an error at `op` naming the reason.
 mlir::FailureOr<std::vector<KernelLaunch>>
 lowerAttentionToKernels(mlir::Operation *op, Target t, mlir::ModuleOp kernels);
 

@@ -95,11 +95,16 @@ LogicalResult prepareGpuModule(ModuleOp module, ArrayRef<StringRef> entries) {
   // Every entry point gets its own plan (tgc plans train_step and eval for
   // the CPU the same way); init is planned too, so its random tensors have
   // arena slots.
+  // The collectives run on the communication stream, overlapping the
+  // kernels after them (runtime/cuda/CudaDevice.cpp): planned as early as
+  // they can start, their buffers kept until their results are read.
+  mlir::tg::PlanOptions opts;
+  opts.asyncCollectives = true;
   for (StringRef name : entries) {
     auto fn = module.lookupSymbol<func::FuncOp>(name);
     if (!fn || fn.isExternal())
       continue;
-    if (failed(mlir::tg::planMemory(fn, {})))
+    if (failed(mlir::tg::planMemory(fn, opts)))
       return failure();
   }
   return success();

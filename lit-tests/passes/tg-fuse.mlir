@@ -142,3 +142,54 @@ func.func @unfusable(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %5 = tg.add %4, %1 : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   return %5 : tensor<4x4xf32>
 }
+
+// -----
+
+// In a gradient function, the backward's ops that read a forward value
+// (here 1 - h * h, tanh's derivative) do not join the forward's kernel,
+// though the merged group would be one legal reduction kernel: it would
+// run in the forward pass and keep the backward's values until the
+// backward. Two kernels, one per pass.
+// CHECK-LABEL: func.func @forward_grad
+// CHECK: %[[F:.+]]:3 = tg.fused <reduction>
+// CHECK: tg.tanh
+// CHECK-NEXT: tg.exp
+// CHECK-NEXT: tg.sum
+// CHECK-NEXT: tg.yield
+// CHECK: %[[B:.+]] = tg.fused <elementwise> ins(%[[F]]#0, %[[F]]#1
+// CHECK: tg.mul
+// CHECK-NEXT: tg.sub
+// CHECK-NEXT: tg.mul
+// CHECK-NEXT: tg.yield
+// CHECK: return %[[F]]#2, %[[B]]
+func.func @forward_grad(%x: tensor<4x8xf32> {tg.role = #tg.role<param>}) -> (tensor<f32> {tg.role = #tg.role<loss>}, tensor<4x8xf32> {tg.role = #tg.role<grad>}) {
+  %one = tg.constant dense<1.000000e+00> : tensor<f32>
+  %h = tg.tanh %x : tensor<4x8xf32>
+  %e = tg.exp %h : tensor<4x8xf32>
+  %l = tg.sum %e axes = [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  %hh = tg.mul %h, %h : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %d = tg.sub %one, %hh : tensor<f32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %g = tg.mul %d, %e : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return %l, %g : tensor<f32>, tensor<4x8xf32>
+}
+
+// -----
+
+// The same ops in a function that returns no gradient are one kernel.
+// CHECK-LABEL: func.func @no_grad
+// CHECK: %[[K:.+]]:2 = tg.fused <reduction>
+// CHECK: tg.constant
+// CHECK-COUNT-6: tg.{{tanh|exp|sum|mul|sub}}
+// CHECK-NEXT: tg.yield
+// CHECK-NOT: tg.fused
+// CHECK: return %[[K]]#0, %[[K]]#1
+func.func @no_grad(%x: tensor<4x8xf32>) -> (tensor<f32>, tensor<4x8xf32>) {
+  %one = tg.constant dense<1.000000e+00> : tensor<f32>
+  %h = tg.tanh %x : tensor<4x8xf32>
+  %e = tg.exp %h : tensor<4x8xf32>
+  %l = tg.sum %e axes = [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  %hh = tg.mul %h, %h : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %d = tg.sub %one, %hh : tensor<f32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %g = tg.mul %d, %e : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return %l, %g : tensor<f32>, tensor<4x8xf32>
+}

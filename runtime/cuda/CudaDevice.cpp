@@ -34,12 +34,14 @@
 #include "runtime/cuda/Fatbin.h"
 #include "runtime/cuda/Nccl.h"
 
+#include <chrono>
 #include <cinttypes>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
 #include <set>
+#include <thread>
 #include <tuple>
 
 namespace tgrt {
@@ -118,10 +120,16 @@ public:
     // Teardown errors are not reported: the process is ending or the
     // context is already lost; the results were checked when they came.
     // Work still in flight finishes before its memory goes.
-    for (cu::CUstream s : {stream_, copyStream_})
+    for (cu::CUstream s : {stream_, copyStream_, commStream_})
       if (s)
         f.cuStreamSynchronize(s);
     nccl_.reset();
+    for (cu::CUevent e : commDone_)
+      if (e)
+        f.cuEventDestroy(e);
+    for (cu::CUevent e : {forked_, synced_})
+      if (e)
+        f.cuEventDestroy(e);
     for (auto &[key, g] : graphs_)
       f.cuGraphExecDestroy(g.exec);
     for (cu::CUevent e : {inReady_[0], inReady_[1], ioFree_[0], ioFree_[1]})
@@ -144,6 +152,8 @@ public:
       f.cuStreamDestroy(stream_);
     if (copyStream_)
       f.cuStreamDestroy(copyStream_);
+    if (commStream_)
+      f.cuStreamDestroy(commStream_);
     if (module_)
       f.cuModuleUnload(module_);
   }
@@ -306,9 +316,10 @@ public:
     std::vector<cu::CUdeviceptr> argPtr(entry.args.size());
     size_t in = 0;
     uint8_t *pinned = static_cast<uint8_t *>(pinnedIn_[parity]);
-    // The pinned half is rewritten only once its last upload has finished.
-    if (!check(driver().check(f.cuEventSynchronize(inReady_[parity]),
-                              "cuEventSynchronize"), who, err))
+    // The pinned half is rewritten only once its last upload has finished
+    // (which waited for the compute stream two calls ago: with NCCL, for
+    // the other ranks).
+    if (!waitFor(inReady_[parity], who, err))
       return false;
     for (size_t i = 0; i < entry.args.size(); ++i) {
       const TensorSpec &s = entry.args[i];
@@ -417,11 +428,9 @@ public:
   }
 
   bool finish(size_t keep, std::string &err) override {
-    const cu::DriverApi &f = api();
     while (pending_.size() > keep) {
       Readback &r = pending_.front();
-      if (!check(driver().check(f.cuEventSynchronize(r.done), "cuEventSynchronize"),
-                 r.stage, err))
+      if (!waitFor(r.done, r.stage, err))
         return false;
       for (const Readback::Land &l : r.lands)
         std::memcpy(l.host, static_cast<uint8_t *>(r.pinned) + l.offset, l.bytes);
@@ -477,10 +486,52 @@ private:
     return true;
   }
 
-  /// Waits for everything enqueued (before a synchronous copy of state).
-  bool quiesce(std::string &err) {
-    return check(driver().check(api().cuStreamSynchronize(stream_),
-                                "cuStreamSynchronize"), "", err);
+  /// Waits for everything enqueued on the compute stream (before a
+  /// synchronous copy of state; after each step of a checked call). It
+  /// joins the communication stream at the end of every step.
+  bool quiesce(std::string &err, const std::string &who = "") {
+    if (!nccl_)
+      return check(driver().check(api().cuStreamSynchronize(stream_),
+                                  "cuStreamSynchronize"), who, err);
+    return check(driver().check(api().cuEventRecord(synced_, stream_),
+                                "cuEventRecord"), who, err) &&
+           waitFor(synced_, who, err);
+  }
+
+  /// Waits on the host until `e` has completed. With NCCL the wait polls:
+  /// a collective whose peer died or hangs never completes (NCCL's kernels
+  /// spin), so NCCL's asynchronous error and the job's communicator
+  /// (Communicator::waitProblem: the launcher's teardown signal, tg-run's
+  /// --comm-timeout) are asked between polls, and giving up aborts the
+  /// communicator, whose kernels then end, with one line in `err`.
+  bool waitFor(cu::CUevent e, const std::string &who, std::string &err) {
+    const cu::DriverApi &f = api();
+    if (!nccl_)
+      return check(driver().check(f.cuEventSynchronize(e), "cuEventSynchronize"),
+                   who, err);
+    auto start = std::chrono::steady_clock::now();
+    for (int spins = 0;; ++spins) {
+      cu::CUresult r = f.cuEventQuery(e);
+      if (r != cu::CU_ERROR_NOT_READY)
+        return check(driver().check(r, "cuEventQuery"), who, err);
+      double waited = 0;
+      if (spins > 100) {
+        // 0.1 ms between polls, as tg-run's MPI waits: the CPU goes to the
+        // ranks still computing on an oversubscribed machine.
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        waited = std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+      }
+      std::string why = nccl_->asyncError();
+      if (why.empty())
+        why = world_->waitProblem(waited, "the step's collectives");
+      if (!why.empty()) {
+        nccl_->abort();
+        err = who + why;
+        return false;
+      }
+    }
   }
 
   const cu::Driver &driver() const { return dev_->driver(); }
@@ -591,16 +642,33 @@ private:
     const cu::DriverApi &f = api();
     std::vector<cu::CUdeviceptr> values;
     std::vector<void *> params;
+    // The collectives running on the communication stream, oldest first.
+    std::vector<InFlight> inFlight;
+    size_t started = 0;
     for (size_t n = 0; n < e.steps.size(); ++n) {
       const GpuStep &s = e.steps[n];
+      // A step that reads or writes a buffer of a collective in flight
+      // (its averaged gradients; its source, which the memory plan may
+      // reuse once the collective has read it) waits for it and, the
+      // communication stream running in order, for those before it.
+      size_t need = 0;
+      for (size_t i = 0; i < inFlight.size(); ++i)
+        if (touches(s, *inFlight[i].c))
+          need = i + 1;
+      if (need && !joinComm(inFlight, need, who, err))
+        return false;
       std::string what = who +
                          (s.copy             ? std::string("copy")
                           : s.isCollective() ? collectiveName(s.collective.op)
                                              : "kernel '" + s.kernel + "'") +
                          " (step " + std::to_string(n + 1) + " of " +
                          std::to_string(e.steps.size()) + "): ";
-      if (s.isCollective()) {
-        if (!runCollective(s.collective, argPtr, what, err))
+      if (s.isCollective() && s.collective.op != GpuCollective::Op::Shard) {
+        if (!startCollective(s.collective, argPtr, started++, what, err))
+          return false;
+        inFlight.push_back({&s.collective, commDone_[started - 1]});
+      } else if (s.isCollective()) {
+        if (!runShard(s.collective, argPtr, what, err))
           return false;
       } else if (s.copy) {
         if (!check(driver().check(f.cuMemcpyDtoDAsync(at(s.dst, argPtr),
@@ -627,10 +695,13 @@ private:
                                   "cuLaunchKernelEx"), what, err))
           return false;
       }
-      if (checked && !check(driver().check(f.cuStreamSynchronize(stream_),
-                                           "cuStreamSynchronize"), what, err))
+      if (checked && !quiesce(err, what))
         return false;
     }
+    // Every collective completes within the step (a graph must join its
+    // branches; the readback reads the averaged loss).
+    if (!inFlight.empty() && !joinComm(inFlight, inFlight.size(), who, err))
+      return false;
     for (const Move &mv : moves)
       if (!check(driver().check(f.cuMemcpyDtoDAsync(mv.dst, mv.src, mv.bytes, stream_),
                                 "cuMemcpyDtoDAsync"), who, err))
@@ -638,28 +709,85 @@ private:
     return true;
   }
 
-  /// Enqueues collective step `c` on the compute stream: NCCL's calls, or
-  /// for a shard this rank's part of each source, a copy at rank x its
-  /// bytes.
-  bool runCollective(const GpuCollective &c,
-                     const std::vector<cu::CUdeviceptr> &argPtr,
-                     const std::string &what, std::string &err) {
-    if (!nccl_) {
-      err = what + "no communicator: the model was compiled for " +
-            std::to_string(manifest_->ranks) +
-            " ranks (run it with mpirun -n " +
-            std::to_string(manifest_->ranks) + ")";
+  /// A collective of the step that has started on the communication
+  /// stream and the event it completes at.
+  struct InFlight {
+    const GpuCollective *c;
+    cu::CUevent done;
+  };
+
+  /// Whether step `s` reads or writes a buffer that collective `c` does.
+  static bool touches(const GpuStep &s, const GpuCollective &c) {
+    auto hits = [&](const GpuBuffer &b) {
+      for (const std::vector<GpuBuffer> *list : {&c.srcs, &c.dsts})
+        for (const GpuBuffer &x : *list)
+          if (overlaps(b, x))
+            return true;
       return false;
-    }
-    if (c.op != GpuCollective::Op::Shard) {
-      std::string why;
-      if (nccl_->enqueue(
-              c, [&](const GpuBuffer &b) { return at(b, argPtr); }, stream_,
-              why))
-        return true;
+    };
+    if (s.copy)
+      return hits(s.src) || hits(s.dst);
+    const std::vector<GpuBuffer> *lists[] = {&s.params, &s.collective.srcs,
+                                             &s.collective.dsts};
+    for (const std::vector<GpuBuffer> *list : lists)
+      for (const GpuBuffer &b : *list)
+        if (hits(b))
+          return true;
+    return false;
+  }
+
+  /// Makes the compute stream wait for the oldest `count` collectives in
+  /// flight (the last of them: the communication stream runs in order)
+  /// and forgets them.
+  bool joinComm(std::vector<InFlight> &inFlight, size_t count,
+                const std::string &who, std::string &err) {
+    cu::CUevent done = inFlight[count - 1].done;
+    inFlight.erase(inFlight.begin(), inFlight.begin() + std::ptrdiff_t(count));
+    return check(driver().check(api().cuStreamWaitEvent(stream_, done, 0),
+                                "cuStreamWaitEvent"), who, err);
+  }
+
+  /// Starts collective step `c` (NCCL's calls), the `index`th of its entry,
+  /// on the communication stream, once the compute stream has completed
+  /// what came before it (its bucket's gradients), so that it overlaps the
+  /// kernels after it; records commDone_[index] after it. Legal inside a
+  /// capture: the event wait forks the communication stream into the graph
+  /// and the joins (joinComm) bring it back.
+  bool startCollective(const GpuCollective &c,
+                       const std::vector<cu::CUdeviceptr> &argPtr, size_t index,
+                       const std::string &what, std::string &err) {
+    if (!nccl_)
+      return noCommunicator(what, err);
+    const cu::DriverApi &f = api();
+    if (!check(driver().check(f.cuEventRecord(forked_, stream_), "cuEventRecord"),
+               what, err) ||
+        !check(driver().check(f.cuStreamWaitEvent(commStream_, forked_, 0),
+                              "cuStreamWaitEvent"), what, err))
+      return false;
+    std::string why;
+    if (!nccl_->enqueue(
+            c, [&](const GpuBuffer &b) { return at(b, argPtr); }, commStream_,
+            why)) {
       err = what + why;
       return false;
     }
+    return check(driver().check(f.cuEventRecord(commDone_[index], commStream_),
+                                "cuEventRecord"), what, err);
+  }
+
+  bool noCommunicator(const std::string &what, std::string &err) const {
+    err = what + "no communicator: the model was compiled for " +
+          std::to_string(manifest_->ranks) + " ranks (run it with mpirun -n " +
+          std::to_string(manifest_->ranks) + ")";
+    return false;
+  }
+
+  /// Enqueues shard step `c` on the compute stream: this rank's part of
+  /// each source, a copy at rank x its bytes (no communication).
+  bool runShard(const GpuCollective &c, const std::vector<cu::CUdeviceptr> &argPtr,
+                const std::string &what, std::string &err) {
+    if (!nccl_)
+      return noCommunicator(what, err);
     for (size_t i = 0; i < c.counts.size(); ++i) {
       size_t bytes = size_t(c.dsts[i].bytes);
       cu::CUdeviceptr src =
@@ -722,11 +850,39 @@ private:
   std::map<std::string, Graph> graphs_;
   int64_t measured_ = 0;
   DeviceMemory planned_;
-  /// The job's NCCL communicator (data parallelism; null: one process).
+  /// The job's NCCL communicator (data parallelism; null: one process)
+  /// and the job's host communicator, asked when a wait lasts.
   std::unique_ptr<tg::rt::nccl::NcclComm> nccl_;
+  Communicator *world_ = nullptr;
+  /// The collectives' stream, which overlaps the compute stream; forked_
+  /// starts a collective after the compute stream's work before it,
+  /// commDone_[i] completes an entry's i-th collective; synced_ marks the
+  /// end of the compute stream's work for a polled wait.
+  cu::CUstream commStream_ = nullptr;
+  cu::CUevent forked_ = nullptr, synced_ = nullptr;
+  std::vector<cu::CUevent> commDone_;
 
 public:
   bool bindCommunicator(Communicator &comm, std::string &err) override {
+    // One done event per collective of the busiest entry, made here: none
+    // is created while a graph is captured.
+    size_t most = 0;
+    for (const GpuEntry &e : schedule_.entries) {
+      size_t n = 0;
+      for (const GpuStep &s : e.steps)
+        n += s.isCollective() && s.collective.op != GpuCollective::Op::Shard;
+      most = std::max(most, n);
+    }
+    commDone_.assign(most, nullptr);
+    for (cu::CUevent &e : commDone_)
+      if (!newEvent(e, err))
+        return false;
+    if (!newEvent(forked_, err) || !newEvent(synced_, err) ||
+        !check(driver().check(api().cuStreamCreate(&commStream_,
+                                                   cu::CU_STREAM_NON_BLOCKING),
+                              "cuStreamCreate"), "", err))
+      return false;
+    world_ = &comm;
     nccl_ = tg::rt::nccl::NcclComm::join(comm, err);
     if (nccl_)
       deviceText_ += "; NCCL rank " + std::to_string(comm.rank()) + " of " +

@@ -111,6 +111,7 @@ const Driver *Driver::load(Status &error, const std::string &libraryName) {
       resolve(h, f.cuEventDestroy, {"cuEventDestroy_v2", "cuEventDestroy"}, missing) &&
       resolve(h, f.cuEventRecord, {"cuEventRecord"}, missing) &&
       resolve(h, f.cuEventSynchronize, {"cuEventSynchronize"}, missing) &&
+      resolve(h, f.cuEventQuery, {"cuEventQuery"}, missing) &&
       resolve(h, f.cuEventElapsedTime,
               {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, missing) &&
       resolve(h, f.cuMemGetInfo, {"cuMemGetInfo_v2"}, missing) &&

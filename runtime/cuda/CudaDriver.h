@@ -69,6 +69,7 @@ enum : int {
   CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
   CU_EVENT_DISABLE_TIMING = 2,
   CU_ERROR_OUT_OF_MEMORY = 2,
+  CU_ERROR_NOT_READY = 600,
 };
 
 /// Function pointers resolved from libcuda.so.1 (versioned names where the
@@ -104,6 +105,7 @@ struct DriverApi {
   CUresult (*cuEventDestroy)(CUevent);
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventQuery)(CUevent);
   CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
   // The resident device (CudaDevice.cpp): free memory, streams, pinned
   // staging, asynchronous copies and graphs.

@@ -62,6 +62,9 @@ const NcclApi *loadApi(std::string &err) {
                  resolve(h, api.ncclCommInitRank, "ncclCommInitRank",
                          missing) &&
                  resolve(h, api.ncclCommDestroy, "ncclCommDestroy", missing) &&
+                 resolve(h, api.ncclCommAbort, "ncclCommAbort", missing) &&
+                 resolve(h, api.ncclCommGetAsyncError, "ncclCommGetAsyncError",
+                         missing) &&
                  resolve(h, api.ncclGroupStart, "ncclGroupStart", missing) &&
                  resolve(h, api.ncclGroupEnd, "ncclGroupEnd", missing) &&
                  resolve(h, api.ncclAllReduce, "ncclAllReduce", missing) &&
@@ -136,6 +139,25 @@ std::unique_ptr<NcclComm> NcclComm::join(tgrt::Communicator &world,
 NcclComm::~NcclComm() {
   if (comm_)
     api_->ncclCommDestroy(comm_);
+}
+
+std::string NcclComm::asyncError() const {
+  ncclResult_t state = ncclSuccess;
+  if (!comm_)
+    return "";
+  std::string why =
+      check(api_->ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
+  // ncclInProgress is a non-blocking communicator's work in progress, not an
+  // error.
+  if (why.empty() && state != ncclSuccess && state != ncclInProgress)
+    why = "NCCL reports an asynchronous error: " + check(state, "a collective");
+  return why;
+}
+
+void NcclComm::abort() {
+  if (comm_)
+    api_->ncclCommAbort(comm_);
+  comm_ = nullptr;
 }
 
 bool NcclComm::enqueue(

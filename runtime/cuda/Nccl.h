@@ -33,7 +33,7 @@ using ncclResult_t = int;
 struct ncclUniqueId {
   char internal[128];
 };
-enum : int { ncclSuccess = 0 };
+enum : int { ncclSuccess = 0, ncclInProgress = 7 };
 /// ncclRedOp_t.
 enum : int { ncclSum = 0, ncclAvg = 4 };
 /// ncclDataType_t.
@@ -46,6 +46,8 @@ struct NcclApi {
   ncclResult_t (*ncclGetUniqueId)(ncclUniqueId *);
   ncclResult_t (*ncclCommInitRank)(ncclComm_t *, int, ncclUniqueId, int);
   ncclResult_t (*ncclCommDestroy)(ncclComm_t);
+  ncclResult_t (*ncclCommAbort)(ncclComm_t);
+  ncclResult_t (*ncclCommGetAsyncError)(ncclComm_t, ncclResult_t *);
   ncclResult_t (*ncclGroupStart)();
   ncclResult_t (*ncclGroupEnd)();
   ncclResult_t (*ncclAllReduce)(const void *, void *, size_t, int, int,
@@ -94,6 +96,14 @@ public:
   bool enqueue(const tgrt::GpuCollective &c,
                const std::function<cuda::CUdeviceptr(const tgrt::GpuBuffer &)> &at,
                cuda::CUstream stream, std::string &err) const;
+
+  /// "" while the communicator is healthy, else one line naming NCCL's
+  /// asynchronous error (a peer lost, a network error): its kernels then
+  /// never complete, so a host wait gives up on it.
+  std::string asyncError() const;
+  /// Ends the communicator at once (ncclCommAbort), so that its kernels
+  /// stop waiting for peers that died or hang; nothing communicates after.
+  void abort();
 
 private:
   NcclComm() = default;

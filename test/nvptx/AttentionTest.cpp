@@ -5,10 +5,11 @@
 // evaluator's float64 attention and attention_grad, on the shapes where
 // blocked kernels go wrong: T = 1, T not a multiple of the 64-row block,
 // more keys than queries and fewer, one head, causal and not, bf16 and f16,
-// head dims 64 and 128. The sm_90a forward kernel (wgmma + TMA,
-// AttentionSm90.cpp) runs on the IR-level emulator (GemmEmulator.h: TMA
-// boxes with zero fill, mbarrier phases, wgmma descriptors, with its
-// happens-before check) against the same reference. Also: ptxas accepts
+// head dims 64 and 128. The sm_90a kernels (wgmma + TMA, AttentionSm90.cpp:
+// the forward, and the backward's delta, dK/dV and dQ launches) run on the
+// IR-level emulator (GemmEmulator.h: TMA boxes with zero fill, mbarrier
+// phases, wgmma descriptors, with its happens-before check) and from their
+// PTX on the PTX emulator against the same reference. Also: ptxas accepts
 // every kernel without spills, and what the kernels do not take is refused
 // by name.
 //
@@ -137,49 +138,81 @@ void checkAttention(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
   }
 }
 
-/// The sm_90a forward kernel of attentionIR's tg.attention on the IR
-/// emulator (the launch exactly as lowerOpToKernels returns it: its tensor
-/// maps become the emulator's descriptors) against the reference's output
+/// Runs `op` on the IR-level emulator as lowerOpToKernels lowers it for
+/// sm_90a: every launch in order over one set of buffers (the tensor maps
+/// become the emulator's descriptors), the operands `in`. Results start as
+/// NaN (0xFF bytes), so anything unwritten fails the comparison. Returns
+/// the results as the reference's tensors shaped like `want`.
+std::vector<ref::Tensor> runSm90(tgtest::SimtContext &c, Operation *op,
+                                 const std::vector<ref::Tensor> &in,
+                                 const std::vector<ref::Tensor> &want,
+                                 std::vector<std::string> &symbols) {
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
+  auto launches =
+      ::tg::nvptx::lowerOpToKernels(op, ::tg::nvptx::Target::SM90a, *kernels);
+  INFO(c.diags);
+  REQUIRE(succeeded(launches));
+  std::vector<std::vector<uint8_t>> inBytes, out;
+  for (const ref::Tensor &t : in)
+    inBytes.push_back(tgtest::pack(t));
+  for (const ref::Tensor &t : want)
+    out.emplace_back(tgtest::pack(t).size(), 0xFF);
+  std::string module = tgtest::printModule(*kernels);
+  for (const ::tg::nvptx::KernelLaunch &l : *launches) {
+    symbols.push_back(l.symbol);
+    std::vector<::tg::nvptx::emu::KernelArg> kargs;
+    for (const ::tg::nvptx::KernelParam &p : l.params) {
+      bool result = p.kind == ::tg::nvptx::KernelParam::Kind::Result;
+      kargs.push_back(::tg::nvptx::emu::kernelArg(
+          p, result ? &out[p.index] : &inBytes[p.index]));
+    }
+    std::string err = ::tg::nvptx::emu::runKernel(
+        module, l.symbol, {l.grid[0], l.grid[1]}, static_cast<int>(l.block[0]),
+        l.dynamicSharedBytes, kargs);
+    INFO(l.symbol << ": " << err);
+    REQUIRE(err.empty());
+  }
+  std::vector<ref::Tensor> got;
+  for (size_t i = 0; i < want.size(); ++i)
+    got.push_back(tgtest::unpack(out[i], want[i].shape, want[i].dtype));
+  return got;
+}
+
+/// The sm_90a kernels of attentionIR's tg.attention and tg.attention_grad
+/// on the IR emulator against the reference: the forward's output and
+/// log-sum-exp, and (`backward`) dQ, dK and dV from the reference's output
 /// and log-sum-exp.
-void checkSm90Forward(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
-                      const std::string &et, bool causal, double rtol) {
+void checkSm90(int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d,
+               const std::string &et, bool causal, double rtol,
+               bool backward = true) {
   INFO("sm_90a B=" << b << " H=" << h << " Tq=" << tq << " Tk=" << tk
                    << " d=" << d << " " << et << (causal ? " causal" : ""));
   AttentionCase ac(b, h, tq, tk, d, et, causal);
-  tgtest::SimtContext &c = ac.c;
-  const std::vector<ref::Tensor> &args = ac.args, *want = &ac.want;
+  const std::vector<ref::Tensor> &args = ac.args, &want = ac.want;
   Operation *fwd = &ac.f.getBody().front().front();
-  OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(&c.ctx));
-  auto launches =
-      ::tg::nvptx::lowerOpToKernels(fwd, ::tg::nvptx::Target::SM90a, *kernels);
-  INFO(c.diags);
-  REQUIRE(succeeded(launches));
-  REQUIRE(launches->size() == 1);
-  const ::tg::nvptx::KernelLaunch &l = launches->front();
-  CHECK(l.symbol.find("tg_attn_fwd_wgmma_sm_90a") == 0);
-  std::vector<std::vector<uint8_t>> in = {
-      tgtest::pack(args[0]), tgtest::pack(args[1]), tgtest::pack(args[2])};
-  // Unwritten output stays NaN (0xFF bytes) and fails the comparison.
-  std::vector<std::vector<uint8_t>> out;
-  for (size_t i = 0; i < 2; ++i)
-    out.emplace_back(tgtest::pack((*want)[i]).size(), 0xFF);
-  std::vector<::tg::nvptx::emu::KernelArg> kargs;
-  for (const ::tg::nvptx::KernelParam &p : l.params) {
-    bool result = p.kind == ::tg::nvptx::KernelParam::Kind::Result;
-    kargs.push_back(::tg::nvptx::emu::kernelArg(p, result ? &out[p.index] : &in[p.index]));
+  std::vector<std::string> symbols;
+  std::vector<ref::Tensor> got =
+      runSm90(ac.c, fwd, {args[0], args[1], args[2]}, {want[0], want[1]}, symbols);
+  if (backward) {
+    std::vector<ref::Tensor> grads =
+        runSm90(ac.c, fwd->getNextNode(),
+                {args[3], args[4], args[0], args[1], args[2], want[0], want[1]},
+                {want[2], want[3], want[4]}, symbols);
+    got.insert(got.end(), grads.begin(), grads.end());
   }
-  std::string err = ::tg::nvptx::emu::runKernel(
-      tgtest::printModule(*kernels), l.symbol, {l.grid[0], l.grid[1]},
-      static_cast<int>(l.block[0]), l.dynamicSharedBytes, kargs);
-  INFO(err);
-  REQUIRE(err.empty());
-  const char *names[] = {"output", "lse"};
-  for (size_t i = 0; i < 2; ++i) {
+  CHECK(symbols[0].find("tg_attn_fwd_wgmma_sm_90a") == 0);
+  if (backward) {
+    REQUIRE(symbols.size() == 4);
+    CHECK(symbols[1].find("tg_attn_delta_sm_90a") == 0);
+    CHECK(symbols[2].find("tg_attn_dkv_wgmma_sm_90a") == 0);
+    CHECK(symbols[3].find("tg_attn_dq_wgmma_sm_90a") == 0);
+  }
+  const char *names[] = {"output", "lse", "dq", "dk", "dv"};
+  for (size_t i = 0; i < got.size(); ++i) {
     INFO(names[i]);
-    ref::Tensor got = tgtest::unpack(out[i], (*want)[i].shape, (*want)[i].dtype);
-    double scale = std::max(maxAbs((*want)[i]), 1e-3);
+    double scale = std::max(maxAbs(want[i]), 1e-3);
     double tol = i == 1 ? 1e-5 : rtol;
-    CHECK(tgtest::worstError(got, (*want)[i], 0, tol * scale) <= 1.0);
+    CHECK(tgtest::worstError(got[i], want[i], 0, tol * scale) <= 1.0);
   }
 }
 
@@ -218,19 +251,19 @@ TEST_CASE("fused attention with head dimension 128",
   checkAttention(1, 1, 33, 33, 128, "f16", false, 2e-3);
 }
 
-TEST_CASE("sm_90a attention forward (wgmma + TMA) matches the reference",
+TEST_CASE("sm_90a attention (wgmma + TMA) forward and backward match the reference",
           "[nvptx][attention][sm90]") {
-  checkSm90Forward(1, 2, 1, 1, 64, "bf16", true, 1e-2);     // T = 1, 3-D maps
-  checkSm90Forward(1, 1, 77, 77, 64, "bf16", true, 1e-2);   // ragged causal
-  checkSm90Forward(1, 1, 77, 77, 64, "bf16", false, 1e-2);
-  checkSm90Forward(2, 1, 20, 150, 64, "f16", false, 2e-3);  // 2 key blocks
-  checkSm90Forward(1, 1, 300, 300, 64, "bf16", true, 1e-2); // 3 CTAs, ring reuse
-  checkSm90Forward(1, 1, 70, 20, 64, "bf16", true, 1e-2);   // fewer keys
+  checkSm90(1, 2, 1, 1, 64, "bf16", true, 1e-2);     // T = 1, 3-D maps
+  checkSm90(1, 1, 77, 77, 64, "bf16", true, 1e-2);   // ragged causal
+  checkSm90(1, 1, 77, 77, 64, "bf16", false, 1e-2);
+  checkSm90(2, 1, 20, 150, 64, "f16", false, 2e-3);  // 2 key blocks
+  checkSm90(1, 1, 300, 300, 64, "bf16", true, 1e-2); // 3 CTAs, ring reuse
+  checkSm90(1, 1, 70, 20, 64, "bf16", true, 1e-2);   // fewer keys
 }
 
-TEST_CASE("sm_90a attention (wgmma forward, mma.sync backward) from its PTX",
+TEST_CASE("sm_90a attention (wgmma forward and backward) from its PTX",
           "[nvptx][attention][sm90][emulator]") {
-  // The PTX emulator runs what ptxas would assemble: the forward's TMA,
+  // The PTX emulator runs what ptxas would assemble: the kernels' TMA,
   // mbarriers and wgmma, the tensor maps encoded as the runtime does.
   using ::tg::nvptx::Target;
   checkAttention(1, 2, 1, 1, 64, "bf16", true, 1e-2, Target::SM90a);
@@ -239,15 +272,16 @@ TEST_CASE("sm_90a attention (wgmma forward, mma.sync backward) from its PTX",
   checkAttention(1, 1, 130, 130, 128, "bf16", true, 1e-2, Target::SM90a);
 }
 
-TEST_CASE("sm_90a attention forward with head dimension 128",
+TEST_CASE("sm_90a attention with head dimension 128",
           "[nvptx][attention][sm90]") {
-  checkSm90Forward(1, 1, 130, 130, 128, "bf16", true, 1e-2);
-  checkSm90Forward(1, 2, 33, 33, 128, "f16", false, 2e-3);
+  checkSm90(1, 1, 130, 130, 128, "bf16", true, 1e-2);
+  checkSm90(1, 2, 33, 33, 128, "f16", false, 2e-3);
 }
 
 TEST_CASE("fused attention kernels assemble without spills",
           "[nvptx][attention][ptxas]") {
-  // sm_90a: the wgmma forward and the mma.sync backward kernels.
+  // sm_90a: the wgmma forward, the delta kernel and the wgmma dK/dV and dQ
+  // kernels.
   for (::tg::nvptx::Target t :
        {::tg::nvptx::Target::SM80, ::tg::nvptx::Target::SM90a})
     for (int64_t d : {64, 128})
@@ -255,8 +289,9 @@ TEST_CASE("fused attention kernels assemble without spills",
         INFO(toString(t) << " d = " << d << " " << et);
         tgtest::SimtContext c;
         auto kernels = lowerBoth(c, attentionIR(2, 3, 200, 200, d, et, true), t);
-        // One forward kernel, dQ and dK/dV.
-        CHECK(llvm::range_size(kernels->getOps<LLVM::LLVMFuncOp>()) == 3);
+        // One forward kernel, dQ and dK/dV (and on sm_90a the delta kernel).
+        CHECK(llvm::range_size(kernels->getOps<LLVM::LLVMFuncOp>()) ==
+              (t == ::tg::nvptx::Target::SM90a ? 4u : 3u));
         tgtest::checkAssembles(*kernels, t);
       }
 }

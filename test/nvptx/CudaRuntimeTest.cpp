@@ -121,6 +121,7 @@ TEST_CASE("NCCL declarations match nccl.h", "[cuda][runtime][abi][nccl]") {
   STATIC_REQUIRE(sizeof(int) == sizeof(::ncclDataType_t));
   STATIC_REQUIRE(sizeof(int) == sizeof(::ncclResult_t));
   STATIC_REQUIRE(nc::ncclSuccess == ::ncclSuccess);
+  STATIC_REQUIRE(nc::ncclInProgress == ::ncclInProgress);
   STATIC_REQUIRE(nc::ncclSum == ::ncclSum);
   STATIC_REQUIRE(nc::ncclAvg == ::ncclAvg);
   STATIC_REQUIRE(nc::ncclFloat32 == ::ncclFloat32);

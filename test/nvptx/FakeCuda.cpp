@@ -26,7 +26,7 @@ TG_FAKE(cuModuleGetFunction) TG_FAKE(cuFuncSetAttribute) TG_FAKE(cuLaunchKernelE
 TG_FAKE(cuMemAlloc_v2) TG_FAKE(cuMemFree_v2) TG_FAKE(cuMemcpyHtoD_v2)
 TG_FAKE(cuMemcpyDtoH_v2) TG_FAKE(cuMemsetD8_v2) TG_FAKE(cuEventCreate)
 TG_FAKE(cuEventDestroy_v2) TG_FAKE(cuEventRecord) TG_FAKE(cuEventSynchronize)
-TG_FAKE(cuEventElapsedTime_v2) TG_FAKE(cuTensorMapEncodeTiled)
+TG_FAKE(cuEventQuery) TG_FAKE(cuEventElapsedTime_v2) TG_FAKE(cuTensorMapEncodeTiled)
 TG_FAKE(cuMemGetInfo_v2) TG_FAKE(cuMemHostAlloc) TG_FAKE(cuMemFreeHost)
 TG_FAKE(cuMemcpyHtoDAsync_v2) TG_FAKE(cuMemcpyDtoHAsync_v2)
 TG_FAKE(cuMemcpyDtoDAsync_v2) TG_FAKE(cuStreamCreate) TG_FAKE(cuStreamDestroy_v2)

@@ -19,7 +19,23 @@
 // copy stream that does not wait for the compute stream overwrites a batch
 // still to be read. Pageable memory is copied at the call, as the driver
 // stages it. Stream capture records the work, and cuGraphLaunch enqueues the
-// recording on the stream (run lazily like the rest).
+// recording on the stream (run lazily like the rest). A capture forks as
+// CUDA's does: a stream that waits for an event recorded in it records
+// into the same graph as a branch, which must be joined back (a wait of
+// the origin for an event recorded on the branch) before the capture
+// ends; a launch runs each branch on a stream of the graph's own.
+//
+// As late as allowed shows a missing wait for what a stream's work writes
+// (an optimizer reading gradients before their all_reduce ran). To show a
+// missing wait for what it reads (an all_reduce of gradients not yet
+// computed), TG_FAKE_CUDA_EARLY=1 runs every stream but the process's first
+// (the runtime's compute stream) and every graph branch as early as its
+// waits allow: at once, without running other streams for it.
+//
+// cuEventQuery runs the stream up to the event as far as it can without
+// blocking: host work in flight (tgFakeCudaLaunchPolled, the fake
+// libnccl's collectives waiting for their peers) makes it
+// CUDA_ERROR_NOT_READY, while a synchronization waits for it.
 //
 // Environment, for the error paths of the tests:
 //   TG_FAKE_CUDA_CC=90            the compute capability it reports (80)
@@ -35,8 +51,13 @@
 //                                 (record K), a kernel run (run K), a
 //                                 capture, a graph launch, a copy when it
 //                                 runs (HtoD, DtoH: synchronous ones), a
-//                                 host function when it runs (the fake
-//                                 libnccl's collectives, FakeNccl.cpp),
+//                                 host function when it completes (the
+//                                 fake libnccl's collectives, FakeNccl.cpp),
+//                                 a wait between a capture's branches
+//                                 (record wait: branch 1 for branch 0 at
+//                                 node 7 of 9: the event's place on its
+//                                 branch, of the nodes it has now; "(all
+//                                 so far)" when equal),
 //                                 the host waiting (sync stream, sync
 //                                 event, sync context), a tensor map
 //                                 encoded (encode ...) or refused
@@ -68,6 +89,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <functional>
 #include <map>
@@ -91,7 +113,11 @@ enum : int {
   kNotFound = 500,
   kIllegalAddress = 700,
   kLaunchFailed = 719,
+  kNotReady = 600,
   kCaptureInvalidated = 901,
+  kCaptureUnmatched = 903,
+  kCaptureUnjoined = 904,
+  kCaptureIsolation = 905,
 };
 
 struct Module {
@@ -101,25 +127,62 @@ struct Function {
   Module *module;
   std::string name;
 };
-/// A piece of work of a stream: runs a kernel, copies memory, or waits for
-/// another stream. Returns a CUresult (a fault sets gSticky instead).
+/// A piece of work of a stream: runs a kernel or copies memory. Returns a
+/// CUresult (a fault sets gSticky instead), or kPending for work in flight
+/// (a polled host function: the fake libnccl's collective waiting for its
+/// peers), which stays at the head of its stream and is asked again.
 using Work = std::function<int()>;
+enum : int { kPending = -1 };
+struct Stream;
+/// An item of a stream's queue: work, or a wait until stream `on` has run
+/// its first `until` items (cuStreamWaitEvent, a graph's fork and join).
+struct Item {
+  Work work;
+  Stream *on = nullptr;
+  uint64_t until = 0;
+};
+struct Capture;
 /// A stream: the work enqueued and not yet run, in order. `enqueued` and
 /// `done` count the work ever enqueued and run, so an event is a position.
+/// An early stream runs its work as soon as its waits allow
+/// (TG_FAKE_CUDA_EARLY) instead of when something waits for it.
 struct Stream {
-  bool capturing = false;
-  std::vector<Work> recorded;
-  std::deque<Work> queue;
+  Capture *capture = nullptr; ///< the capture it records into, if any
+  size_t lane = 0;            ///< its branch of the captured graph
+  bool early = false;
+  int running = 0; ///< being run by runUntil (not to be re-entered early)
+  std::deque<Item> queue;
   uint64_t enqueued = 0, done = 0;
 };
+/// A node of a captured graph: work, or (lane >= 0) a wait until branch
+/// `lane` has run its first `until` nodes.
+struct Node {
+  Work work;
+  long lane = -1;
+  uint64_t until = 0;
+};
+/// A graph: branch 0 runs on the stream it is launched on, each other one
+/// on a stream of its own (made at its first launch), forked and joined
+/// by the waits between branches that the capture recorded.
 struct Graph {
-  std::vector<Work> work;
+  std::vector<std::vector<Node>> lanes;
+  std::vector<Stream *> branches;
+};
+/// A capture in progress: the graph so far and the streams recording into
+/// it (the origin first, then those that waited for one of its events).
+struct Capture {
+  uint64_t id;
+  Graph graph;
+  std::vector<Stream *> streams;
 };
 /// A recorded event: the position in its stream's work it completes at
-/// (none recorded yet: complete).
+/// (none recorded yet: complete); or, recorded during capture `capture`,
+/// the position in that graph's branch `lane`.
 struct Event {
   Stream *stream = nullptr;
   uint64_t position = 0;
+  uint64_t capture = 0;
+  size_t lane = 0;
 };
 
 std::map<uint64_t, size_t> gDevice; // device allocations: start -> bytes
@@ -130,6 +193,9 @@ std::map<std::string, int> gLaunches;
 Stream gDefaultStream;
 std::set<Stream *> gStreams = {&gDefaultStream};
 std::set<Event *> gEvents;
+std::map<uint64_t, Capture *> gCaptures; // in progress, by id
+uint64_t gCaptureIds = 0;
+int gStreamsCreated = 0;
 
 size_t envSize(const char *name, size_t fallback) {
   const char *v = std::getenv(name);
@@ -146,16 +212,38 @@ void log(const std::string &line) {
 
 Stream *streamOf(void *s) { return s ? static_cast<Stream *>(s) : &gDefaultStream; }
 
+void progressEarly();
+
 /// Runs `st`'s work up to position `until` (what an event or a
-/// synchronization needs, nothing more). Work after a fault does not run.
-void runUntil(Stream *st, uint64_t until) {
+/// synchronization needs, nothing more), running the streams it waits for
+/// as far as they need. Work after a fault does not run. `block`: wait for
+/// work in flight (a synchronization); else return false at the first
+/// (a query). True once `st` has reached `until`.
+bool runUntil(Stream *st, uint64_t until, bool block = true) {
+  ++st->running;
+  bool reached = true;
   while (st->done < until && !st->queue.empty()) {
-    Work w = std::move(st->queue.front());
+    Item &it = st->queue.front();
+    if (it.on) {
+      if (!runUntil(it.on, it.until, block)) {
+        reached = false;
+        break;
+      }
+    } else if (!gSticky && it.work() == kPending) {
+      if (!block) {
+        reached = false;
+        break;
+      }
+      struct timespec pause {0, 100000}; // 0.1 ms
+      nanosleep(&pause, nullptr);
+      continue;
+    }
     st->queue.pop_front();
     ++st->done;
-    if (!gSticky)
-      w();
+    progressEarly();
   }
+  --st->running;
+  return reached && st->done >= until;
 }
 void runAll(Stream *st) { runUntil(st, st->enqueued); }
 void runEverything() {
@@ -163,19 +251,72 @@ void runEverything() {
     runAll(st);
 }
 
-/// Enqueues `w` on stream `s` (it runs when something waits for it), or
-/// records it when the stream is capturing.
+/// Runs the early streams' work as far as their waits allow, without
+/// running any other stream for them: what a GPU may do as soon as it can.
+void progressEarly() {
+  static bool busy = false;
+  if (busy)
+    return;
+  busy = true;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (Stream *st : gStreams) {
+      if (!st->early || st->running)
+        continue;
+      ++st->running;
+      while (!st->queue.empty()) {
+        Item &it = st->queue.front();
+        if (it.on ? it.on->done < it.until
+                  : !gSticky && it.work() == kPending)
+          break;
+        st->queue.pop_front();
+        ++st->done;
+        moved = true;
+      }
+      --st->running;
+    }
+  }
+  busy = false;
+}
+
+void enqueue(Stream *st, Item it) {
+  st->queue.push_back(std::move(it));
+  ++st->enqueued;
+}
+
+/// Enqueues `w` on stream `s` (it runs when something waits for it, or at
+/// once on an early stream), or records it when the stream is capturing.
 int submit(void *s, Work w) {
   Stream *st = streamOf(s);
-  if (st->capturing) {
-    st->recorded.push_back(std::move(w));
+  if (st->capture) {
+    st->capture->graph.lanes[st->lane].push_back(Node{std::move(w)});
     return kSuccess;
   }
   if (gSticky)
     return gSticky;
-  st->queue.push_back(std::move(w));
-  ++st->enqueued;
+  enqueue(st, Item{std::move(w)});
+  progressEarly();
   return kSuccess;
+}
+
+/// A new stream, early when TG_FAKE_CUDA_EARLY is set and `first` is not
+/// (the first stream a process makes is the runtime's compute stream).
+Stream *newStream(bool first) {
+  auto *st = new Stream();
+  const char *early = std::getenv("TG_FAKE_CUDA_EARLY");
+  st->early = !first && early && *early && *early != '0';
+  gStreams.insert(st);
+  return st;
+}
+
+/// Lets `st`'s enqueued work finish and forgets it (its events complete).
+void destroyStream(Stream *st) {
+  runAll(st);
+  gStreams.erase(st);
+  for (Event *e : gEvents)
+    if (e->stream == st)
+      e->stream = nullptr; // complete: everything it waited for ran
+  delete st;
 }
 
 /// Whether [p, p + n) lies in pinned host memory.
@@ -329,6 +470,10 @@ int cuGetErrorName(int e, const char **s) {
   case kIllegalAddress: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
   case kLaunchFailed: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
   case kCaptureInvalidated: *s = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"; break;
+  case kNotReady: *s = "CUDA_ERROR_NOT_READY"; break;
+  case kCaptureUnmatched: *s = "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED"; break;
+  case kCaptureUnjoined: *s = "CUDA_ERROR_STREAM_CAPTURE_UNJOINED"; break;
+  case kCaptureIsolation: *s = "CUDA_ERROR_STREAM_CAPTURE_ISOLATION"; break;
   default: *s = "CUDA_ERROR_INVALID_VALUE"; break;
   }
   return kSuccess;
@@ -411,7 +556,7 @@ int cuLaunchKernelEx(const cu::CUlaunchConfig *cfg, void *f, void **args,
   std::array<uint32_t, 3> grid{cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},
       block{cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ};
   unsigned smem = cfg->sharedMemBytes;
-  log((streamOf(cfg->hStream)->capturing ? "record " : "launch ") + fn->name);
+  log((streamOf(cfg->hStream)->capture ? "record " : "launch ") + fn->name);
   return submit(cfg->hStream, [=] { return launchNow(fn, grid, block, smem, params); });
 }
 int cuTensorMapEncodeTiled(cu::CUtensorMap *map, int dataType, unsigned rank,
@@ -525,7 +670,7 @@ int cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t n, void *s) {
 int cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t n, void *s) {
   int r = submit(s, [=] { return copyNow(dst, reinterpret_cast<void *>(src), n, "DtoHAsync"); });
   // Into pageable memory the copy is synchronous.
-  if (r == kSuccess && !isPinned(dst, n) && !streamOf(s)->capturing)
+  if (r == kSuccess && !isPinned(dst, n) && !streamOf(s)->capture)
     runAll(streamOf(s));
   return r;
 }
@@ -536,31 +681,26 @@ int cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t n, void *s) {
   });
 }
 
-// A host function runs on the stream like a kernel (the fake libnccl,
-// FakeNccl.cpp, runs its collectives this way), also from a graph.
-int cuLaunchHostFunc(void *s, void (*fn)(void *), void *user) {
+// Not a driver function: the fake libnccl's collectives, host work that
+// is in flight until its peers answer. `poll` starts or advances it and
+// returns 1 once it completed, 0 while it waits; the stream stays at it
+// (a synchronization polls on, a query says CUDA_ERROR_NOT_READY).
+int tgFakeCudaLaunchPolled(void *s, int (*poll)(void *), void *user) {
   return submit(s, [=] {
+    if (!poll(user))
+      return int(kPending);
     log("host function");
-    fn(user);
-    return kSuccess;
+    return int(kSuccess);
   });
 }
 
 int cuStreamCreate(void **s, unsigned) {
-  auto *st = new Stream();
-  gStreams.insert(st);
-  *s = st;
+  *s = newStream(gStreamsCreated++ == 0);
   return kSuccess;
 }
 int cuStreamDestroy_v2(void *s) {
   // The driver lets enqueued work finish.
-  auto *st = static_cast<Stream *>(s);
-  runAll(st);
-  gStreams.erase(st);
-  for (Event *e : gEvents)
-    if (e->stream == st)
-      e->stream = nullptr; // complete: everything it waited for ran
-  delete st;
+  destroyStream(static_cast<Stream *>(s));
   return kSuccess;
 }
 int cuStreamSynchronize(void *s) {
@@ -570,50 +710,123 @@ int cuStreamSynchronize(void *s) {
 }
 int cuStreamWaitEvent(void *s, void *e, unsigned) {
   auto *ev = static_cast<Event *>(e);
+  Stream *st = streamOf(s);
+  if (ev->capture) {
+    // An event of a capture: the waiting stream joins the capture (a fork,
+    // as CUDA does) or, capturing already, depends on that branch.
+    auto it = gCaptures.find(ev->capture);
+    if (it == gCaptures.end() || (st->capture && st->capture != it->second))
+      return kCaptureIsolation;
+    Capture *cap = it->second;
+    if (!st->capture) {
+      st->capture = cap;
+      st->lane = cap->graph.lanes.size();
+      cap->graph.lanes.emplace_back();
+      cap->streams.push_back(st);
+    }
+    // Where the event was recorded on its branch, and whether that is all
+    // the branch has recorded so far (else of how many nodes).
+    size_t now = cap->graph.lanes[ev->lane].size();
+    log("record wait: branch " + std::to_string(st->lane) + " for branch " +
+        std::to_string(ev->lane) + " at node " + std::to_string(ev->position) +
+        (ev->position == now ? " (all so far)" : " of " + std::to_string(now)));
+    cap->graph.lanes[st->lane].push_back(Node{nullptr, long(ev->lane), ev->position});
+    return kSuccess;
+  }
   if (!ev->stream)
     return kSuccess; // an event never recorded is complete
-  Stream *other = ev->stream;
-  uint64_t until = ev->position;
+  if (st->capture)
+    return kCaptureIsolation; // an event from outside the capture
   log("wait event");
-  return submit(s, [=] {
-    runUntil(other, until);
-    return kSuccess;
-  });
+  if (gSticky)
+    return gSticky;
+  enqueue(st, Item{nullptr, ev->stream, ev->position});
+  progressEarly();
+  return kSuccess;
 }
 int cuStreamBeginCapture_v2(void *s, int) {
   Stream *st = streamOf(s);
-  if (st->capturing)
+  if (st->capture)
     return kInvalidValue;
-  st->capturing = true;
-  st->recorded.clear();
+  auto *cap = new Capture();
+  cap->id = ++gCaptureIds;
+  cap->graph.lanes.resize(1);
+  cap->streams.push_back(st);
+  gCaptures[cap->id] = cap;
+  st->capture = cap;
+  st->lane = 0;
   log("begin capture");
   return kSuccess;
 }
 int cuStreamEndCapture(void *s, void **graph) {
   Stream *st = streamOf(s);
-  if (!st->capturing)
+  if (!st->capture)
     return kInvalidValue;
-  st->capturing = false;
-  *graph = new Graph{std::move(st->recorded)};
-  log("end capture: " + std::to_string(static_cast<Graph *>(*graph)->work.size()) +
-      " nodes");
+  if (st->lane != 0)
+    return kCaptureUnmatched; // not the stream that began it
+  Capture *cap = st->capture;
+  // Every forked branch must be joined: its last node waited for by
+  // another branch (else CUDA_ERROR_STREAM_CAPTURE_UNJOINED).
+  std::vector<Node> *lanes = cap->graph.lanes.data();
+  size_t n = cap->graph.lanes.size(), nodes = 0;
+  std::vector<uint64_t> joined(n, 0);
+  for (size_t l = 0; l < n; ++l) {
+    nodes += lanes[l].size();
+    for (const Node &node : lanes[l])
+      if (node.lane >= 0 && size_t(node.lane) != l)
+        joined[size_t(node.lane)] = std::max(joined[size_t(node.lane)], node.until);
+  }
+  bool unjoined = false;
+  for (size_t l = 1; l < n; ++l)
+    unjoined |= joined[l] < lanes[l].size();
+  for (Stream *member : cap->streams)
+    member->capture = nullptr, member->lane = 0;
+  gCaptures.erase(cap->id);
+  *graph = nullptr;
+  if (unjoined) {
+    log("end capture: unjoined");
+    delete cap;
+    return kCaptureUnjoined;
+  }
+  log("end capture: " + std::to_string(nodes) + " nodes" +
+      (n > 1 ? " in " + std::to_string(n) + " branches" : ""));
+  *graph = new Graph(std::move(cap->graph));
+  delete cap;
   return kSuccess;
 }
 int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long) {
-  *exec = new Graph(*static_cast<Graph *>(graph));
+  *exec = new Graph{static_cast<Graph *>(graph)->lanes, {}};
   return kSuccess;
 }
 int cuGraphLaunch(void *exec, void *s) {
-  if (streamOf(s)->capturing)
+  if (streamOf(s)->capture)
     return kInvalidValue;
+  if (gSticky)
+    return gSticky;
   log("graph launch");
-  for (Work &w : static_cast<Graph *>(exec)->work)
-    if (int r = submit(s, w))
-      return r;
+  auto *g = static_cast<Graph *>(exec);
+  // Branch 0 on `s`, the others on the graph's own streams; a wait for a
+  // branch is for its position from where it stands now.
+  while (g->branches.size() + 1 < g->lanes.size())
+    g->branches.push_back(newStream(false));
+  std::vector<Stream *> on{streamOf(s)};
+  on.insert(on.end(), g->branches.begin(), g->branches.end());
+  std::vector<uint64_t> base;
+  for (Stream *st : on)
+    base.push_back(st->enqueued);
+  for (size_t l = 0; l < g->lanes.size(); ++l)
+    for (const Node &node : g->lanes[l])
+      enqueue(on[l], node.lane < 0 ? Item{node.work}
+                                   : Item{nullptr, on[size_t(node.lane)],
+                                          base[size_t(node.lane)] + node.until});
+  progressEarly();
   return kSuccess;
 }
 int cuGraphExecDestroy(void *exec) {
-  delete static_cast<Graph *>(exec);
+  auto *g = static_cast<Graph *>(exec);
+  for (Stream *st : g->branches)
+    destroyStream(st);
+  delete g;
   return kSuccess;
 }
 int cuGraphDestroy(void *graph) {
@@ -634,12 +847,26 @@ int cuEventDestroy_v2(void *e) {
 }
 int cuEventRecord(void *e, void *s) {
   Stream *st = streamOf(s);
-  if (st->capturing)
-    return kInvalidValue; // the runtime records events outside captures
   auto *ev = static_cast<Event *>(e);
+  if (st->capture) {
+    // A position in the graph: a wait for it forks or joins a branch.
+    ev->stream = nullptr;
+    ev->capture = st->capture->id;
+    ev->lane = st->lane;
+    ev->position = st->capture->graph.lanes[st->lane].size();
+    return kSuccess;
+  }
+  ev->capture = 0;
   ev->stream = st;
   ev->position = st->enqueued;
   return kSuccess;
+}
+int cuEventQuery(void *e) {
+  auto *ev = static_cast<Event *>(e);
+  if (ev->capture)
+    return kInvalidValue;
+  bool done = !ev->stream || runUntil(ev->stream, ev->position, /*block=*/false);
+  return gSticky ? gSticky : done ? kSuccess : kNotReady;
 }
 int cuEventSynchronize(void *e) {
   auto *ev = static_cast<Event *>(e);

@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstdlib>
+#include <dlfcn.h>
 
 namespace cu = tg::rt::cuda;
 
@@ -86,6 +88,128 @@ TEST_CASE("the fake driver runs stream work late, so a missing wait shows",
   f.cuMemFree(a);
   f.cuMemFree(b);
   f.cuStreamDestroy(copy);
+  f.cuStreamDestroy(compute);
+}
+
+// CudaDevice's communication stream (docs/data-parallel.md, "Overlap"): a
+// step's collective is a branch of the captured graph, forked from the
+// compute stream after its bucket's gradients and joined before the
+// optimizer. Here the gradient is a = 7, the collective copies a to b and
+// the optimizer b to c. A fork too early (before a = 7) shows when the
+// branch runs early (TG_FAKE_CUDA_EARLY), a join too late (after the
+// optimizer) when it runs late, the default.
+TEST_CASE("a captured fork is a branch of the graph, joined before its use",
+          "[cuda][fake]") {
+  cu::Status st;
+  const cu::Driver *d = cu::Driver::load(st, TG_FAKE_CUDA_EMU_PATH);
+  INFO(st.message);
+  REQUIRE(d);
+  const cu::DriverApi &f = d->api();
+  auto ok = [](cu::CUresult r) { return r == 0; };
+  cu::CUstream compute = nullptr, comm = nullptr;
+  REQUIRE(ok(f.cuStreamCreate(&compute, cu::CU_STREAM_NON_BLOCKING)));
+  REQUIRE(ok(f.cuStreamCreate(&comm, cu::CU_STREAM_NON_BLOCKING)));
+  cu::CUdeviceptr a = 0, b = 0, c = 0;
+  for (cu::CUdeviceptr *p : {&a, &b, &c})
+    REQUIRE(ok(f.cuMemAlloc(p, 4)));
+  cu::CUevent forked = nullptr, done = nullptr;
+  REQUIRE(ok(f.cuEventCreate(&forked, cu::CU_EVENT_DISABLE_TIMING)));
+  REQUIRE(ok(f.cuEventCreate(&done, cu::CU_EVENT_DISABLE_TIMING)));
+  int32_t seven = 7, zero = 0;
+  auto read = [&](cu::CUdeviceptr p) {
+    int32_t v = 0;
+    REQUIRE(ok(f.cuMemcpyDtoH(&v, p, 4)));
+    return v;
+  };
+  auto fork = [&] {
+    REQUIRE(ok(f.cuEventRecord(forked, compute)));
+    REQUIRE(ok(f.cuStreamWaitEvent(comm, forked, 0)));
+  };
+  // Captures the step, launches it once (with early branches or not) and
+  // returns {b, c}.
+  auto step = [&](bool forkLate, bool joinEarly, bool early) {
+    REQUIRE(ok(f.cuStreamBeginCapture(compute,
+                                      cu::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)));
+    if (!forkLate)
+      fork();
+    REQUIRE(ok(f.cuMemcpyHtoDAsync(a, &seven, 4, compute))); // pageable: staged now
+    if (forkLate)
+      fork();
+    REQUIRE(ok(f.cuMemcpyDtoDAsync(b, a, 4, comm)));
+    REQUIRE(ok(f.cuEventRecord(done, comm)));
+    if (joinEarly)
+      REQUIRE(ok(f.cuStreamWaitEvent(compute, done, 0)));
+    REQUIRE(ok(f.cuMemcpyDtoDAsync(c, b, 4, compute)));
+    if (!joinEarly)
+      REQUIRE(ok(f.cuStreamWaitEvent(compute, done, 0)));
+    cu::CUgraph g = nullptr;
+    cu::CUgraphExec exec = nullptr;
+    REQUIRE(ok(f.cuStreamEndCapture(compute, &g)));
+    REQUIRE(ok(f.cuGraphInstantiateWithFlags(&exec, g, 0)));
+    f.cuGraphDestroy(g);
+    for (cu::CUdeviceptr p : {a, b, c})
+      REQUIRE(ok(f.cuMemcpyHtoD(p, &zero, 4)));
+    // The graph's branch streams are made at its first launch.
+    if (early)
+      setenv("TG_FAKE_CUDA_EARLY", "1", 1);
+    REQUIRE(ok(f.cuGraphLaunch(exec, compute)));
+    unsetenv("TG_FAKE_CUDA_EARLY");
+    REQUIRE(ok(f.cuStreamSynchronize(compute)));
+    std::pair<int32_t, int32_t> out{read(b), read(c)};
+    f.cuGraphExecDestroy(exec);
+    return out;
+  };
+  using P = std::pair<int32_t, int32_t>;
+  SECTION("with the waits in place, either way") {
+    CHECK(step(true, true, false) == P{7, 7});
+    CHECK(step(true, true, true) == P{7, 7});
+  }
+  SECTION("a join after the optimizer shows when the branch runs late") {
+    CHECK(step(true, false, false) == P{7, 0});
+  }
+  SECTION("a fork before the gradients shows when the branch runs early") {
+    CHECK(step(false, true, true) == P{0, 0});
+    CHECK(step(false, true, false) == P{7, 7}); // late hides it
+  }
+  SECTION("a capture whose branch is not joined fails, as CUDA's") {
+    REQUIRE(ok(f.cuStreamBeginCapture(compute,
+                                      cu::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)));
+    fork();
+    REQUIRE(ok(f.cuMemcpyDtoDAsync(b, a, 4, comm)));
+    cu::CUgraph g = nullptr;
+    CHECK(f.cuStreamEndCapture(compute, &g) == 904); // ..._UNJOINED
+    CHECK(g == nullptr);
+    // Both streams left the capture: work runs again.
+    REQUIRE(ok(f.cuMemcpyHtoD(a, &seven, 4)));
+    REQUIRE(ok(f.cuMemcpyDtoDAsync(b, a, 4, comm)));
+    REQUIRE(ok(f.cuStreamSynchronize(comm)));
+    CHECK(read(b) == 7);
+  }
+  SECTION("host work in flight keeps an event not ready until it completes") {
+    void *h = dlopen(TG_FAKE_CUDA_EMU_PATH, RTLD_NOW | RTLD_NOLOAD);
+    REQUIRE(h);
+    using Polled = int (*)(void *, int (*)(void *), void *);
+    auto launch = reinterpret_cast<Polled>(dlsym(h, "tgFakeCudaLaunchPolled"));
+    REQUIRE(launch);
+    int polls = 0;
+    auto third = [](void *p) { return ++*static_cast<int *>(p) >= 3 ? 1 : 0; };
+    REQUIRE(ok(launch(comm, third, &polls)));
+    REQUIRE(ok(f.cuEventRecord(done, comm)));
+    CHECK(f.cuEventQuery(done) == cu::CU_ERROR_NOT_READY);
+    CHECK(f.cuEventQuery(done) == cu::CU_ERROR_NOT_READY);
+    CHECK(ok(f.cuEventQuery(done)));
+    CHECK(polls == 3);
+    REQUIRE(ok(launch(comm, third, &(polls = 0))));
+    REQUIRE(ok(f.cuEventRecord(done, comm)));
+    CHECK(ok(f.cuEventSynchronize(done))); // a synchronization polls on
+    CHECK(polls == 3);
+    dlclose(h);
+  }
+  for (cu::CUevent e : {forked, done})
+    f.cuEventDestroy(e);
+  for (cu::CUdeviceptr p : {a, b, c})
+    f.cuMemFree(p);
+  f.cuStreamDestroy(comm);
   f.cuStreamDestroy(compute);
 }
 #endif

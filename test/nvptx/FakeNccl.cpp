@@ -6,9 +6,14 @@
 // without a GPU. The fake driver's device memory is host memory, so a
 // collective is the MPI collective of the same name on the same pointers,
 // over MPI_COMM_WORLD (tg-run initialised MPI). It is enqueued on the
-// stream with the driver's cuLaunchHostFunc, so it runs in order with the
-// kernels, when the stream's work runs, and also from a captured graph, as
-// NCCL's kernels would.
+// stream as host work the fake driver polls (tgFakeCudaLaunchPolled), so it
+// runs in order with the kernels, when the stream's work runs, and also
+// from a captured graph, as NCCL's kernels would; it starts the
+// non-blocking MPI collective and stays in flight until MPI_Test says it
+// completed, so a peer that died or hangs leaves it in flight, as NCCL's
+// kernels spin, and the host's polled waits (cuEventQuery) see it.
+// ncclCommAbort ends the communicator's collectives in flight;
+// ncclCommGetAsyncError reports an error injected below.
 //
 // ncclCommInitRank checks what the runtime must get right: the job's size
 // and this process's rank, and the unique id, which must be rank 0's on
@@ -16,8 +21,14 @@
 //
 // Environment:
 //   TG_FAKE_NCCL_VERSION=N   the version it reports (22809: 2.28.9)
-//   TG_FAKE_NCCL_LOG=FILE    appends one line per collective when it runs
-//                            ("all_reduce 4 floats of rank 1 of 2")
+//   TG_FAKE_NCCL_LOG=FILE    appends one line per collective when it
+//                            completes ("all_reduce 4 floats of rank 1 of 2")
+//   TG_FAKE_NCCL_FAIL=R:N:HOW  on rank R, the N-th collective to start
+//                            (1: the first) does not: HOW = exit (the
+//                            process dies at once, without a word, as a
+//                            crash), hang (the process sleeps forever) or
+//                            error (an asynchronous error, ncclRemoteError,
+//                            and the collective never completes)
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/Nccl.h"
@@ -42,6 +53,7 @@ enum : int {
   kSystemError = 2,
   kInvalidArgument = 4,
   kInvalidUsage = 5,
+  kRemoteError = 6,
 };
 
 const char kMagic[] = "tgc fake nccl id";
@@ -49,10 +61,13 @@ const char kMagic[] = "tgc fake nccl id";
 struct Comm {
   MPI_Comm mpi = MPI_COMM_NULL;
   int rank = 0, size = 1;
+  bool aborted = false; ///< ncclCommAbort: its collectives end at once
+  int asyncError = kSuccess;
 };
 
 /// One enqueued collective; kept for the process's life, since a captured
-/// graph runs it again at every launch.
+/// graph runs it again at every launch. `request` is its MPI collective
+/// while in flight.
 struct Call {
   enum Kind { AllReduce, ReduceScatter, AllGather } kind;
   const float *send;
@@ -60,11 +75,13 @@ struct Call {
   size_t count;
   bool mean;
   Comm *comm;
+  bool started = false;
+  MPI_Request request = MPI_REQUEST_NULL;
 };
 std::deque<std::unique_ptr<Call>> gCalls;
 
-using HostFn = int (*)(void *, void (*)(void *), void *);
-HostFn gLaunchHostFunc = nullptr;
+using PolledFn = int (*)(void *, int (*)(void *), void *);
+PolledFn gLaunchPolled = nullptr;
 
 [[noreturn]] void die(const std::string &msg) {
   std::fprintf(stderr, "fake libnccl: error: %s\n", msg.c_str());
@@ -83,31 +100,80 @@ void log(const Call &c) {
   std::fclose(out);
 }
 
-/// Runs on the stream (cuLaunchHostFunc).
-void run(void *p) {
-  const Call &c = *static_cast<Call *>(p);
-  log(c);
+/// The failure TG_FAKE_NCCL_FAIL injects into this process's `started`-th
+/// collective: "exit", "hang", "error" or "".
+std::string injected(int rank, long started) {
+  const char *spec = std::getenv("TG_FAKE_NCCL_FAIL");
+  int r = -1;
+  long n = 0;
+  char how[16] = "";
+  if (!spec || std::sscanf(spec, "%d:%ld:%15s", &r, &n, how) != 3 ||
+      r != rank || n != started)
+    return "";
+  return how;
+}
+
+/// Starts the MPI collective of `c`; false (with the communicator's
+/// asynchronous error set) when the injected failure says so.
+bool start(Call &c) {
+  static long started = 0;
+  std::string fail = injected(c.comm->rank, ++started);
+  if (fail == "exit")
+    _exit(1);
+  if (fail == "hang")
+    for (;;)
+      pause();
+  if (fail == "error") {
+    c.comm->asyncError = kRemoteError;
+    return false;
+  }
   int n = int(c.count), ok = MPI_SUCCESS;
-  size_t received = c.count;
   switch (c.kind) {
   case Call::AllReduce:
-    ok = MPI_Allreduce(c.send == c.recv ? MPI_IN_PLACE : c.send, c.recv, n,
-                       MPI_FLOAT, MPI_SUM, c.comm->mpi);
+    ok = MPI_Iallreduce(c.send == c.recv ? MPI_IN_PLACE : c.send, c.recv, n,
+                        MPI_FLOAT, MPI_SUM, c.comm->mpi, &c.request);
     break;
   case Call::ReduceScatter:
-    ok = MPI_Reduce_scatter_block(c.send, c.recv, n, MPI_FLOAT, MPI_SUM,
-                                  c.comm->mpi);
+    ok = MPI_Ireduce_scatter_block(c.send, c.recv, n, MPI_FLOAT, MPI_SUM,
+                                   c.comm->mpi, &c.request);
     break;
   case Call::AllGather:
-    ok = MPI_Allgather(c.send, n, MPI_FLOAT, c.recv, n, MPI_FLOAT, c.comm->mpi);
+    ok = MPI_Iallgather(c.send, n, MPI_FLOAT, c.recv, n, MPI_FLOAT,
+                        c.comm->mpi, &c.request);
     break;
   }
   if (ok != MPI_SUCCESS)
     die("an MPI collective failed");
+  return true;
+}
+
+/// Polled on the stream (tgFakeCudaLaunchPolled): 1 once the collective
+/// completed (or its communicator was aborted), 0 while it is in flight.
+int poll(void *p) {
+  Call &c = *static_cast<Call *>(p);
+  if (c.comm->aborted)
+    return 1;
+  if (c.comm->asyncError != kSuccess)
+    return 0; // NCCL's kernels wait for a peer that is gone
+  if (!c.started) {
+    if (!start(c))
+      return 0;
+    c.started = true;
+  }
+  int done = 0;
+  if (MPI_Test(&c.request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+    c.comm->asyncError = kRemoteError;
+    return 0;
+  }
+  if (!done)
+    return 0;
+  c.started = false; // a graph's next launch runs it again
+  log(c);
   // ncclAvg: the sum scaled by 1 / ranks, as the CPU backend averages.
   if (c.mean)
-    for (size_t i = 0; i < received; ++i)
+    for (size_t i = 0; i < c.count; ++i)
       c.recv[i] *= 1.0f / float(c.comm->size);
+  return 1;
 }
 
 int enqueue(Call::Kind kind, const void *send, void *recv, size_t count,
@@ -118,8 +184,8 @@ int enqueue(Call::Kind kind, const void *send, void *recv, size_t count,
   gCalls.push_back(std::make_unique<Call>(
       Call{kind, static_cast<const float *>(send), static_cast<float *>(recv),
            count, op == nc::ncclAvg, static_cast<Comm *>(comm)}));
-  return gLaunchHostFunc(stream, run, gCalls.back().get()) == 0 ? kSuccess
-                                                               : kSystemError;
+  return gLaunchPolled(stream, poll, gCalls.back().get()) == 0 ? kSuccess
+                                                              : kSystemError;
 }
 
 } // namespace
@@ -143,6 +209,8 @@ const char *ncclGetErrorString(int r) {
     return "invalid argument";
   case kInvalidUsage:
     return "invalid usage (the ranks disagree on the unique id)";
+  case kRemoteError:
+    return "remote process exited or there was a network error";
   default:
     return "unknown result";
   }
@@ -161,12 +229,13 @@ int ncclCommInitRank(void **out, int nranks, nc::ncclUniqueId id, int rank) {
   if (!inited)
     return kSystemError;
   // The fake libcuda, which the runtime opened already, runs the calls.
-  if (!gLaunchHostFunc) {
+  if (!gLaunchPolled) {
     const char *lib = std::getenv("TG_CUDA_LIBRARY");
     void *h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : nullptr;
-    gLaunchHostFunc = h ? reinterpret_cast<HostFn>(dlsym(h, "cuLaunchHostFunc"))
-                        : nullptr;
-    if (!gLaunchHostFunc)
+    gLaunchPolled = h ? reinterpret_cast<PolledFn>(
+                            dlsym(h, "tgFakeCudaLaunchPolled"))
+                      : nullptr;
+    if (!gLaunchPolled)
       return kSystemError;
   }
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -199,6 +268,18 @@ int ncclCommDestroy(void *comm) {
   if (c && !finalized)
     MPI_Comm_free(&c->mpi);
   delete c;
+  return kSuccess;
+}
+
+// The communicator is not freed: its collectives may still be polled
+// until the process ends, and they end at once.
+int ncclCommAbort(void *comm) {
+  static_cast<Comm *>(comm)->aborted = true;
+  return kSuccess;
+}
+
+int ncclCommGetAsyncError(void *comm, int *state) {
+  *state = static_cast<Comm *>(comm)->asyncError;
   return kSuccess;
 }
 

@@ -350,6 +350,12 @@ void Interp::exec(Operation &op, const std::vector<char> &mask) {
     for (size_t i = 0; i < r.s.size(); ++i)
       r.s[i] = bitsOf(roundTo(r.ti.k, dbl(get(op.getOperand(0)).s[i])));
     env[res()] = r;
+  } else if (auto ia = dyn_cast<LLVM::InlineAsmOp>(op);
+             ia && ia.getAsmString().starts_with("mov.b32")) {
+    // An opaque copy (the attention kernels' descriptor base, kept from
+    // being hoisted out of their loops).
+    Val v = env.at(op.getOperand(0));
+    env[res()] = v;
   } else if (auto ia = dyn_cast<LLVM::InlineAsmOp>(op)) {
     StringRef text = ia.getAsmString();
     double (*fn)(double) = text.contains("tanh.approx.f32") ? static_cast<double (*)(double)>(std::tanh)

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <string>
 #include <unistd.h>
 
 namespace {
@@ -82,6 +83,22 @@ private:
     return static_cast<int>(block);
   }
 
+  std::string waitProblem(double waited, const char *what) override {
+    char msg[160] = "";
+    if (stop_ && *stop_)
+      // The launcher ends the job this way when another rank died.
+      std::snprintf(msg, sizeof msg,
+                    "stopped by signal %d while waiting for the other ranks "
+                    "(did one die?)",
+                    int(*stop_));
+    else if (waited > gTimeout)
+      std::snprintf(msg, sizeof msg,
+                    "no answer from the other ranks for %.0f s in %s (a rank "
+                    "died or hangs)",
+                    gTimeout, what);
+    return msg;
+  }
+
   void wait(MPI_Request &request, const char *what) {
     auto start = std::chrono::steady_clock::now();
     for (int spins = 0;; ++spins) {
@@ -90,30 +107,16 @@ private:
         fail("MPI_Test failed");
       if (done)
         return;
-      if (stop_ && *stop_) {
-        // The launcher ends the job this way when another rank died.
-        char msg[120];
-        std::snprintf(msg, sizeof msg,
-                      "stopped by signal %d while waiting for the other "
-                      "ranks (did one die?)",
-                      int(*stop_));
-        fail(msg, 128 + *stop_);
-      }
+      double waited = 0;
       if (spins > 100) {
         struct timespec pause {0, 100000}; // 0.1 ms
         nanosleep(&pause, nullptr);
-        double waited = std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - start)
-                            .count();
-        if (waited > gTimeout) {
-          char msg[160];
-          std::snprintf(msg, sizeof msg,
-                        "no answer from the other ranks for %.0f s in "
-                        "%s (a rank died or hangs)",
-                        gTimeout, what);
-          fail(msg);
-        }
+        waited = std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
       }
+      if (std::string why = waitProblem(waited, what); !why.empty())
+        fail(why.c_str(), stop_ && *stop_ ? 128 + *stop_ : 1);
     }
   }
   [[noreturn]] void fail(const char *msg, int status = 1) {

@@ -67,19 +67,22 @@ bool isRoot() { return !gComm || gComm->rank() == 0; }
 const char *kUsage =
     "usage: tg-run MODEL.tgx --describe\n"
     "       tg-run MODEL.tgx --data fashion-mnist|safetensors:P|u8:P|u16:P|u32:P\n"
-    "              [--epochs N] [--batch-limit N] [--save P] [--resume P]\n"
+    "              [--epochs N] [--batch-limit N] [--test-limit N]\n"
+    "              [--save P] [--resume P]\n"
     "              [--metrics m.csv] [--seed S] [--data-dir D]\n"
     "              [--init-from PRETRAINED.safetensors]\n"
     "       tg-run MODEL.tgx --load P.safetensors --batch B.safetensors\n"
     "              [--steps N] [--save-params OUT.safetensors]\n"
     "              [--save-grads G.safetensors] [--print-loss] [--seed S]\n"
-    "              [--memory]\n"
+    "              [--print-time] [--memory]\n"
     "  (--load may be left out: the parameters then come from init(--seed))\n"
     "  --device auto|cpu|cuda|emulator: where the entry points run (default\n"
     "  auto: cuda when a GPU and code for it exist, else cpu; the emulator\n"
-    "  runs the artifact's sm_80 GPU code, tgc --target=sm_80)\n"
+    "  runs the artifact's GPU code (sm_80, else sm_90a) on the PTX emulator)\n"
     "  --loss-every N: wait for the losses every N steps (default 1); on the\n"
     "  GPU up to N steps run ahead of the loss readback\n"
+    "  --print-time: after the steps, the steady-state time per step (from\n"
+    "  the first step's loss to the last one's)\n"
     "  mpirun -n N tg-run ... [--comm-timeout SECONDS]: data-parallel, for a\n"
     "  model compiled with tgc --ranks N\n";
 
@@ -88,9 +91,10 @@ struct Options {
   std::string load, batch, saveParams, saveGrads, initFrom;
   DeviceKind device = DeviceKind::Auto;
   bool deviceGiven = false; ///< --device was given: say which one runs
-  int64_t epochs = 1, batchLimit = -1, steps = 1, seed = 0, lossEvery = 1;
+  int64_t epochs = 1, batchLimit = -1, testLimit = -1, steps = 1, seed = 0,
+          lossEvery = 1;
   int64_t commTimeout = 300; ///< seconds a collective may wait
-  bool describe = false, printLoss = false, memory = false;
+  bool describe = false, printLoss = false, printTime = false, memory = false;
 };
 
 int64_t parseInt(const std::string &flag, const std::string &s, int64_t min) {
@@ -115,9 +119,11 @@ Options parseArgs(int argc, char **argv) {
   app.add_flag("-h,--help", help);
   app.add_flag("--describe", o.describe);
   app.add_flag("--print-loss", o.printLoss);
+  app.add_flag("--print-time", o.printTime);
   app.add_flag("--memory", o.memory);
   app.add_option("model", o.model);
-  std::string epochs, batchLimit, steps, seed, commTimeout, device, lossEvery;
+  std::string epochs, batchLimit, testLimit, steps, seed, commTimeout, device,
+      lossEvery;
   std::vector<std::pair<CLI::Option *, std::string *>> valued;
   auto value = [&](const char *name, std::string &into) {
     CLI::Option *opt = app.add_option(name, into)->expected(0, 1)->multi_option_policy(
@@ -128,6 +134,7 @@ Options parseArgs(int argc, char **argv) {
   value("--data-dir", o.dataDir);
   value("--epochs", epochs);
   value("--batch-limit", batchLimit);
+  value("--test-limit", testLimit);
   value("--steps", steps);
   value("--seed", seed);
   value("--save", o.save);
@@ -159,6 +166,7 @@ Options parseArgs(int argc, char **argv) {
       die(opt->get_name() + " needs a value");
   if (!epochs.empty()) o.epochs = parseInt("--epochs", epochs, 1);
   if (!batchLimit.empty()) o.batchLimit = parseInt("--batch-limit", batchLimit, 1);
+  if (!testLimit.empty()) o.testLimit = parseInt("--test-limit", testLimit, 1);
   if (!steps.empty()) o.steps = parseInt("--steps", steps, 0);
   if (!lossEvery.empty()) o.lossEvery = parseInt("--loss-every", lossEvery, 1);
   if (!seed.empty()) o.seed = parseInt("--seed", seed, INT64_MIN);
@@ -292,8 +300,24 @@ std::unique_ptr<Executor> loadModel(const Options &o,
       die(path + ": the ranks of this job run different artifacts (their "
                  "hashes differ); give every rank the same MODEL.tgx");
   }
-  if (!ex->setCommunicator(gComm.get(), err))
+  // Under --device auto each rank chooses for itself (a node without a GPU,
+  // a plan too big for one GPU): ranks on the CPU and on CUDA would run
+  // different collectives (MPI, NCCL) that never meet, so the job stops.
+  std::string what = ex->deviceDescription();
+  bool gpu = what.rfind("cpu", 0) != 0;
+  if (gComm && !tgrun::sameOnAllRanks(gpu ? 1 : 0))
+    die(path + ": the ranks of this job chose different devices (--device "
+               "auto: a GPU on some, the CPU on others; rank 0: " + what +
+        "); give every rank --device cpu or --device cuda");
+  if (!ex->setCommunicator(gComm.get(), err)) {
+    // Auto that chose the GPU does not fall back to the CPU when NCCL is
+    // missing: the job would silently run another, far slower path.
+    if (gComm && gpu && o.device == DeviceKind::Auto)
+      err += "; --device auto chose " + what +
+             " and does not fall back: --device cpu runs the job on the CPU "
+             "over MPI";
     die(err);
+  }
   return ex;
 }
 
@@ -340,6 +364,7 @@ TrainOptions trainOptions(const Options &o, const Executor &ex) {
   TrainOptions t;
   t.epochs = o.epochs;
   t.batchLimit = o.batchLimit;
+  t.testLimit = o.testLimit;
   t.lossEvery = o.lossEvery;
   t.seed = o.seed;
   t.resume = o.resume;
@@ -478,7 +503,8 @@ int crossCheck(const Options &o) {
     if (!entryInputs(*ex, "train_step", file, o.batch, in, err))
       die(err);
     gSameOnAllRanks = false;
-    finish(trainer.repeat(in, o.steps, o.printLoss && isRoot()));
+    finish(trainer.repeat(in, o.steps, o.printLoss && isRoot(),
+                          o.printTime && isRoot()));
     if (o.memory)
       std::printf("%s\n", memoryLine(*ex).c_str());
   }
