@@ -63,9 +63,13 @@ struct TensorMapParam {
 
 /// A pointer parameter of a generated kernel: the operand or result of the
 /// lowered op (top-level in its entry function) whose buffer it receives,
-/// or (Kind::TensorMap) a TMA descriptor over operand `index`'s buffer.
+/// (Kind::TensorMap) a TMA descriptor over operand `index`'s buffer, or
+/// (Kind::Scratch; `index` unused) the launch's scratch: scratchBytes of
+/// the arena that live only while the op's launches run, the same bytes
+/// for every launch of the op (a split reduction's partials pass from its
+/// first launch to its second there), contents undefined at the first.
 struct KernelParam {
-  enum class Kind { Operand, Result, TensorMap };
+  enum class Kind { Operand, Result, TensorMap, Scratch };
   using TensorMap = TensorMapParam;
   KernelParam(Kind kind = Kind::Operand, unsigned index = 0,
               TensorMap map = {})
@@ -85,6 +89,8 @@ struct KernelLaunch {
   std::array<uint32_t, 3> block{1, 1, 1};
   /// Dynamic shared memory bytes (the kernel declares an extern array).
   uint32_t dynamicSharedBytes = 0;
+  /// Bytes of the Kind::Scratch parameter (0 when it has none).
+  uint64_t scratchBytes = 0;
   /// One entry per kernel parameter, in order; all are pointers.
   std::vector<KernelParam> params;
 };

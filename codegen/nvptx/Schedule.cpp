@@ -124,6 +124,10 @@ public:
     entry.name = fn.getName().str();
     if (auto plan = mlir::tg::getMemoryPlan(fn))
       entry.arenaBytes = plan.getTransientBytes();
+    // Kernel scratch lives only while its op's launches run, so every op's
+    // starts at the same place, after the planned values; the arena grows
+    // by the largest (lowerOp).
+    scratchBase = (entry.arenaBytes + 255) / 256 * 256;
     for (BlockArgument a : fn.getArguments())
       where[a] = BufferRef{BufferRef::Kind::Arg, a.getArgNumber(), 0,
                            mlir::tg::tensorBytes(a.getType())};
@@ -231,6 +235,14 @@ private:
     for (KernelLaunch &l : *launches) {
       ScheduleStep step;
       for (auto [i, p] : llvm::enumerate(l.params)) {
+        if (p.kind == KernelParam::Kind::Scratch) {
+          step.params.push_back(BufferRef{BufferRef::Kind::Arena, 0,
+                                          scratchBase,
+                                          int64_t(l.scratchBytes)});
+          entry.arenaBytes = std::max(
+              entry.arenaBytes, scratchBase + int64_t(l.scratchBytes));
+          continue;
+        }
         // A TMA descriptor (sm_90a GEMMs) describes an operand's buffer.
         bool operand = p.kind != KernelParam::Kind::Result;
         unsigned n = operand ? op->getNumOperands() : op->getNumResults();
@@ -477,6 +489,8 @@ private:
   }
 
   GpuSchedule &schedule;
+  /// Arena offset of every launch's scratch (KernelParam::Kind::Scratch).
+  int64_t scratchBase = 0;
   ModuleOp kernels;
   const LowerOpFn &lower;
   llvm::DenseMap<Value, BufferRef> where;

@@ -80,7 +80,9 @@ struct RepeatedSteps {
 /// The schedule of one entry point for one target.
 struct EntrySchedule {
   std::string name;
-  int64_t arenaBytes = 0; ///< the GPU plan's transient bytes
+  /// The GPU plan's transient bytes, then (256-byte aligned) the largest
+  /// kernel scratch of one op (KernelParam::Kind::Scratch).
+  int64_t arenaBytes = 0;
   std::vector<ScheduleStep> steps;
   /// Where `steps` repeats a loop body; the manifest writes such a run as
   /// one "repeat" step when the iterations differ only by buffer offsets

@@ -24,10 +24,22 @@
 // everything such as the clipping norm's sum of squares): blocks of 32 x Y
 // threads, x over 32 consecutive outputs (coalesced when the last axis is
 // kept), y striding over the reduced elements; the Y partials meet in shared
-// memory and are added in a fixed order. A reduction over everything is one
-// block of up to 256 threads striding over the input (the kernel has no
-// scratch buffer for per-block partials). The group's elementwise results
-// are written in the same pass: each element is visited once.
+// memory and are added in a fixed order. A reduction over everything is a
+// block of up to 256 threads striding over the input. The group's
+// elementwise results are written in the same pass: each element is
+// visited once.
+//
+// Big reductions are split over blocks (one block would serialise the GPU:
+// a bias gradient's column sums over batch*seq rows, a mean over a large
+// tensor): the reduced range is cut into `slices` interleaved slices, one
+// block (row of blocks, for column sums) each, and two kernels run. The
+// partial kernel ("tg_redp") writes each slice's partial in the
+// accumulator type to 8-byte slots of the launch's scratch (an f32 or
+// wider workspace the schedule places in the arena after the planned
+// values: KernelLaunch::scratchBytes), together with the full-shape
+// results; the combine kernel ("tg_redc") folds the slices in slice order
+// and writes the reduced results. The slice count depends only on the
+// shapes, so the sums stay bit-reproducible run to run.
 //
 // Every sum is a fixed tree (no atomics), so results are bit-reproducible.
 // Aliasing (KernelGen.h): every thread reads the elements of a full-shape
@@ -139,7 +151,13 @@ private:
                                   ArrayRef<Value> partials, int64_t slot,
                                   int64_t warps, Value warp, Value lane);
   Value finishReduction(Operation *red, Value acc);
-  LogicalResult storeRowResults(Value isFirst, bool blockSync);
+  enum class Sync { None, Warp, Block };
+  LogicalResult storeRowResults(Value isFirst, Sync sync);
+  LogicalResult buildCombineKernel();
+  void storePartials(ArrayRef<Value> vals, Value isFirst, Value slice);
+  Value scratchSlot(unsigned red, Value slice);
+  void geometry(bool rowKernel);
+  LogicalResult emitKernel(const std::string &sym, bool rowKernel);
   bool isFull(unsigned result) const;
   LogicalResult checkPlan() const;
   Value sharedSlot(int64_t byteOffset, Value index);
@@ -192,6 +210,13 @@ private:
   // Per-launch geometry.
   std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   uint32_t smemBytes = 0;
+  /// Blocks (rows of blocks for column sums) the reduced range is split
+  /// over; > 1: a partial and a combine kernel (file comment).
+  int64_t slices = 1;
+  /// Which kernel is being built: the only one, or one of the split pair.
+  enum class Stage { Whole, Partial, Combine } stage = Stage::Whole;
+  /// The slices' partials (split reductions only).
+  Value scratch;
 
   // Code generation state.
   Value k, j, rowBase, smem;
@@ -684,8 +709,10 @@ SmallVector<Value> ReductionLowering::blockCombine(ArrayRef<Operation *> reds,
 
 /// Stores the results that are not full-shape (row values, reduction
 /// results) from the first thread of the row, after every thread of the
-/// row has read what it reads (a result may alias an operand).
-LogicalResult ReductionLowering::storeRowResults(Value isFirst, bool blockSync) {
+/// row has read what it reads (a result may alias an operand): `sync` is
+/// the barrier that orders those reads, or None where the storing thread
+/// is the only reader of what it overwrites.
+LogicalResult ReductionLowering::storeRowResults(Value isFirst, Sync sync) {
   SmallVector<std::pair<unsigned, Value>> vals;
   for (unsigned i = 0; i < p.results.size(); ++i) {
     if (isFull(i))
@@ -698,9 +725,9 @@ LogicalResult ReductionLowering::storeRowResults(Value isFirst, bool blockSync) 
   }
   if (vals.empty())
     return success();
-  if (blockSync)
+  if (sync == Sync::Block)
     NVVM::Barrier0Op::create(w->b, w->loc);
-  else
+  else if (sync == Sync::Warp)
     NVVM::SyncWarpOp::create(w->b, w->loc, w->i32c(-1));
   w->openIf(isFirst);
   for (auto [i, x] : vals) {
@@ -755,7 +782,29 @@ LogicalResult ReductionLowering::buildRowKernel() {
     if (failed(pass({}, /*stores=*/true, start, ic(rn / vec), step)))
       return failure();
   Value isFirst = w->icmp(LLVM::ICmpPredicate::eq, start, ic(0));
-  return storeRowResults(isFirst, /*blockSync=*/!warpPerRow);
+  return storeRowResults(isFirst, warpPerRow ? Sync::Warp : Sync::Block);
+}
+
+/// The 8-byte scratch slot of reduction `red`'s partial of `slice` for
+/// output k: [reduction][slice][output], so that the 32 outputs of a
+/// column-sum block are written and read coalesced.
+Value ReductionLowering::scratchSlot(unsigned red, Value slice) {
+  Value kk = it == w->i64 ? k : w->zext64(k);
+  Value s = w->zext64(slice);
+  Value idx = w->add(w->mul(w->add(w->i64c(int64_t(red) * slices), s),
+                            w->i64c(kn)),
+                     kk);
+  return w->gep(scratch, w->mul(idx, w->i64c(8)), w->b.getI8Type());
+}
+
+/// The partial kernel's end: `isFirst` stores the block's partial of each
+/// reduction of the phase (accumulator type, unfinished) for `slice`.
+void ReductionLowering::storePartials(ArrayRef<Value> vals, Value isFirst,
+                                      Value slice) {
+  w->openIf(isFirst);
+  for (auto [i, v] : llvm::enumerate(vals))
+    LLVM::StoreOp::create(w->b, w->loc, v, scratchSlot(i, slice), 8);
+  w->b.setInsertionPointAfter(w->b.getInsertionBlock()->getParentOp());
 }
 
 LogicalResult ReductionLowering::buildReductionKernel() {
@@ -767,12 +816,19 @@ LogicalResult ReductionLowering::buildReductionKernel() {
     return p.anchor->emitOpError("uses a reduction inside the reduction it "
                                  "feeds; one GPU reduction kernel cannot");
   ArrayRef<Operation *> reds = phases.front();
+  if (stage == Stage::Combine)
+    return buildCombineKernel();
   if (kn == 1) {
-    // Everything into one value: one block strides over the whole domain.
+    // Everything into one value: the blocks (one unless split) stride over
+    // the whole domain, block b's thread t from group b * threads + t.
     k = ic(0);
     rowBase = ic(0);
+    Value bid = slices > 1 ? NVVM::BlockIdXOp::create(b, loc, w->i32).getResult()
+                           : Value();
+    Value first = slices > 1 ? w->add(w->muli(bid, block[0]), tx) : tx;
     FailureOr<SmallVector<Value>> partials =
-        pass(reds, /*stores=*/true, toIt(tx), ic(rn / vec), ic(block[0]));
+        pass(reds, /*stores=*/true, toIt(first), ic(rn / vec),
+             ic(int64_t(block[0]) * slices));
     if (failed(partials))
       return failure();
     SmallVector<Value> vals;
@@ -781,13 +837,17 @@ LogicalResult ReductionLowering::buildReductionKernel() {
     if (block[0] > 32)
       vals = blockCombine(reds, vals, 0, block[0] / 32, w->shri(tx, 5),
                           w->andi(tx, 31));
+    Value isFirst = w->icmp(LLVM::ICmpPredicate::eq, tx, w->i32c(0));
+    if (slices > 1) {
+      storePartials(vals, isFirst, bid);
+      return success();
+    }
     for (auto [i, v] : llvm::enumerate(vals))
       reduced[reds[i]] = finishReduction(reds[i], v);
-    return storeRowResults(w->icmp(LLVM::ICmpPredicate::eq, tx, w->i32c(0)),
-                           /*blockSync=*/true);
+    return storeRowResults(isFirst, Sync::Block);
   }
   // 32 consecutive outputs per block along x, Y threads along the reduced
-  // range per output.
+  // range per output (of slice blockIdx.y when split).
   Value ty = NVVM::ThreadIdYOp::create(b, loc, w->i32);
   Value bid = NVVM::BlockIdXOp::create(b, loc, w->i32);
   Value raw = toIt(w->add(w->muli(bid, 32), tx));
@@ -796,9 +856,13 @@ LogicalResult ReductionLowering::buildReductionKernel() {
   // stores nothing.
   k = LLVM::UMinOp::create(b, loc, raw, ic(kn - 1));
   int64_t y = block[1];
+  Value slice = slices > 1 ? NVVM::BlockIdYOp::create(b, loc, w->i32).getResult()
+                           : Value();
   Value ub = w->select(valid, ic(rn), ic(0));
   FailureOr<SmallVector<Value>> partials =
-      pass(reds, /*stores=*/true, toIt(ty), ub, ic(y));
+      pass(reds, /*stores=*/true,
+           toIt(slices > 1 ? w->add(w->muli(slice, y), ty) : ty), ub,
+           ic(y * slices));
   if (failed(partials))
     return failure();
   SmallVector<Value> vals(*partials);
@@ -819,28 +883,139 @@ LogicalResult ReductionLowering::buildReductionKernel() {
       vals[i] = acc;
     }
   }
+  Value first = w->and_(valid, w->icmp(LLVM::ICmpPredicate::eq, ty, w->i32c(0)));
+  if (slices > 1) {
+    storePartials(vals, first, slice);
+    return success();
+  }
   for (auto [i, v] : llvm::enumerate(vals))
     reduced[reds[i]] = finishReduction(reds[i], v);
-  Value first = w->and_(valid, w->icmp(LLVM::ICmpPredicate::eq, ty, w->i32c(0)));
   // The barrier above (or the single y thread) already orders every read of
   // the outputs' inputs before the stores.
-  SmallVector<std::pair<unsigned, Value>> vals2;
-  for (unsigned i = 0; i < p.results.size(); ++i) {
-    if (isFull(i))
-      continue;
-    FailureOr<Value> x = eval(p.results[i], canonical(shapeOf(p.results[i]), false));
-    if (failed(x))
-      return failure();
-    vals2.push_back({i, *x});
+  return storeRowResults(first, Sync::None);
+}
+
+/// The combine kernel of a split reduction: folds each output's `slices`
+/// partials in slice order and writes the results that are not
+/// full-shape. A reduction over everything is one block, thread s taking
+/// slice s (slices <= threads) into the block's fixed tree; column sums
+/// take a thread per output that adds its slices one after the other.
+LogicalResult ReductionLowering::buildCombineKernel() {
+  OpBuilder &b = w->b;
+  Location loc = w->loc;
+  ArrayRef<Operation *> reds = phases.front();
+  Value tx = NVVM::ThreadIdXOp::create(b, loc, w->i32);
+  auto load = [&](unsigned i, Value slice) -> Value {
+    Type t = computeType(elemOf(reds[i]->getOperand(0)));
+    return LLVM::LoadOp::create(b, loc, t, scratchSlot(i, slice), 8);
+  };
+  SmallVector<Value> vals;
+  if (kn == 1) {
+    k = ic(0);
+    rowBase = ic(0);
+    Value has = w->ult(tx, w->i32c(slices));
+    Value slice = LLVM::UMinOp::create(b, loc, tx, w->i32c(slices - 1));
+    for (auto [i, r] : llvm::enumerate(reds)) {
+      Value x = load(i, slice);
+      vals.push_back(warpReduce(
+          *redKind(r), w->select(has, x, initOf(*redKind(r), x.getType()))));
+    }
+    if (block[0] > 32)
+      vals = blockCombine(reds, vals, 0, block[0] / 32, w->shri(tx, 5),
+                          w->andi(tx, 31));
+    for (auto [i, v] : llvm::enumerate(vals))
+      reduced[reds[i]] = finishReduction(reds[i], v);
+    return storeRowResults(w->icmp(LLVM::ICmpPredicate::eq, tx, w->i32c(0)),
+                           Sync::Block);
   }
-  w->openIf(first);
-  for (auto [i, x] : vals2) {
-    Value r = p.results[i];
-    storeElement(*w, resultParams.lookup(r),
-                 offsetOf(canonical(shapeOf(r), false), shapeOf(r)), elemOf(r), x);
+  auto toIt = [&](Value v) { return it == w->i32 ? v : w->zext64(v); };
+  Value bid = NVVM::BlockIdXOp::create(b, loc, w->i32);
+  Value raw = toIt(w->add(w->muli(bid, block[0]), tx));
+  Value valid = w->ult(raw, ic(kn));
+  k = LLVM::UMinOp::create(b, loc, raw, ic(kn - 1));
+  for (auto [i, r] : llvm::enumerate(reds)) {
+    Value acc = load(i, w->i32c(0));
+    for (int64_t s = 1; s < slices; ++s)
+      acc = combine(*redKind(r), acc, load(i, w->i32c(s)));
+    reduced[r] = finishReduction(r, acc);
   }
-  b.setInsertionPointAfter(b.getInsertionBlock()->getParentOp());
-  return success();
+  // Each output's thread is the only one that reads or writes it.
+  return storeRowResults(valid, Sync::None);
+}
+
+/// Blocks a split reduction aims for: two per SM of the H200 (132 SMs),
+/// enough to keep every SM streaming while a block's partial stays a few
+/// hundred cycles of its own work.
+constexpr int64_t kTargetBlocks = 264;
+/// Loop iterations (groups of `vec` elements) a thread of a split
+/// reduction runs at least: below that the second launch costs more than
+/// the parallelism gains.
+constexpr int64_t kMinGroupsPerThread = 16;
+/// Most slices of a column-sum split (the combine kernel adds them in an
+/// unrolled chain per output).
+constexpr int64_t kMaxColumnSlices = 32;
+
+/// The launch geometry of the kernel `stage` builds (and `slices`): every
+/// stage computes the same split from the shapes alone.
+void ReductionLowering::geometry(bool rowKernel) {
+  // Four neighbours a thread in row-major passes (16 bytes of f32): rows
+  // that split evenly and give every lane of a warp some.
+  if (rowMajor && rn % 4 == 0 && rn >= 128)
+    vec = 4;
+  if (rowKernel) {
+    if (rn <= 1024) {
+      block = {128, 1, 1};
+      grid = {static_cast<uint32_t>((kn + 3) / 4), 1, 1};
+    } else {
+      block = {256, 1, 1};
+      grid = {static_cast<uint32_t>(kn), 1, 1};
+      smemBytes = 2 * maxPerPhase * 32 * 8;
+    }
+    return;
+  }
+  if (kn == 1) {
+    int64_t t = std::min<int64_t>(256, std::max<int64_t>(32, (rn + 31) / 32 * 32));
+    block = {static_cast<uint32_t>(t), 1, 1};
+    if (t > 32)
+      smemBytes = maxPerPhase * 32 * 8;
+    // Slices of t * kMinGroupsPerThread groups at least, at most t (the
+    // combine kernel's block takes one slice a thread).
+    slices = std::clamp<int64_t>(
+        (rn / vec) / (t * kMinGroupsPerThread), 1, std::min(t, kTargetBlocks));
+    grid = {static_cast<uint32_t>(slices), 1, 1};
+  } else {
+    // Partials stay within the 48 KiB of shared memory a launch gets
+    // without opting in.
+    int64_t y = 1;
+    while (y < 16 && y * 16 < rn && 2 * y * maxPerPhase * 32 * 8 <= kSmemLimit)
+      y *= 2;
+    block = {32, static_cast<uint32_t>(y), 1};
+    int64_t columnBlocks = (kn + 31) / 32;
+    if (y > 1)
+      smemBytes = maxPerPhase * y * 32 * 8;
+    // Split the reduced range while the column blocks alone leave SMs idle
+    // and each thread keeps kMinGroupsPerThread elements or more.
+    slices = std::clamp<int64_t>(
+        std::min(rn / (y * kMinGroupsPerThread),
+                 (kTargetBlocks + columnBlocks - 1) / columnBlocks),
+        1, kMaxColumnSlices);
+    grid = {static_cast<uint32_t>(columnBlocks), static_cast<uint32_t>(slices),
+            1};
+  }
+  if (slices > 1 && stage == Stage::Whole)
+    stage = Stage::Partial;
+  if (stage != Stage::Combine)
+    return;
+  if (kn == 1) {
+    int64_t t = (slices + 31) / 32 * 32;
+    block = {static_cast<uint32_t>(t), 1, 1};
+    grid = {1, 1, 1};
+    smemBytes = t > 32 ? maxPerPhase * 32 * 8 : 0;
+  } else {
+    block = {256, 1, 1};
+    grid = {static_cast<uint32_t>((kn + 255) / 256), 1, 1};
+    smemBytes = 0;
+  }
 }
 
 FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
@@ -856,36 +1031,7 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
   std::vector<KernelLaunch> none;
   if (kn == 0)
     return none; // nothing to write
-  // Launch geometry.
-  if (rowKernel) {
-    if (rn <= 1024) {
-      block = {128, 1, 1};
-      grid = {static_cast<uint32_t>((kn + 3) / 4), 1, 1};
-    } else {
-      block = {256, 1, 1};
-      grid = {static_cast<uint32_t>(kn), 1, 1};
-      smemBytes = 2 * maxPerPhase * 32 * 8;
-    }
-  } else if (kn == 1) {
-    int64_t t = std::min<int64_t>(256, std::max<int64_t>(32, (rn + 31) / 32 * 32));
-    block = {static_cast<uint32_t>(t), 1, 1};
-    if (t > 32)
-      smemBytes = maxPerPhase * 32 * 8;
-  } else {
-    // Partials stay within the 48 KiB of shared memory a launch gets
-    // without opting in.
-    int64_t y = 1;
-    while (y < 16 && y * 16 < rn && 2 * y * maxPerPhase * 32 * 8 <= kSmemLimit)
-      y *= 2;
-    block = {32, static_cast<uint32_t>(y), 1};
-    grid = {static_cast<uint32_t>((kn + 31) / 32), 1, 1};
-    if (y > 1)
-      smemBytes = maxPerPhase * y * 32 * 8;
-  }
-  // Four neighbours a thread in row-major passes (16 bytes of f32): rows
-  // that split evenly and give every lane of a warp some.
-  if (rowMajor && rn % 4 == 0 && rn >= 128)
-    vec = 4;
+  geometry(rowKernel);
   if (smemBytes > kSmemLimit)
     return p.anchor->emitOpError("has ")
            << maxPerPhase << " independent reductions, more partials than "
@@ -894,8 +1040,11 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
     return p.anchor->emitOpError("has ")
            << kn << " outputs per reduction, more than one GPU grid holds";
 
-  std::string sym =
-      kernelSymbol(p.anchor, rowKernel ? "tg_rowred" : "tg_red", target);
+  const char *prefix = rowKernel                 ? "tg_rowred"
+                       : stage == Stage::Whole   ? "tg_red"
+                       : stage == Stage::Partial ? "tg_redp"
+                                                 : "tg_redc";
+  std::string sym = kernelSymbol(p.anchor, prefix, target);
   KernelLaunch launch;
   launch.symbol = sym;
   launch.grid = grid;
@@ -905,9 +1054,29 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
     launch.params.push_back({KernelParam::Kind::Operand, i});
   for (unsigned i = 0; i < p.results.size(); ++i)
     launch.params.push_back({KernelParam::Kind::Result, i});
-  if (hasKernel(kernels, sym))
-    return std::vector<KernelLaunch>{launch};
+  if (stage != Stage::Whole) {
+    launch.params.push_back({KernelParam::Kind::Scratch, 0});
+    launch.scratchBytes =
+        uint64_t(phases.front().size()) * uint64_t(slices) * uint64_t(kn) * 8;
+  }
+  if (!hasKernel(kernels, sym) && failed(emitKernel(sym, rowKernel)))
+    return failure();
+  std::vector<KernelLaunch> launches{launch};
+  if (stage == Stage::Partial) {
+    // The second launch folds what the first wrote (same op, same split).
+    ReductionLowering combine(p, target, kernels);
+    combine.stage = Stage::Combine;
+    FailureOr<std::vector<KernelLaunch>> rest = combine.run(rowKernel);
+    if (failed(rest))
+      return failure();
+    launches.insert(launches.end(), rest->begin(), rest->end());
+  }
+  return launches;
+}
 
+/// Appends kernel `sym` (this stage's) to the kernels module.
+LogicalResult ReductionLowering::emitKernel(const std::string &sym,
+                                            bool rowKernel) {
   // The caller's context need not have the kernel dialects loaded yet.
   MLIRContext *ctx = kernels.getContext();
   ctx->getOrLoadDialect<LLVM::LLVMDialect>();
@@ -922,9 +1091,10 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
                            "tg_smem", Attribute(), /*alignment=*/1024,
                            /*addrSpace=*/3);
   Type ptr1 = LLVM::LLVMPointerType::get(ctx, 1);
-  auto fnTy = LLVM::LLVMFunctionType::get(
-      LLVM::LLVMVoidType::get(ctx),
-      SmallVector<Type>(p.inputs.size() + p.results.size(), ptr1));
+  unsigned numParams = p.inputs.size() + p.results.size() +
+                       (stage == Stage::Whole ? 0 : 1);
+  auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                          SmallVector<Type>(numParams, ptr1));
   auto fn = LLVM::LLVMFuncOp::create(mb, loc, sym, fnTy);
   fn->setAttr("nvvm.kernel", mb.getUnitAttr());
   fn->setAttr("nvvm.maxntid", mb.getDenseI32ArrayAttr(
@@ -942,16 +1112,19 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
     params[p.inputs[i]] = entry->getArgument(i);
   for (unsigned i = 0; i < p.results.size(); ++i)
     resultParams[p.results[i]] = entry->getArgument(p.inputs.size() + i);
+  if (stage != Stage::Whole)
+    scratch = entry->getArgument(numParams - 1);
   if (smemBytes)
     smem = LLVM::AddressOfOp::create(kb.b, loc, kb.ptr3, "tg_smem");
   LogicalResult built = rowKernel ? buildRowKernel() : buildReductionKernel();
+  w = nullptr;
   if (failed(built)) {
     fn.erase();
     return failure();
   }
   kb.b.setInsertionPointToEnd(entry);
   LLVM::ReturnOp::create(kb.b, loc, ValueRange{});
-  return std::vector<KernelLaunch>{launch};
+  return success();
 }
 
 } // namespace

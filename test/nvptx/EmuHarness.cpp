@@ -211,10 +211,22 @@ bool runOnEmulator(Operation *op, ArrayRef<Tensor> inputs,
   for (auto &b : buffers)
     mem.add(b.data(), b.size());
   TensorMaps maps;
+  // The op's scratch: one buffer every launch of it shares (a split
+  // reduction's partials), garbage at the start as on the device.
+  uint64_t scratchBytes = 0;
+  for (const ::tg::nvptx::KernelLaunch &l : *launches)
+    scratchBytes = std::max(scratchBytes, l.scratchBytes);
+  std::vector<uint8_t> scratch(scratchBytes, 0xcd);
+  if (scratchBytes)
+    mem.add(scratch.data(), scratch.size());
   for (const ::tg::nvptx::KernelLaunch &l : *launches) {
     std::vector<uint64_t> params;
     for (const ::tg::nvptx::KernelParam &p : l.params) {
       using Kind = ::tg::nvptx::KernelParam::Kind;
+      if (p.kind == Kind::Scratch) {
+        params.push_back(reinterpret_cast<uint64_t>(scratch.data()));
+        continue;
+      }
       size_t buf = p.kind == Kind::Result ? resultBuf[p.index]
                                           : operandBuf[p.index];
       params.push_back(reinterpret_cast<uint64_t>(buffers[buf].data()));

@@ -159,6 +159,59 @@ TEST_CASE("schedule: parameters and results map to the plan's buffers",
   CHECK(j.getArray("constants")->size() == 1);
 }
 
+TEST_CASE("schedule: kernel scratch goes after the plan in the arena",
+          "[nvptx][schedule]") {
+  Fixture f;
+  // The stand-in generator gives tg.add two launches sharing 1000 bytes of
+  // scratch and tg.mul one with 40: every op's scratch starts at one arena
+  // offset past the planned values, and the arena grows by the largest.
+  auto withScratch = [](Operation *op, Target t, ModuleOp kernels)
+      -> FailureOr<std::vector<KernelLaunch>> {
+    FailureOr<std::vector<KernelLaunch>> l = lowerBinary(op, t, kernels);
+    if (failed(l) || l->empty() || isa<mlir::tg::SubOp>(op))
+      return l;
+    uint64_t bytes = isa<mlir::tg::AddOp>(op) ? 1000 : 40;
+    for (KernelLaunch &k : *l) {
+      k.params.push_back({KernelParam::Kind::Scratch, 0});
+      k.scratchBytes = bytes;
+    }
+    if (isa<mlir::tg::AddOp>(op))
+      l->push_back(l->front());
+    return l;
+  };
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(f.module->getLoc());
+  FailureOr<GpuSchedule> plain = buildGpuSchedule(
+      *f.module, Target::SM80, *kernels, {"train_step"}, lowerBinary);
+  REQUIRE(succeeded(plain));
+  int64_t planned = plain->entries[0].arenaBytes;
+  kernels = ModuleOp::create(f.module->getLoc());
+  FailureOr<GpuSchedule> s = buildGpuSchedule(
+      *f.module, Target::SM80, *kernels, {"train_step"}, withScratch);
+  REQUIRE(succeeded(s));
+  const EntrySchedule &e = s->entries[0];
+  int64_t base = (planned + 255) / 256 * 256;
+  CHECK(e.arenaBytes == base + 1000);
+  int scratchParams = 0;
+  for (const ScheduleStep &st : e.steps)
+    for (auto [i, p] : llvm::enumerate(st.params)) {
+      if (st.launch.params[i].kind != KernelParam::Kind::Scratch) {
+        // No planned buffer reaches into the scratch.
+        if (p.kind == BufferRef::Kind::Arena)
+          CHECK(p.offset + p.bytes <= base);
+        continue;
+      }
+      ++scratchParams;
+      CHECK(p.kind == BufferRef::Kind::Arena);
+      CHECK(p.offset == base);
+      CHECK(p.bytes == int64_t(st.launch.scratchBytes));
+    }
+  CHECK(scratchParams == 3); // add's two launches, mul's one
+  CHECK(scheduleJson(*s)
+            .getObject("entries")
+            ->getObject("train_step")
+            ->getInteger("arena_bytes") == base + 1000);
+}
+
 TEST_CASE("schedule: an op no generator takes is a located error",
           "[nvptx][schedule]") {
   Fixture f;

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "test/nvptx/SimtReductionTestUtil.h"
 #include "test/nvptx/EmuHarness.h"
+#include "test/nvptx/SimtTestUtil.h"
 
 #include "mlir/IR/IRMapping.h"
 
@@ -332,5 +333,118 @@ TEST_CASE("single reductions on the emulator", "[nvptx][reduction][emulator]") {
     checkOnEmulator(singleOp("tg.max %x axes = [0]", "tensor<100xi64>",
                              "tensor<i64>"),
                     {rand({100}, DType::I64, 25, -1e15, 1e15)});
+  }
+}
+
+namespace {
+
+/// The launches of the first op of @f in `ir`; checks that the op is a
+/// split reduction (a partial and a combine launch sharing scratch) with
+/// `slices` slices: blocks of the partial kernel along y for column sums,
+/// along x for a reduction over everything.
+void checkSplit(const std::string &ir, uint32_t slices, bool columns) {
+  Harness h;
+  h.parse(ir);
+  auto kernels = newKernelModule(h);
+  std::vector<tg::nvptx::KernelLaunch> ls =
+      lowerSingle(h, tg::nvptx::Target::SM80, *kernels);
+  REQUIRE(ls.size() == 2);
+  CHECK(ls[0].symbol.rfind("tg_redp_", 0) == 0);
+  CHECK(ls[1].symbol.rfind("tg_redc_", 0) == 0);
+  CHECK((columns ? ls[0].grid[1] : ls[0].grid[0]) == slices);
+  for (const auto &l : ls) {
+    REQUIRE(!l.params.empty());
+    CHECK(l.params.back().kind == tg::nvptx::KernelParam::Kind::Scratch);
+    CHECK(l.scratchBytes == ls[0].scratchBytes);
+  }
+  CHECK(ls[0].scratchBytes > 0);
+  // Both kernels assemble (ptxas -v, no spills) where the toolkit is.
+  tgtest::checkAssembles(*kernels, tg::nvptx::Target::SM80);
+  auto kernels90 = newKernelModule(h);
+  lowerSingle(h, tg::nvptx::Target::SM90a, *kernels90);
+  tgtest::checkAssembles(*kernels90, tg::nvptx::Target::SM90a);
+}
+
+/// Runs the first op of @f in `ir` twice on the emulator: the results
+/// are the same bits (the split's order is fixed by the shapes).
+void checkDeterministic(const std::string &ir, const std::vector<Tensor> &args) {
+  Harness h;
+  h.parse(ir);
+  std::vector<Tensor> a, b;
+  std::string err;
+  REQUIRE(tgtest::runOnEmulator(firstOp(h), args, a, err));
+  REQUIRE(tgtest::runOnEmulator(firstOp(h), args, b, err));
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    CHECK(tgtest::pack(a[i]) == tgtest::pack(b[i]));
+}
+
+} // namespace
+
+TEST_CASE("big reductions split over blocks on the emulator",
+          "[nvptx][reduction][emulator]") {
+  SECTION("a bias gradient over 4096 rows: ReLU backward and column sums") {
+    // 40 outputs are two column blocks: the 4096 rows go to 16 slices.
+    std::string ir = R"(
+func.func @f(%arg0: tensor<4096x40xf32>, %arg1: tensor<4096x40xf32>) -> (tensor<4096x40xf32>, tensor<1x40xf32>) {
+  %0:2 = tg.fused <reduction> ins(%arg0, %arg1 : tensor<4096x40xf32>, tensor<4096x40xf32>) {
+  ^bb0(%a: tensor<4096x40xf32>, %g: tensor<4096x40xf32>):
+    %z = tg.constant dense<0.0> : tensor<f32>
+    %c = tg.cmp le %a, %z : tensor<4096x40xf32>, tensor<f32> -> tensor<4096x40xi1>
+    %s = tg.select %c, %z, %g : tensor<4096x40xi1>, tensor<f32>, tensor<4096x40xf32> -> tensor<4096x40xf32>
+    %r = tg.sum %s axes = [0] keepdims : tensor<4096x40xf32> -> tensor<1x40xf32>
+    tg.yield %s, %r : tensor<4096x40xf32>, tensor<1x40xf32>
+  } -> tensor<4096x40xf32>, tensor<1x40xf32>
+  return %0#0, %0#1 : tensor<4096x40xf32>, tensor<1x40xf32>
+}
+)";
+    checkSplit(ir, 16, /*columns=*/true);
+    std::vector<Tensor> args{rand({4096, 40}, DType::F32, 60),
+                             rand({4096, 40}, DType::F32, 61)};
+    checkOnEmulator(ir, args);
+    // The elementwise result over its operand's buffer.
+    checkOnEmulator(ir, args, {1, -1});
+    checkDeterministic(ir, args);
+  }
+  SECTION("bf16 bias gradients over [64, 64] rows, GPT's tg.sum") {
+    std::string ir = singleOp("tg.sum %x axes = [0, 1] keepdims",
+                              "tensor<64x64x96xbf16>", "tensor<1x1x96xbf16>");
+    checkSplit(ir, 16, /*columns=*/true);
+    checkOnEmulator(ir, {rand({64, 64, 96}, DType::BF16, 62)});
+  }
+  SECTION("column max over a leading axis, negative values") {
+    std::string ir = singleOp("tg.max %x axes = [0]", "tensor<3000x33xf32>",
+                              "tensor<33xf32>");
+    checkOnEmulator(ir, {rand({3000, 33}, DType::F32, 63, -9, -1)});
+  }
+  SECTION("a mean over everything, and the norm from a sum of squares") {
+    // 76800 elements, 4 at a time: 19200 groups, 4 slices of 256 threads.
+    std::string mean = singleOp("tg.mean %x axes = [0, 1]",
+                                "tensor<256x300xf32>", "tensor<f32>");
+    checkSplit(mean, 4, /*columns=*/false);
+    std::vector<Tensor> args{rand({256, 300}, DType::F32, 64)};
+    checkOnEmulator(mean, args);
+    checkDeterministic(mean, args);
+    // A result computed from the reduced value (the combine kernel
+    // evaluates it), with the squares written as a full-shape result.
+    std::string norm = R"(
+func.func @f(%arg0: tensor<512x200xf32>) -> (tensor<512x200xf32>, tensor<f32>) {
+  %0:2 = tg.fused <reduction> ins(%arg0 : tensor<512x200xf32>) {
+  ^bb0(%a: tensor<512x200xf32>):
+    %s = tg.mul %a, %a : tensor<512x200xf32>, tensor<512x200xf32> -> tensor<512x200xf32>
+    %r = tg.sum %s axes = [0, 1] : tensor<512x200xf32> -> tensor<f32>
+    %n = tg.sqrt %r : tensor<f32>
+    tg.yield %s, %n : tensor<512x200xf32>, tensor<f32>
+  } -> tensor<512x200xf32>, tensor<f32>
+  return %0#0, %0#1 : tensor<512x200xf32>, tensor<f32>
+}
+)";
+    checkSplit(norm, 6, /*columns=*/false);
+    checkOnEmulator(norm, {rand({512, 200}, DType::F32, 65)});
+  }
+  SECTION("an i64 total: 64-bit partials") {
+    checkOnEmulator(singleOp("tg.sum %x axes = [0]", "tensor<40000xi64>",
+                             "tensor<i64>"),
+                    {rand({40000}, DType::I64, 66, -1e12, 1e12)});
   }
 }

@@ -62,4 +62,5 @@ def main():
     print("maps: %d, %d spanning their buffer exactly" % (maps, exact))
 
 
-main()
+if __name__ == "__main__":
+    main()
