@@ -259,6 +259,9 @@ TEST_CASE("sm_90a attention (wgmma + TMA) forward and backward match the referen
   checkSm90(2, 1, 20, 150, 64, "f16", false, 2e-3);  // 2 key blocks
   checkSm90(1, 1, 300, 300, 64, "bf16", true, 1e-2); // 3 CTAs, ring reuse
   checkSm90(1, 1, 70, 20, 64, "bf16", true, 1e-2);   // fewer keys
+  // More keys than queries, causal: keys past the last query get zero
+  // gradients, and the dK/dV CTA of keys 128.. streams no query block.
+  checkSm90(1, 1, 20, 150, 64, "bf16", true, 1e-2);
 }
 
 TEST_CASE("sm_90a attention (wgmma forward and backward) from its PTX",
@@ -276,6 +279,9 @@ TEST_CASE("sm_90a attention with head dimension 128",
           "[nvptx][attention][sm90]") {
   checkSm90(1, 1, 130, 130, 128, "bf16", true, 1e-2);
   checkSm90(1, 2, 33, 33, 128, "f16", false, 2e-3);
+  // dK/dV with one consumer warpgroup (64 keys per CTA): three CTAs of
+  // keys, three query blocks, Tq != Tk.
+  checkSm90(1, 1, 150, 140, 128, "bf16", true, 1e-2);
 }
 
 TEST_CASE("fused attention kernels assemble without spills",
