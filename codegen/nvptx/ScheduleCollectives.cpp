@@ -4,8 +4,10 @@
 // Each bucket of tg.all_reduce / tg.reduce_scatter / tg.all_gather becomes
 // one collective step of the schedule, in order with the kernels, that the
 // CUDA runtime runs as ncclAllReduce / ncclReduceScatter / ncclAllGather, one
-// call per tensor of the bucket inside one NCCL group, on the step's stream
-// (runtime/cuda/Nccl.cpp). tg.shard becomes a copy from an offset of
+// call per tensor of the bucket inside one NCCL group, on a communication
+// stream that overlaps the kernels after it (runtime/cuda/Nccl.cpp,
+// CudaDevice.cpp; the plan keeps its buffers until its results are read,
+// PlanOptions::asyncCollectives). tg.shard becomes a copy from an offset of
 // rank x its bytes, which only the runtime knows.
 //
 // NCCL communicates buffers as they are, so a tensor's shards must fill

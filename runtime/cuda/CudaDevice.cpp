@@ -25,7 +25,11 @@
 // behind its own event (a Pending), landed when finish() waits for it.
 // A TMA descriptor parameter (sm_90a) gets the device address of its map,
 // encoded once per buffer address into a slot after the constants.
-// docs/runtime.md, "The CUDA device".
+// A data-parallel step's collectives (NCCL) run on a communication stream,
+// forked from the compute stream where the schedule places them and joined
+// before the first step that touches their buffers, also in the graphs;
+// with NCCL the host's waits poll, so a dead or hung rank ends in one line.
+// docs/runtime.md, "The CUDA device"; docs/data-parallel.md.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Device.h"

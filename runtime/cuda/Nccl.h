@@ -2,7 +2,9 @@
 //
 // The GPU half of data parallelism (docs/data-parallel.md): the collective
 // steps of a GPU schedule (GpuSchedule.h) run as ncclAllReduce,
-// ncclReduceScatter and ncclAllGather on the step's stream. Like libcuda,
+// ncclReduceScatter and ncclAllGather on the CUDA device's communication
+// stream; ncclCommGetAsyncError and ncclCommAbort let its host waits give
+// up on a rank that died or hangs. Like libcuda,
 // NCCL is opened with dlopen (libnccl.so.2, or $TG_NCCL_LIBRARY), so the
 // runtime builds and runs without it and needs no NCCL headers: the few
 // types and functions used are declared here, with the values of nccl.h
