@@ -517,12 +517,7 @@ struct MaxPoolGradLowering final : OpConversionPattern<MaxPool2dGradOp> {
                       p = op.getPadding();
     Value input = adaptor.getInput(), grad = adaptor.getGrad();
     ArrayRef<int64_t> in = shapeOf(input), gs = shapeOf(grad);
-    // In-plane argmax positions in 32 bits where they fit: the index
-    // tensor is op scratch the size of the pooled output (LeNet: 588 KiB
-    // of the 882 KiB the step's largest op needed with 64-bit positions).
-    Type posType = in[2] * in[3] <= std::numeric_limits<int32_t>::max()
-                   ? rw.getI32Type()
-                   : rw.getI64Type();
+    Type posType = rw.getI64Type();
 
     Loops L{rw.getContext(), 6};
     // Without padding every window lies inside the input (floor mode), so

@@ -293,10 +293,10 @@ func.func @pooling(%x: tensor<1x2x5x5xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x
 // position, two outputs), then gathers: overlapping windows (3x3, stride 2)
 // may each hold a position.
 // CHECK-LABEL: func.func @max_pool_grad
-// CHECK: linalg.generic {{.+}} outs(%{{.+}}, %{{.+}} : tensor<1x1x3x3xf32>, tensor<1x1x3x3xi32>)
+// CHECK: linalg.generic {{.+}} outs(%{{.+}}, %{{.+}} : tensor<1x1x3x3xf32>, tensor<1x1x3x3xi64>)
 // CHECK: arith.cmpf uno
 // CHECK: linalg.generic
-// CHECK: tensor.extract %{{.+}} : tensor<1x1x3x3xi32>
+// CHECK: tensor.extract %{{.+}} : tensor<1x1x3x3xi64>
 func.func @max_pool_grad(%g: tensor<1x1x3x3xf32>, %x: tensor<1x1x5x5xf32>) -> tensor<1x1x5x5xf32> {
   %r = tg.max_pool2d_grad %g, %x kernel = [3, 3] stride = [2, 2] {padding = array<i64: 1, 1>} : tensor<1x1x3x3xf32>, tensor<1x1x5x5xf32>
   return %r : tensor<1x1x5x5xf32>
@@ -308,8 +308,8 @@ func.func @max_pool_grad(%g: tensor<1x1x3x3xf32>, %x: tensor<1x1x5x5xf32>) -> te
 // window writes its taps through a strided output map, no gather.
 // CHECK-DAG: #[[$TAP:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>
 // CHECK-LABEL: func.func @max_pool_grad_disjoint
-// CHECK: %[[ARG:.+]]:2 = linalg.generic {{.+}} outs(%{{.+}}, %{{.+}} : tensor<1x1x2x2xf32>, tensor<1x1x2x2xi32>)
-// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}, #[[$TAP]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%{{.+}}, %[[ARG]]#1, %{{.+}} : tensor<2x2xf32>, tensor<1x1x2x2xi32>, tensor<1x1x2x2xf32>)
+// CHECK: %[[ARG:.+]]:2 = linalg.generic {{.+}} outs(%{{.+}}, %{{.+}} : tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>)
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}, #[[$TAP]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%{{.+}}, %[[ARG]]#1, %{{.+}} : tensor<2x2xf32>, tensor<1x1x2x2xi64>, tensor<1x1x2x2xf32>)
 // CHECK-NOT: tensor.extract
 // CHECK: return
 func.func @max_pool_grad_disjoint(%g: tensor<1x1x2x2xf32>, %x: tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32> {
