@@ -141,44 +141,72 @@ inline unsigned __int128 tensorMapSpan(const TensorMapArgs &a) {
   return span;
 }
 
+/// How checkTensorMap names the arguments in its messages: the manifest's
+/// words ("stride 0", "box dimension 1") or cuTensorMapEncodeTiled's
+/// parameters ("globalStrides[0]", "boxDim[1]"), which the fake driver of
+/// the emulator reports.
+enum class TensorMapNames { Manifest, Driver };
+
 /// Why the driver refuses `a`, by the rules cuTensorMapEncodeTiled documents
-/// (CUDA 12 driver API), or "" when it takes it. The global address is
-/// checked apart (checkTensorMapAddress): the schedule knows only offsets.
-inline std::string checkTensorMap(const TensorMapArgs &a) {
+/// (CUDA 12 driver API), or "" when it takes it: the one definition of
+/// those rules (the schedule's parser, the CUDA device and the emulator's
+/// encoder, runtime/emulator/TensorMap.cpp, all ask it). The global address
+/// is checked apart (checkTensorMapAddress): the schedule knows only
+/// offsets.
+inline std::string checkTensorMap(const TensorMapArgs &a,
+                                  TensorMapNames names =
+                                      TensorMapNames::Manifest) {
   auto n = [](uint64_t v) { return std::to_string(v); };
+  bool driver = names == TensorMapNames::Driver;
+  auto name = [&](const char *manifest, const char *param, unsigned i) {
+    return driver ? std::string(param) + "[" + n(i) + "]"
+                  : std::string(manifest) + " " + n(i);
+  };
   unsigned elem = tensorMapElementBytes(a.dataType);
   if (!elem)
-    return "data type " + std::to_string(a.dataType) +
-           " is not one of cuda.h's 0 to 12";
-  if (a.interleave < 0 || a.interleave > 2 || a.swizzle < 0 || a.swizzle > 3 ||
-      a.l2Promotion < 0 || a.l2Promotion > 3 || a.oobFill < 0 || a.oobFill > 1)
-    return "interleave, swizzle, L2 promotion or fill out of range";
+    return "unknown tensor data type " + std::to_string(a.dataType) +
+           " (cuda.h's are 0 to 12)";
+  if (a.interleave < 0 || a.interleave > 2)
+    return "unknown interleave " + std::to_string(a.interleave);
+  if (a.swizzle < 0 || a.swizzle > 3)
+    return "unknown swizzle " + std::to_string(a.swizzle);
+  if (a.l2Promotion < 0 || a.l2Promotion > 3)
+    return "unknown L2 promotion " + std::to_string(a.l2Promotion);
+  if (a.oobFill < 0 || a.oobFill > 1)
+    return "unknown out-of-bounds fill " + std::to_string(a.oobFill);
   if (a.rank < 1 || a.rank > 5)
     return "rank " + n(a.rank) + " is not 1 to 5";
   if (a.interleave != CU_TENSOR_MAP_INTERLEAVE_NONE && a.rank < 3)
     return "an interleaved map needs rank 3 or more";
+  if (a.oobFill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA &&
+      a.dataType < CU_TENSOR_MAP_DATA_TYPE_FLOAT16)
+    return "NaN fill on an integer type (a NaN out-of-bounds fill needs a "
+           "floating-point type)";
   uint64_t align = a.interleave == CU_TENSOR_MAP_INTERLEAVE_32B ? 32 : 16;
   for (unsigned i = 0; i < a.rank; ++i) {
     if (a.dims[i] < 1 || a.dims[i] > (uint64_t(1) << 32))
-      return "dimension " + n(i) + " is " + n(a.dims[i]) + ", not 1 to 2^32";
+      return name("dimension", "globalDim", i) + " is " + n(a.dims[i]) +
+             ", not 1 to 2^32";
     if (a.box[i] < 1 || a.box[i] > 256)
-      return "box dimension " + n(i) + " is " + n(a.box[i]) + ", not 1 to 256";
+      return name("box dimension", "boxDim", i) + " is " + n(a.box[i]) +
+             ", not 1 to 256";
     if (a.elementStrides[i] < 1 || a.elementStrides[i] > 8)
-      return "element stride " + n(i) + " is " + n(a.elementStrides[i]) +
-             ", not 1 to 8";
+      return name("element stride", "elementStrides", i) + " is " +
+             n(a.elementStrides[i]) + ", not 1 to 8";
   }
   for (unsigned i = 0; i + 1 < a.rank; ++i) {
     uint64_t s = a.strides[i];
     if (s % align || s >= (uint64_t(1) << 40))
-      return "stride " + n(i) + " is " + n(s) + " bytes, not a multiple of " +
-             n(align) + " under 2^40";
+      return name("stride", "globalStrides", i) + " is " + n(s) +
+             " bytes, not a multiple of " + n(align) + " under 2^40";
     // The documented form: each stride covers the dimension below it.
     unsigned __int128 below =
         i == 0 ? (unsigned __int128)a.dims[0] * elem
                : (unsigned __int128)a.strides[i - 1] * a.dims[i];
     if ((unsigned __int128)s < below)
-      return "stride " + n(i) + " (" + n(s) +
-             " bytes) is shorter than the dimensions below it";
+      return name("stride", "globalStrides", i) + " (" + n(s) +
+             " bytes) is shorter than the dimensions below it, less than the " +
+             n(uint64_t(below)) + " bytes they span";
   }
   for (unsigned i = a.rank; i < 5; ++i)
     if (a.dims[i] || a.box[i] || a.elementStrides[i] ||
@@ -191,16 +219,15 @@ inline std::string checkTensorMap(const TensorMapArgs &a) {
              " bytes, not a multiple of 16";
     if (a.swizzle != CU_TENSOR_MAP_SWIZZLE_NONE &&
         inner > (uint64_t(16) << a.swizzle))
-      return "the box's inner dimension is " + n(inner) +
-             " bytes, more than the " + kTensorMapSwizzleNames[a.swizzle] +
+      return "the box's inner dimension is " + n(inner) + " bytes, " +
+             (driver ? "over the " + n(uint64_t(16) << a.swizzle) + "-byte"
+                     : std::string("more than the ") +
+                           kTensorMapSwizzleNames[a.swizzle]) +
              " swizzle span";
   }
   if (a.interleave == CU_TENSOR_MAP_INTERLEAVE_32B &&
       a.swizzle != 1 /* 32B */)
     return "a 32-byte interleave needs the 32-byte swizzle";
-  if (a.oobFill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA &&
-      a.dataType < CU_TENSOR_MAP_DATA_TYPE_FLOAT16)
-    return "NaN fill on an integer type";
   return "";
 }
 

@@ -4,9 +4,13 @@
 // cuTensorMapEncodeTiled (alignment of the address and strides, ranges of
 // dimensions, boxes and element strides, the swizzle span of the box's
 // inner dimension), so a map the real driver refuses is refused here too.
+// They, and the arguments of TGC's matrix maps, are defined once in
+// runtime/cuda/TensorMap.h (plain C++, header-only), which the schedule's
+// parser and the CUDA device use as well.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/emulator/TensorMap.h"
+#include "runtime/cuda/TensorMap.h"
 
 #include <cstring>
 
@@ -15,73 +19,38 @@ namespace {
 
 constexpr uint32_t kMagic = 0x4D544754; // "TGTM"
 
-std::string at(const char *what, uint32_t i) {
-  return std::string(what) + "[" + std::to_string(i) + "]";
+namespace cu = ::tg::rt::cuda;
+
+/// `m` as cuTensorMapEncodeTiled's arguments (the entries past its rank
+/// zero, as the driver's rules want them).
+cu::TensorMapArgs argsOf(const TmaDescriptor &m) {
+  cu::TensorMapArgs a;
+  a.dataType = int(m.dataType);
+  a.rank = m.rank;
+  for (uint32_t i = 0; i < m.rank && i < 5; ++i) {
+    a.dims[i] = m.globalDim[i];
+    a.box[i] = m.boxDim[i];
+    a.elementStrides[i] = m.elementStrides[i];
+    if (i + 1 < m.rank)
+      a.strides[i] = m.globalStrides[i];
+  }
+  a.interleave = int(m.interleave);
+  a.swizzle = int(m.swizzle);
+  a.l2Promotion = int(m.l2Promotion);
+  a.oobFill = int(m.oobFill);
+  return a;
 }
 
-/// The rules of cuTensorMapEncodeTiled; "" or the first one broken.
+/// The rules of cuTensorMapEncodeTiled (runtime/cuda/TensorMap.h holds the
+/// one definition); "" or the first one broken.
 std::string check(const TmaDescriptor &m) {
-  uint32_t elem = tensorMapElementBytes(m.dataType);
-  if (!elem)
-    return "unknown tensor data type " + std::to_string(m.dataType);
-  if (m.interleave > kTmaInterleave32B)
-    return "unknown interleave " + std::to_string(m.interleave);
-  if (m.swizzle > kTmaSwizzle128B)
-    return "unknown swizzle " + std::to_string(m.swizzle);
-  if (m.l2Promotion > 3)
-    return "unknown L2 promotion " + std::to_string(m.l2Promotion);
-  if (m.oobFill > kTmaOobNan)
-    return "unknown out-of-bounds fill " + std::to_string(m.oobFill);
-  if (m.rank < 1 || m.rank > 5)
-    return "rank " + std::to_string(m.rank) + " is not 1 to 5";
-  if (m.interleave != kTmaInterleaveNone && m.rank < 3)
-    return "an interleaved layout needs rank 3 or more";
-  uint32_t align = m.interleave == kTmaInterleave32B ? 32 : 16;
-  if (m.globalAddress % align)
-    return "global address is not " + std::to_string(align) +
-           "-byte aligned";
-  if (m.oobFill == kTmaOobNan &&
-      (m.dataType <= kTmaInt64 || m.dataType == kTmaFloat64))
-    return "a NaN out-of-bounds fill needs a floating-point type";
-  for (uint32_t i = 0; i < m.rank; ++i) {
-    if (m.globalDim[i] == 0 || m.globalDim[i] > (uint64_t(1) << 32))
-      return at("globalDim", i) + " is " + std::to_string(m.globalDim[i]) +
-             ", not 1 to 2^32";
-    if (m.boxDim[i] == 0 || m.boxDim[i] > 256)
-      return at("boxDim", i) + " is " + std::to_string(m.boxDim[i]) +
-             ", not 1 to 256";
-    if (m.elementStrides[i] == 0 || m.elementStrides[i] > 8)
-      return at("elementStrides", i) + " is " +
-             std::to_string(m.elementStrides[i]) + ", not 1 to 8";
-  }
-  // Each dimension's stride covers the previous dimension (no overlap):
-  // globalStrides[0] >= globalDim[0] * elementSize, and so on.
-  uint64_t span = m.globalDim[0] * elem;
-  for (uint32_t i = 0; i + 1 < m.rank; ++i) {
-    uint64_t s = m.globalStrides[i];
-    if (s % align || s >= (uint64_t(1) << 40))
-      return at("globalStrides", i) + " is " + std::to_string(s) +
-             ", not a multiple of " + std::to_string(align) + " under 2^40";
-    if (s < span)
-      return at("globalStrides", i) + " is " + std::to_string(s) +
-             ", less than the " + std::to_string(span) +
-             " bytes of the dimensions inside it";
-    span = s * m.globalDim[i + 1];
-  }
-  uint64_t inner = uint64_t(m.boxDim[0]) * elem;
-  if (m.interleave == kTmaInterleaveNone && inner % 16)
-    return "the box's inner dimension is " + std::to_string(inner) +
-           " bytes, not a multiple of 16";
-  if (m.interleave == kTmaInterleave32B && m.swizzle != kTmaSwizzle32B)
-    return "a 32-byte interleave needs the 32-byte swizzle";
-  if (m.interleave == kTmaInterleaveNone && m.swizzle != kTmaSwizzleNone) {
-    uint64_t spanB = uint64_t(16) << m.swizzle; // 32, 64, 128
-    if (inner > spanB)
-      return "the box's inner dimension is " + std::to_string(inner) +
-             " bytes, over the " + std::to_string(spanB) +
-             "-byte swizzle span";
-  }
-  return "";
+  // Enum values past uint8_t would wrap in the encoding; the rules name
+  // them before that.
+  cu::TensorMapArgs a = argsOf(m);
+  if (std::string why = cu::checkTensorMap(a, cu::TensorMapNames::Driver);
+      !why.empty())
+    return why;
+  return cu::checkTensorMapAddress(m.globalAddress, a);
 }
 
 template <typename T> void put(uint8_t *p, size_t off, T v) {
@@ -96,15 +65,9 @@ template <typename T> T get(const uint8_t *p, size_t off) {
 } // namespace
 
 uint32_t tensorMapElementBytes(uint32_t t) {
-  switch (t) {
-  case kTmaUint8: return 1;
-  case kTmaUint16: case kTmaFloat16: case kTmaBfloat16: return 2;
-  case kTmaUint32: case kTmaInt32: case kTmaFloat32: case kTmaFloat32Ftz:
-  case kTmaTfloat32: case kTmaTfloat32Ftz:
-    return 4;
-  case kTmaUint64: case kTmaInt64: case kTmaFloat64: return 8;
-  default: return 0;
-  }
+  return t > uint32_t(cu::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ)
+             ? 0
+             : cu::tensorMapElementBytes(int(t));
 }
 
 std::string encodeTensorMap(void *out, const TmaDescriptor &m) {
@@ -164,21 +127,15 @@ std::string encodeMatrixTensorMap(void *out, bool bf16, uint64_t address,
                                   uint64_t rows, uint64_t cols,
                                   uint64_t batches, uint32_t boxRows,
                                   uint32_t boxCols) {
-  TmaDescriptor m;
-  m.dataType = bf16 ? kTmaBfloat16 : kTmaFloat16;
-  m.rank = batches > 1 ? 3 : 2;
-  m.globalAddress = address;
-  m.globalDim[0] = cols;
-  m.globalDim[1] = rows;
-  m.globalDim[2] = batches;
-  m.globalStrides[0] = cols * 2;
-  m.globalStrides[1] = rows * cols * 2;
-  m.boxDim[0] = boxCols;
-  m.boxDim[1] = boxRows;
-  m.boxDim[2] = 1;
-  m.swizzle = kTmaSwizzle128B;
-  m.l2Promotion = 3; // 256 bytes
-  return encodeTensorMap(out, m);
+  // The arguments the CUDA device gives the driver (one definition).
+  cu::TensorMapArgs a =
+      cu::tiledMatrixMap(bf16, rows, cols, boxRows, boxCols, batches);
+  return encodeTensorMapTiled(
+      out, uint32_t(a.dataType), a.rank,
+      reinterpret_cast<void *>(static_cast<uintptr_t>(address)), a.dims.data(),
+      a.strides.data(), a.box.data(), a.elementStrides.data(),
+      uint32_t(a.interleave), uint32_t(a.swizzle), uint32_t(a.l2Promotion),
+      uint32_t(a.oobFill));
 }
 
 std::string decodeTensorMap(const void *bytes, TmaDescriptor &m) {

@@ -4,7 +4,8 @@
 // document. Where kernels run on the PTX emulator (the fake libcuda of
 // test/nvptx/FakeCudaEmu.cpp, the emulator's own tests) the bytes are ours:
 // encodeTensorMapTiled() checks cuTensorMapEncodeTiled's arguments the way
-// the driver documents them and writes the encoding below; the emulator's
+// the driver documents them (runtime/cuda/TensorMap.h's checkTensorMap,
+// their one definition) and writes the encoding below; the emulator's
 // cp.async.bulk.tensor decodes it again with decodeTensorMap(). A kernel
 // handed anything else (a raw buffer pointer in place of a map, a map the
 // kernel overwrote) fails its launch naming the address, instead of
@@ -79,8 +80,10 @@ std::string encodeTensorMapTiled(void *out, uint32_t dataType, uint32_t rank,
 
 /// The map TGC's sm_90a kernels take over `batches` dense row-major
 /// rows x cols matrices of 16-bit elements at `address` (the arguments
-/// Device::encodeTensorMap gives the driver: 2-D, or 3-D with the batch
-/// outermost; boxRows x boxCols boxes; 128B swizzle; zero fill), encoded.
+/// Device::encodeTensorMap gives the driver, tg::rt::cuda::tiledMatrixMap:
+/// 2-D, or 3-D with the batch outermost; boxRows x boxCols boxes; 128B
+/// swizzle; zero fill), encoded through encodeTensorMapTiled (so `out`
+/// must be 64-byte aligned).
 std::string encodeMatrixTensorMap(void *out, bool bf16, uint64_t address,
                                   uint64_t rows, uint64_t cols,
                                   uint64_t batches, uint32_t boxRows,
