@@ -503,10 +503,12 @@ BlockPlan planBlock(Block &block, const Marks &marks, const PlanOptions &opts,
   };
   scheduleBlock(block);
   hoistShrinkingOps(block);
+  sinkReplays(block);
   SmallVector<Operation *> topDown = currentOrder();
   BlockPlan first = planBlockInOrder(block, marks, opts, aliasTo);
   scheduleBlockBottomUp(block);
   hoistShrinkingOps(block);
+  sinkReplays(block);
   BlockPlan second = planBlockInOrder(block, marks, opts, aliasTo);
   if (second.size < first.size)
     return second;
