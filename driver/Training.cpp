@@ -88,7 +88,10 @@ tgc::CompileFn tgc::frontendCompileFn(const SourceFile &file, Defines defines,
 /// group over thousands of parameters would be lowered at once where the
 /// CPU scratch is measured op by op (superlinear: bench/scaling/params.tg
 /// at 2,000 parameters took 8.3 s of CPU instead of 0.8 s).
+/// The free replays come first, as in the pipeline's own `fuse`.
 static void addFusePass(PassManager &pm, const tgc::BuildSettings &settings) {
+  tg::addFreeReplays(pm,
+                     tg::TrainingPipelineOptions().forward.getValue() + "_grad");
   tg::FusePassOptions fuse;
   fuse.optimizerGroup = settings.optimizerGroup;
   pm.addPass(tg::createFusePass(fuse));

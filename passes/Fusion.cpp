@@ -285,8 +285,9 @@ public:
       g.kind = *k;
       groupOf[&op] = groups.size();
       groups.push_back(std::move(g));
-      // Producers merge into this op's group, operand by operand.
-      for (Value v : op.getOperands()) {
+      // Producers merge into this op's group, operand by operand, replays
+      // first (replaysFirst).
+      for (Value v : replaysFirst(op.getOperands())) {
         Operation *def = v.getDefiningOp();
         if (!def || !groupOf.count(def))
           continue;
@@ -297,6 +298,25 @@ public:
   }
 
 private:
+  /// `operands` with the values that replays compute (`tg.recomputed`)
+  /// first: a backward op that reads a GEMM's product and a replay (the
+  /// GELU's derivative factors times `dy W^T`) then joins the replay's
+  /// elementwise kernel, which reads the product and the kept input, rather
+  /// than the GEMM's epilogue, which would read the replay's x-sized results
+  /// (one written buffer each) from memory.
+  SmallVector<Value> replaysFirst(ValueRange operands) {
+    auto isReplayed = [](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && def->hasAttr(attr::recomputed);
+    };
+    SmallVector<Value> order;
+    for (bool replayed : {true, false})
+      for (Value v : operands)
+        if (isReplayed(v) == replayed)
+          order.push_back(v);
+    return order;
+  }
+
   bool fusible(Operation *op) {
     return isa<MatmulOp>(op) || reductionDomain(op) || isElementwise(op);
   }
@@ -380,6 +400,79 @@ private:
     return false;
   }
 
+  /// True if merging producer group `a` into consumer group `b` would move
+  /// a replay (`tg.recomputed`: an op that autodiff or tg-rematerialize
+  /// placed in the backward pass so that its result is not kept from the
+  /// forward pass) into the group of a non-replayed op it reads. That group
+  /// runs in the forward pass, so the replay would run there too and its
+  /// results (a GELU's derivative factors, x-sized) would be kept until
+  /// the backward pass: the memory the replay was made to save (issue 19:
+  /// the 2-layer GPT's MLP blocks kept 8 MiB more). A replay still joins
+  /// other replays and the backward ops that read it.
+  bool pullsReplayForward(const Group &a, const Group &b) {
+    auto isReplay = [](Operation *op) {
+      return op->hasAttr(attr::recomputed);
+    };
+    DenseSet<Operation *> kept;
+    for (Operation *op : a.ops)
+      if (!isReplay(op))
+        kept.insert(op);
+    if (kept.empty())
+      return false;
+    for (Operation *op : b.ops)
+      if (isReplay(op))
+        for (Value v : op->getOperands())
+          if (Operation *def = v.getDefiningOp(); def && kept.contains(def))
+            return true;
+    return false;
+  }
+
+  /// True if merging producer group `a` into consumer group `b` would make
+  /// `a` wait for an input of `b` computed after all of `a` (in program
+  /// order) while `a` is the last reader of more bytes than it writes: the
+  /// merged kernel then keeps those bytes alive until the late input
+  /// exists. A tied head's weight gradient (the logits' gradient times the
+  /// final layer norm's output, 3 MiB read for 0.5 MiB written in the
+  /// 2-layer GPT) became a GEMM whose epilogue adds the embedding's
+  /// gradient, computed at the very end of the backward pass.
+  bool defersFree(const Group &a, const Group &b) {
+    int64_t lastA = 0;
+    DenseSet<Operation *> members;
+    for (Operation *op : a.ops) {
+      lastA = std::max<int64_t>(lastA, pos.lookup(op));
+      members.insert(op);
+    }
+    members.insert(b.ops.begin(), b.ops.end());
+    auto late = [&](Value v) {
+      Operation *def = topLevel(v.getDefiningOp());
+      return def && !members.contains(def) && pos.count(def) &&
+             pos.lookup(def) > lastA;
+    };
+    if (llvm::none_of(b.ops, [&](Operation *op) {
+          return llvm::any_of(op->getOperands(), late);
+        }))
+      return false;
+    int64_t freed = 0, written = 0;
+    DenseSet<Value> seen;
+    for (Operation *op : a.ops) {
+      for (Value r : op->getResults())
+        written += tensorBytes(r.getType());
+      for (Value v : op->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        if (!def || members.contains(def) ||
+            isa<ConstantOp, arith::ConstantOp>(def) || !seen.insert(v).second)
+          continue;
+        if (llvm::all_of(v.getUsers(), [&](Operation *u) {
+              Operation *reader = topLevel(u);
+              return reader && pos.count(reader) &&
+                     pos.lookup(reader) <= lastA;
+            }))
+          freed += tensorBytes(v.getType());
+      }
+    }
+    return freed > written;
+  }
+
   Operation *topLevel(Operation *op) {
     while (op && op->getBlock() != &block)
       op = op->getParentOp();
@@ -412,7 +505,9 @@ private:
     // ops already keeps its values out of memory; past it, a new group.
     constexpr size_t kMaxGroupOps = 256;
     if (a == b || groups[a].fixed || groups[b].fixed ||
-        groups[a].ops.size() + groups[b].ops.size() > kMaxGroupOps)
+        groups[a].ops.size() + groups[b].ops.size() > kMaxGroupOps ||
+        pullsReplayForward(groups[a], groups[b]) ||
+        defersFree(groups[a], groups[b]))
       return;
     SmallVector<Operation *> ops(groups[a].ops);
     ops.append(groups[b].ops);

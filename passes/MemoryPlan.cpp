@@ -566,12 +566,14 @@ BlockPlan planBlock(Block &block, const Marks &marks, const PlanOptions &opts,
   };
   scheduleBlock(block);
   hoistShrinkingOps(block);
+  sinkReplays(block);
   if (opts.asyncCollectives)
     hoistCollectives(block);
   SmallVector<Operation *> topDown = currentOrder();
   BlockPlan first = planBlockInOrder(block, marks, opts, aliasTo);
   scheduleBlockBottomUp(block);
   hoistShrinkingOps(block);
+  sinkReplays(block);
   if (opts.asyncCollectives)
     hoistCollectives(block);
   BlockPlan second = planBlockInOrder(block, marks, opts, aliasTo);

@@ -307,6 +307,15 @@ def RematerializePass : Pass<"tg-rematerialize", "::mlir::ModuleOp"> {
     value, half the bytes, and casts it again, one FLOP per element for
     bit-identical values. With `max-depth=0` that is all the pass does.
 
+    With `elementwise`, a replay is a chain of elementwise ops only (no
+    matmul, reduction or copy), and it is taken only when every kept value
+    it reads has a backward reader after the replay's place, so the replay
+    extends no lifetime: what it frees is a pure saving. The training
+    pipeline runs it after decomposition on a fused step (a GELU's output
+    from its kept input, a layer norm's `xh s + b` from its kept normalised
+    input), where the chain becomes one kernel and its intermediates get no
+    buffer; the record then adds to the one of an earlier run.
+
     Recomputed dropout reads the same seed operand and has the same
     `stream`, so it draws the same mask and results are unchanged. Each
     recomputed op is marked `tg.recomputed`; the function gets
@@ -336,6 +345,11 @@ def RematerializePass : Pass<"tg-rematerialize", "::mlir::ModuleOp"> {
            "First replay every widening tg.cast of tg-assign-precision "
            "(bf16/f16 to f32) that the backward pass reads, from its narrow "
            "input">,
+    Option<"elementwiseOnly", "elementwise", "bool", "false",
+           "Replay only elementwise ops, and only where every kept value a "
+           "replay reads is read again by the backward pass after it (the "
+           "replay extends no lifetime): free replays for a fused step, "
+           "whose chain runs as one kernel">,
   ];
 }
 

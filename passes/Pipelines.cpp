@@ -35,6 +35,18 @@ mlir::tg::rematLevelOptions(int64_t level, StringRef gradFunc) {
   return remat;
 }
 
+void mlir::tg::addFreeReplays(OpPassManager &pm, StringRef gradFunc) {
+  RematerializePassOptions free;
+  free.funcName = gradFunc.str();
+  free.elementwiseOnly = true;
+  // A GELU (tanh form) is 9 ops of about one FLOP per element: 2.25 FLOPs
+  // per byte freed; the limits leave room for longer chains, never for a
+  // matmul (refused by `elementwise` whatever its cost).
+  free.maxDepth = 32;
+  free.maxFlopsPerByte = 8.0;
+  pm.addPass(createRematerializePass(free));
+}
+
 void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
                                      const TrainingPipelineOptions &options) {
   // Spelled-out attention becomes tg.attention first, so that precision
@@ -88,9 +100,18 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createCSEPass());
   }
   // After the step is complete and simplified, before planning: values
-  // internal to a kernel get no buffer.
-  if (options.fuse)
+  // internal to a kernel get no buffer. Before grouping, the forward values
+  // that the backward pass reads and that elementwise ops compute from
+  // values it keeps anyway (a GELU's output from its input, a layer norm's
+  // `xh s + b` from `xh`) are replayed where they are read: fused, each
+  // replay is one kernel with no intermediate buffer, so it frees the
+  // value's bytes for a few FLOPs per element and costs no memory
+  // (docs/memory.md). Unfused, its intermediates would be buffers.
+  if (options.fuse) {
+    if (options.decompose)
+      addFreeReplays(pm, options.forward.getValue() + "_grad");
     pm.addPass(createFusePass());
+  }
   if (options.planMemory)
     pm.addPass(createPlanMemoryPass());
 }

@@ -90,6 +90,14 @@ void buildTrainingPipeline(OpPassManager &pm,
 RematerializePassOptions rematLevelOptions(int64_t level,
                                            StringRef gradFunc);
 
+/// Adds, before tg-fuse on a decomposed step, the free replays of the
+/// gradient function `gradFunc`: tg-rematerialize with `elementwise`, which
+/// replays in the backward pass the forward values that elementwise ops
+/// compute from values the backward pass keeps anyway (a GELU's output, a
+/// layer norm's `xh s + b`). Fused, each replay is one kernel without
+/// intermediate buffers: it frees its value's bytes at no memory cost.
+void addFreeReplays(OpPassManager &pm, StringRef gradFunc);
+
 /// Registers the pipelines with tg-opt (`--tg-training-pipeline`).
 void registerPipelines();
 

@@ -27,15 +27,27 @@ using namespace mlir::tg;
 
 namespace {
 
+/// True for the ops an `elementwise` replay may hold: element i of the
+/// result reads element i of each (broadcast) operand, so a chain of them
+/// is one kernel of a fused step.
+bool isElementwiseReplay(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, NegOp,
+             AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, ErfOp, CosOp, SinOp,
+             SigmoidOp, ReluOp, SiluOp, GeluOp, CastOp>(op);
+}
+
 /// FLOPs of replaying `op`; -1 for ops that are not replayed: anything
-/// outside the dialect, with regions, several results or side effects, and
-/// contractions unless `contractions`.
-int64_t replayFlops(Operation *op, bool contractions) {
+/// outside the dialect, with regions, several results or side effects,
+/// contractions unless `contractions`, and anything but elementwise ops
+/// when `elementwiseOnly`.
+int64_t replayFlops(Operation *op, bool contractions, bool elementwiseOnly) {
   if (op->getNumRegions() || op->getNumResults() != 1 ||
       !isa<TGDialect>(op->getDialect()) || !isMemoryEffectFree(op) ||
       isa<Conv2dGradInputOp, Conv2dGradWeightOp, EmbeddingGradOp>(op))
     return -1;
   if (!contractions && isa<MatmulOp, Conv2dOp>(op))
+    return -1;
+  if (elementwiseOnly && !isElementwiseReplay(op))
     return -1;
   return opFlops(op);
 }
@@ -46,6 +58,8 @@ struct Replay {
   SmallVector<Operation *> chain;
   IRMapping reused;
   int64_t flops = 0;
+  /// Kept values the chain reads (not constants or arguments).
+  SmallVector<Value> leaves;
 };
 
 struct RematerializePass final
@@ -149,8 +163,12 @@ struct RematerializePass final
       DenseMap<Value, bool> seen;
       std::function<bool(Value, unsigned)> collect = [&](Value v,
                                                          unsigned depth) {
-        if (v != act && available(v))
+        if (v != act && available(v)) {
+          Operation *def = v.getDefiningOp();
+          if (def && !isa<ConstantOp>(def) && !llvm::is_contained(r.leaves, v))
+            r.leaves.push_back(v);
           return true;
+        }
         if (auto it = seen.find(v); it != seen.end())
           return it->second;
         if (auto it = replays.find(v); it != replays.end())
@@ -161,7 +179,7 @@ struct RematerializePass final
             }
         Operation *def = v.getDefiningOp();
         int64_t f = def && forward.contains(def)
-                        ? replayFlops(def, recomputeMatmuls)
+                        ? replayFlops(def, recomputeMatmuls, elementwiseOnly)
                         : -1;
         bool ok = f >= 0 && depth < maxDepth;
         for (Value operand : ok ? def->getOperands() : ValueRange())
@@ -220,6 +238,16 @@ struct RematerializePass final
       double cost = ratio(replay->flops, act);
       if (cost > maxFlopsPerByte)
         continue;
+      // A free replay reads only values that live past it anyway: one
+      // whose last backward reader came before `first` would be kept
+      // longer for it.
+      if (elementwiseOnly &&
+          llvm::any_of(replay->leaves, [&](Value leaf) {
+            return llvm::none_of(backwardUsers(leaf), [&](Operation *u) {
+              return first->isBeforeInBlock(u);
+            });
+          }))
+        continue;
       if (!queue.empty() && cost > queue.top().first) {
         queue.emplace(cost, index);
         continue;
@@ -241,10 +269,16 @@ struct RematerializePass final
     }
     // A casts-only run (the training pipeline's level 0) that replayed
     // nothing leaves no record.
-    if (maxDepth > 0 || savedBytes > 0)
-      dialect(&getContext())
-          .getRematAttrHelper()
-          .setAttr(fn, RematAttr::get(&getContext(), savedBytes, extraFlops,
+    // A later run (the free elementwise replays after decomposition) adds
+    // to the record of an earlier one.
+    auto record = dialect(&getContext()).getRematAttrHelper();
+    if (RematAttr earlier = record.getAttr(fn);
+        earlier && elementwiseOnly) {
+      savedBytes += earlier.getBytes();
+      extraFlops += earlier.getFlops();
+    }
+    if ((maxDepth > 0 && !elementwiseOnly) || savedBytes > 0)
+      record.setAttr(fn, RematAttr::get(&getContext(), savedBytes, extraFlops,
                                         functionFlops(fn)));
   }
 };

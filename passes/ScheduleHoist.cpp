@@ -24,6 +24,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <map>
+
 using namespace mlir;
 
 namespace {
@@ -54,7 +56,13 @@ void mlir::tg::hoistShrinkingOps(Block &block) {
   bool moved = false;
   for (auto [i, op] : llvm::enumerate(ops)) {
     key[i] = {int64_t(i)};
-    if (op->getNumRegions() || !isMemoryEffectFree(op))
+    // A fusion group is one kernel of pure ops (its body is isolated, so
+    // its operands are all it reads): it moves like a single op. Other ops
+    // with regions (the accumulation loop) stay. Unhoisted, the fused
+    // forward loss (a row reduction of the logits to one value per row)
+    // ran at the end of the backward pass and kept the logits alive
+    // through it (2-layer GPT: 2 MiB).
+    if ((op->getNumRegions() && !isa<FusedOp>(op)) || !isMemoryEffectFree(op))
       continue;
     int64_t results = 0;
     for (Value r : op->getResults())
@@ -111,4 +119,84 @@ void mlir::tg::hoistShrinkingOps(Block &block) {
   llvm::sort(order, [&](int64_t a, int64_t b) { return key[a] < key[b]; });
   for (int64_t i : order)
     ops[i]->moveBefore(terminator);
+}
+
+namespace {
+/// True if `op` is a replay: marked `tg.recomputed`, or a fusion group whose
+/// every op is (the constants it clones aside).
+bool isReplay(Operation *op) {
+  if (auto fused = dyn_cast<tg::FusedOp>(op))
+    return llvm::all_of(fused.getBodyBlock().without_terminator(),
+                        [](Operation &inner) {
+                          return isa<tg::ConstantOp>(inner) ||
+                                 inner.hasAttr(tg::attr::recomputed);
+                        });
+  return op->getNumRegions() == 0 && op->hasAttr(tg::attr::recomputed);
+}
+} // namespace
+
+void mlir::tg::sinkReplays(Block &block) {
+  // Each op has a label, its place in the order; a sunk op takes a label
+  // between its first reader's and that reader's predecessor's. Replays
+  // are taken last to first, so a chain of them lands in order before its
+  // reader, and the labels of the ops after the current one are final.
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.without_terminator())
+    ops.push_back(&op);
+  DenseMap<Operation *, double> label;
+  std::map<double, Operation *> at;
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    label[op] = double(i);
+    at[double(i)] = op;
+  }
+  Operation *terminator = block.getTerminator();
+  bool moved = false;
+  for (Operation *op : llvm::reverse(ops)) {
+    if (!isReplay(op) || !isMemoryEffectFree(op))
+      continue;
+    // The first reader in the order built so far.
+    Operation *first = nullptr;
+    for (Operation *user : op->getUsers()) {
+      Operation *reader = inBlock(user, block);
+      if (!reader || reader == terminator) {
+        first = nullptr;
+        break;
+      }
+      if (!first || label[reader] < label[first])
+        first = reader;
+    }
+    if (!first)
+      continue;
+    double to = label[first];
+    // Every value read must be read again at or after `first`: moving the
+    // replay then extends no lifetime.
+    bool keepsAlive = false;
+    for (Value v : op->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (!def || isa<tg::ConstantOp>(def))
+        continue;
+      keepsAlive |= llvm::none_of(v.getUsers(), [&](Operation *user) {
+        Operation *reader = inBlock(user, block);
+        return reader && reader != op &&
+               (reader == terminator || label[reader] >= to);
+      });
+    }
+    if (keepsAlive)
+      continue;
+    auto it = at.find(to);
+    double before = std::prev(it)->first; // `op` itself at the latest
+    if (std::prev(it)->second == op)
+      continue;
+    double mid = (before + to) / 2;
+    if (mid <= before || mid >= to)
+      continue; // no label left between them: stay
+    at.erase(label[op]);
+    label[op] = mid;
+    at[mid] = op;
+    moved = true;
+  }
+  if (!moved)
+    return;
+  for (auto &[l, op] : at)
+    op->moveBefore(terminator);
 }

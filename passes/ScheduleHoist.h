@@ -1,7 +1,7 @@
 //===- ScheduleHoist.h - hoist shrinking ops in a schedule ------*- C++ -*-===//
 //
-// A pass over a memory-aware schedule, kept apart from the planner
-// (MemoryPlan.cpp), which calls it after each of its list schedules.
+// Passes over a memory-aware schedule, kept apart from the planner
+// (MemoryPlan.cpp), which calls them after each of its list schedules.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +19,15 @@ namespace mlir::tg {
 /// regions only. Linear in the block (each op's order key is at most 8
 /// entries long).
 void hoistShrinkingOps(Block &block);
+
+/// Moves every replay of `block` (an op marked `tg.recomputed`, or a fusion
+/// group all of whose ops are) down to right before its first reader, when
+/// each value it reads is read again at or after that reader (so the move
+/// keeps nothing alive longer): its results then live only as long as
+/// their readers need. The top-down list schedule runs a replay as soon as
+/// a tie lets it, which put the GELU's replayed output back into the
+/// forward pass. O(n log n) in the block.
+void sinkReplays(Block &block);
 
 } // namespace mlir::tg
 

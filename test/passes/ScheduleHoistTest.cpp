@@ -1,7 +1,8 @@
-//===- ScheduleHoistTest.cpp - hoisting shrinking ops -----------*- C++ -*-===//
+//===- ScheduleHoistTest.cpp - hoisting and sinking -------------*- C++ -*-===//
 //
-// passes/ScheduleHoist.cpp: a reduction that frees a large value moves up
-// to right after the value's other readers; on random graphs the order
+// passes/ScheduleHoist.cpp: a reduction (or a fusion group) that frees a
+// large value moves up to right after the value's other readers; a replay
+// moves down to right before its first reader. On random graphs the order
 // stays legal and the reference evaluator's answers do not change.
 //
 //===----------------------------------------------------------------------===//
@@ -64,6 +65,85 @@ TEST_CASE("hoisting keeps random graphs' answers", "[memory]") {
     auto before = h.eval(args, true);
     REQUIRE(succeeded(before));
     tg::hoistShrinkingOps(f.getBody().front());
+    REQUIRE(succeeded(verify(*h.module)));
+    auto after = h.eval(args, true);
+    REQUIRE(succeeded(after));
+    for (size_t i = 0; i < before->size(); ++i)
+      CHECK((*after)[i].data == (*before)[i].data);
+  }
+}
+
+TEST_CASE("a fusion group that frees its input is hoisted like an op",
+          "[memory]") {
+  // The group (a row reduction of %e, the forward loss of fused logits)
+  // reads %e last and writes 512 bytes: it moves up to right after %m.
+  Harness h;
+  h.parse(R"(
+func.func @f(%x: tensor<128x128xf32>) -> (tensor<128xf32>, tensor<128x128xf32>) {
+  %e = tg.exp %x : tensor<128x128xf32>
+  %m = tg.mul %e, %x : tensor<128x128xf32>, tensor<128x128xf32> -> tensor<128x128xf32>
+  %n = tg.neg %x : tensor<128x128xf32>
+  %o = tg.add %m, %n : tensor<128x128xf32>, tensor<128x128xf32> -> tensor<128x128xf32>
+  %s = tg.fused <row_reduction> ins(%e : tensor<128x128xf32>) {
+  ^bb0(%a: tensor<128x128xf32>):
+    %l = tg.log %a : tensor<128x128xf32>
+    %r = tg.sum %l axes = [1] : tensor<128x128xf32> -> tensor<128xf32>
+    tg.yield %r : tensor<128xf32>
+  } -> tensor<128xf32>
+  return %s, %o : tensor<128xf32>, tensor<128x128xf32>
+}
+)");
+  auto f = h.module->lookupSymbol<func::FuncOp>("f");
+  tg::hoistShrinkingOps(f.getBody().front());
+  REQUIRE(succeeded(verify(*h.module)));
+  CHECK(opNames(*h.module) == SmallVector<std::string>{"tg.exp", "tg.mul",
+                                                       "tg.fused", "tg.neg",
+                                                       "tg.add"});
+}
+
+TEST_CASE("a replay runs right before its first reader", "[memory]") {
+  // %r replays from %x, which %o reads after it: it moves down to right
+  // before %o; %q also replays, but from %e, whose last reader it is
+  // (moving it would keep %e alive longer): it stays.
+  Harness h;
+  h.parse(R"(
+func.func @f(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %e = tg.exp %x : tensor<64x64xf32>
+  %r = tg.tanh %x {tg.recomputed} : tensor<64x64xf32>
+  %q = tg.neg %e {tg.recomputed} : tensor<64x64xf32>
+  %n = tg.neg %x : tensor<64x64xf32>
+  %m = tg.mul %n, %n : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  %o = tg.add %r, %x : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  %p = tg.add %o, %q : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  return %p, %m : tensor<64x64xf32>, tensor<64x64xf32>
+}
+)");
+  auto f = h.module->lookupSymbol<func::FuncOp>("f");
+  tg::sinkReplays(f.getBody().front());
+  REQUIRE(succeeded(verify(*h.module)));
+  CHECK(opNames(*h.module) ==
+        SmallVector<std::string>{"tg.exp", "tg.neg", "tg.neg", "tg.mul",
+                                 "tg.tanh", "tg.add", "tg.add"});
+}
+
+TEST_CASE("sinking replays keeps random graphs' answers", "[memory]") {
+  // Every other op of a random graph marked as a replay: the order stays
+  // legal and the answers do not change.
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    std::string ir = randomGraph(seed, 12 + seed % 20);
+    INFO("seed " << seed << "\n" << ir);
+    Harness h;
+    h.parse(ir);
+    auto f = h.module->lookupSymbol<func::FuncOp>("f");
+    unsigned i = 0;
+    for (Operation &op : f.getBody().front().without_terminator())
+      if (i++ % 2)
+        op.setAttr("tg.recomputed", UnitAttr::get(op.getContext()));
+    SmallVector<Tensor> args =
+        randomArgs(f.getArgumentTypes(), DType::F32, seed);
+    auto before = h.eval(args, true);
+    REQUIRE(succeeded(before));
+    tg::sinkReplays(f.getBody().front());
     REQUIRE(succeeded(verify(*h.module)));
     auto after = h.eval(args, true);
     REQUIRE(succeeded(after));
