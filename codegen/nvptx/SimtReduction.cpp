@@ -54,6 +54,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/SimtReduction.h"
+#include "codegen/nvptx/SimtReductionLowering.h"
 #include "codegen/nvptx/GemmCommon.h"
 #include "codegen/nvptx/SimtKernels.h"
 #include "codegen/nvptx/SimtScalar.h"
@@ -71,163 +72,9 @@ namespace tgd = mlir::tg;
 
 namespace tg::nvptx::detail {
 
-namespace {
+using namespace reduction;
 
-/// Dynamic shared memory a launch may use without opting in.
-constexpr uint32_t kSmemLimit = 48 * 1024;
-
-/// The reductions: sum, mean, max.
-enum class RedKind { Sum, Mean, Max };
-
-std::optional<RedKind> redKind(Operation *op) {
-  if (isa<tgd::SumOp>(op))
-    return RedKind::Sum;
-  if (isa<tgd::MeanOp>(op))
-    return RedKind::Mean;
-  if (isa<tgd::MaxOp>(op))
-    return RedKind::Max;
-  return std::nullopt;
-}
-
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
-Type elemOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
-
-int64_t numElements(ArrayRef<int64_t> s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
-
-/// The reduction input and sorted, non-negative axes of a reduction op.
-std::pair<Value, SmallVector<int64_t>> domainOf(Operation *op) {
-  Value in = op->getOperand(0);
-  int64_t rank = shapeOf(in).size();
-  SmallVector<int64_t> axes;
-  for (int64_t a : cast<DenseI64ArrayAttr>(op->getAttr("axes")).asArrayRef())
-    axes.push_back(a < 0 ? a + rank : a);
-  llvm::sort(axes);
-  return {in, axes};
-}
-
-/// What one kernel computes: the values its parameters hold (operands,
-/// then results) and the ops between, in order.
-struct Program {
-  Operation *anchor = nullptr;
-  SmallVector<Value> inputs;
-  SmallVector<Operation *> ops;
-  SmallVector<Value> results;
-};
-
-/// One dimension of a symbolic index: 0, outer dimension `d` or inner
-/// dimension `d` of the domain.
-struct Ix {
-  enum Kind : uint8_t { Zero, Outer, Inner } kind = Zero;
-  uint8_t d = 0;
-  bool operator==(const Ix &o) const { return kind == o.kind && d == o.d; }
-};
-using Index = SmallVector<Ix, 6>;
-
-/// Lowers one Program to one kernel (see the file comment).
-class ReductionLowering {
-public:
-  ReductionLowering(const Program &p, Target t, ModuleOp kernels)
-      : p(p), target(t), kernels(kernels) {}
-
-  FailureOr<std::vector<KernelLaunch>> run(bool rowKernel);
-
-private:
-  // Analysis.
-  LogicalResult analyze();
-  // Kernel structure.
-  LogicalResult buildRowKernel();
-  LogicalResult buildReductionKernel();
-  FailureOr<SmallVector<Value>> pass(ArrayRef<Operation *> reds, bool stores,
-                                     Value start, Value ub, Value step);
-  Value warpReduce(RedKind k, Value v);
-  SmallVector<Value> blockCombine(ArrayRef<Operation *> reds,
-                                  ArrayRef<Value> partials, int64_t slot,
-                                  int64_t warps, Value warp, Value lane);
-  Value finishReduction(Operation *red, Value acc);
-  enum class Sync { None, Warp, Block };
-  LogicalResult storeRowResults(Value isFirst, Sync sync);
-  LogicalResult buildCombineKernel();
-  void storePartials(ArrayRef<Value> vals, Value isFirst, Value slice);
-  Value scratchSlot(unsigned red, Value slice);
-  void geometry(bool rowKernel);
-  LogicalResult emitKernel(const std::string &sym, bool rowKernel);
-  bool isFull(unsigned result) const;
-  LogicalResult checkPlan() const;
-  Value sharedSlot(int64_t byteOffset, Value index);
-
-  // Values at symbolic indices.
-  FailureOr<Value> eval(Value v, const Index &idx);
-  FailureOr<Value> evalOp(Operation *op, Value v, const Index &idx);
-  Value materialize(Ix x);
-  Value offsetOf(const Index &idx, ArrayRef<int64_t> shape);
-  Index canonical(ArrayRef<int64_t> shape, bool full) const;
-  Index broadcastTo(const Index &idx, ArrayRef<int64_t> from,
-                    ArrayRef<int64_t> to) const;
-  bool hasInner(const Index &idx) const;
-  std::string key(Value v, const Index &idx) const;
-  Value ic(int64_t v) { return it == w->i32 ? w->i32c(v) : w->i64c(v); }
-
-  // Reduction arithmetic.
-  Value initOf(RedKind k, Type t);
-  Value combine(RedKind k, Value a, Value b);
-  Value shflXor(Value v, int lane);
-
-  /// Runs `fn` with the builder before the loop being filled (outer scope).
-  template <typename Fn> auto atOuter(Fn fn) {
-    OpBuilder::InsertionGuard g(w->b);
-    if (loop)
-      w->b.setInsertionPoint(loop);
-    return fn();
-  }
-
-  const Program &p;
-  Target target;
-  ModuleOp kernels;
-  KernelBuilder *w = nullptr;
-
-  // The domain.
-  SmallVector<int64_t> dom, outerDims, innerDims, outerStride, innerStride;
-  SmallVector<int8_t> dimRole; // per dim of dom: Ix::Kind
-  SmallVector<uint8_t> dimPos; // per dim: position among outer/inner dims
-  int64_t kn = 1, rn = 1;
-  bool trailing = false, rowMajor = false;
-  Type it;
-  int64_t maxPerPhase = 1;
-  /// Consecutive elements a thread takes per step of a row pass.
-  int64_t vec = 1;
-
-  // Phases.
-  SmallVector<SmallVector<Operation *>> phases; // phases[i]: phase i + 1
-  DenseMap<Value, Value> params, resultParams; ///< kernel arguments
-
-  // Per-launch geometry.
-  std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
-  uint32_t smemBytes = 0;
-  /// Blocks (rows of blocks for column sums) the reduced range is split
-  /// over; > 1: a partial and a combine kernel (file comment).
-  int64_t slices = 1;
-  /// Which kernel is being built: the only one, or one of the split pair.
-  enum class Stage { Whole, Partial, Combine } stage = Stage::Whole;
-  /// The slices' partials (split reductions only).
-  Value scratch;
-
-  // Code generation state.
-  Value k, j, rowBase, smem;
-  Operation *loop = nullptr;
-  DenseMap<Operation *, Value> reduced;
-  /// Values at indices without (outer) and with (inner) an inner dimension;
-  /// a pass keeps one inner memo per element of its group.
-  std::map<std::string, Value> outerMemo;
-  std::vector<std::map<std::string, Value>> innerMemos{1};
-  std::map<std::string, Value> *innerMemo = &innerMemos[0];
-};
+namespace reduction {
 
 bool ReductionLowering::hasInner(const Index &idx) const {
   return llvm::any_of(idx, [](Ix x) { return x.kind == Ix::Inner; });
@@ -785,28 +632,6 @@ LogicalResult ReductionLowering::buildRowKernel() {
   return storeRowResults(isFirst, warpPerRow ? Sync::Warp : Sync::Block);
 }
 
-/// The 8-byte scratch slot of reduction `red`'s partial of `slice` for
-/// output k: [reduction][slice][output], so that the 32 outputs of a
-/// column-sum block are written and read coalesced.
-Value ReductionLowering::scratchSlot(unsigned red, Value slice) {
-  Value kk = it == w->i64 ? k : w->zext64(k);
-  Value s = w->zext64(slice);
-  Value idx = w->add(w->mul(w->add(w->i64c(int64_t(red) * slices), s),
-                            w->i64c(kn)),
-                     kk);
-  return w->gep(scratch, w->mul(idx, w->i64c(8)), w->b.getI8Type());
-}
-
-/// The partial kernel's end: `isFirst` stores the block's partial of each
-/// reduction of the phase (accumulator type, unfinished) for `slice`.
-void ReductionLowering::storePartials(ArrayRef<Value> vals, Value isFirst,
-                                      Value slice) {
-  w->openIf(isFirst);
-  for (auto [i, v] : llvm::enumerate(vals))
-    LLVM::StoreOp::create(w->b, w->loc, v, scratchSlot(i, slice), 8);
-  w->b.setInsertionPointAfter(w->b.getInsertionBlock()->getParentOp());
-}
-
 LogicalResult ReductionLowering::buildReductionKernel() {
   OpBuilder &b = w->b;
   Location loc = w->loc;
@@ -893,54 +718,6 @@ LogicalResult ReductionLowering::buildReductionKernel() {
   // The barrier above (or the single y thread) already orders every read of
   // the outputs' inputs before the stores.
   return storeRowResults(first, Sync::None);
-}
-
-/// The combine kernel of a split reduction: folds each output's `slices`
-/// partials in slice order and writes the results that are not
-/// full-shape. A reduction over everything is one block, thread s taking
-/// slice s (slices <= threads) into the block's fixed tree; column sums
-/// take a thread per output that adds its slices one after the other.
-LogicalResult ReductionLowering::buildCombineKernel() {
-  OpBuilder &b = w->b;
-  Location loc = w->loc;
-  ArrayRef<Operation *> reds = phases.front();
-  Value tx = NVVM::ThreadIdXOp::create(b, loc, w->i32);
-  auto load = [&](unsigned i, Value slice) -> Value {
-    Type t = computeType(elemOf(reds[i]->getOperand(0)));
-    return LLVM::LoadOp::create(b, loc, t, scratchSlot(i, slice), 8);
-  };
-  SmallVector<Value> vals;
-  if (kn == 1) {
-    k = ic(0);
-    rowBase = ic(0);
-    Value has = w->ult(tx, w->i32c(slices));
-    Value slice = LLVM::UMinOp::create(b, loc, tx, w->i32c(slices - 1));
-    for (auto [i, r] : llvm::enumerate(reds)) {
-      Value x = load(i, slice);
-      vals.push_back(warpReduce(
-          *redKind(r), w->select(has, x, initOf(*redKind(r), x.getType()))));
-    }
-    if (block[0] > 32)
-      vals = blockCombine(reds, vals, 0, block[0] / 32, w->shri(tx, 5),
-                          w->andi(tx, 31));
-    for (auto [i, v] : llvm::enumerate(vals))
-      reduced[reds[i]] = finishReduction(reds[i], v);
-    return storeRowResults(w->icmp(LLVM::ICmpPredicate::eq, tx, w->i32c(0)),
-                           Sync::Block);
-  }
-  auto toIt = [&](Value v) { return it == w->i32 ? v : w->zext64(v); };
-  Value bid = NVVM::BlockIdXOp::create(b, loc, w->i32);
-  Value raw = toIt(w->add(w->muli(bid, block[0]), tx));
-  Value valid = w->ult(raw, ic(kn));
-  k = LLVM::UMinOp::create(b, loc, raw, ic(kn - 1));
-  for (auto [i, r] : llvm::enumerate(reds)) {
-    Value acc = load(i, w->i32c(0));
-    for (int64_t s = 1; s < slices; ++s)
-      acc = combine(*redKind(r), acc, load(i, w->i32c(s)));
-    reduced[r] = finishReduction(r, acc);
-  }
-  // Each output's thread is the only one that reads or writes it.
-  return storeRowResults(valid, Sync::None);
 }
 
 /// Blocks a split reduction aims for: two per SM of the H200 (132 SMs),
@@ -1127,7 +904,7 @@ LogicalResult ReductionLowering::emitKernel(const std::string &sym,
   return success();
 }
 
-} // namespace
+} // namespace reduction
 
 bool isReductionKernelOp(Operation *op) {
   if (auto f = dyn_cast<tgd::FusedOp>(op))
