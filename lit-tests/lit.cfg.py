@@ -44,11 +44,13 @@ config.substitutions.append(("%tg_bin", config.tg_tools_dir))
 # A Python with PyTorch (Debian's python3-torch), for the scripts that run a
 # PyTorch peer: tests that need it say `REQUIRES: torch`.
 import subprocess
+torch_python = "python3"  # without PyTorch: scripts skip their peer
 for py in ["/usr/bin/python3", shutil.which("python3") or ""]:
     if py and subprocess.run([py, "-c", "import torch"], capture_output=True).returncode == 0:
         config.available_features.add("torch")
-        config.substitutions.append(("%torch_python", py))
+        torch_python = py
         break
+config.substitutions.append(("%torch_python", torch_python))
 for tool in ["tgc", "tg-run", "tg-bench-gemm"]:
     if os.path.exists(os.path.join(config.tg_tools_dir, tool)):
         config.available_features.add(tool)
