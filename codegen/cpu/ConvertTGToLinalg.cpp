@@ -88,8 +88,14 @@ struct ConvertTGToLinalgPass final
     if (!fuseGroups)
       inlineFusedGroups(root);
 
+    // Attention stays whole: its loop nests (AttentionToLoops.cpp) keep no
+    // Tq x Tk tensor, where the decomposition has several per layer.
+    SmallVector<std::string> composites;
+    for (StringRef name : compositeOpNames())
+      if (!name.starts_with("attention"))
+        composites.push_back(name.str());
     RewritePatternSet decompose(ctx);
-    populateDecomposeCompositesPatterns(decompose);
+    populateDecomposeCompositesPatterns(decompose, composites);
     if (failed(applyPatternsGreedily(root, std::move(decompose))))
       return signalPassFailure();
     // After the greedy rewrites, which hoist and merge constants.
@@ -119,4 +125,5 @@ void mlir::tg::cpu::populateConvertTGToLinalgPatterns(
   populateRandomToLinalgPatterns(patterns);
   populateConvPoolToLinalgPatterns(patterns);
   populateCommToCallsPatterns(patterns);
+  populateAttentionToLoopsPatterns(patterns);
 }

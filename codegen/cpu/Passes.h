@@ -49,6 +49,9 @@ void populateRandomToLinalgPatterns(RewritePatternSet &patterns);
 void populateConvPoolToLinalgPatterns(RewritePatternSet &patterns);
 /// tg.all_reduce to calls of the artifact's tgx_all_reduce_f32 (CommToCalls.cpp).
 void populateCommToCallsPatterns(RewritePatternSet &patterns);
+/// tg.attention and tg.attention_grad whole, as FlashAttention-2 loop nests
+/// over blocks of queries and keys (AttentionToLoops.cpp): no Tq x Tk tensor.
+void populateAttentionToLoopsPatterns(RewritePatternSet &patterns);
 /// All of the above.
 void populateConvertTGToLinalgPatterns(RewritePatternSet &patterns);
 

@@ -15,7 +15,7 @@ def ConvertTGToLinalgPass : Pass<"tg-convert-to-linalg"> {
   let summary = "Lower every tg op to linalg, tensor, arith and math on tensors";
   let description = [{
     First decomposes the composite ops (softmax, log_softmax, gelu, silu,
-    sigmoid, layer_norm, rms_norm, cross_entropy, mse_loss) with
+    sigmoid, layer_norm, rms_norm, cross_entropy, mse_loss; not attention) with
     `populateDecomposeCompositesPatterns`, then converts each remaining tg op
     into value-semantics ops that one-shot bufferization understands:
 
@@ -35,6 +35,10 @@ def ConvertTGToLinalgPass : Pass<"tg-convert-to-linalg"> {
       inputs; their backward ops gather from the cotangent.
     - all_reduce: one call of the artifact's `tgx_all_reduce_f32` on a
       flat buffer holding the bucket (CommToCalls.cpp).
+    - attention, attention_grad: kept whole (not decomposed), as
+      FlashAttention-2 loop nests: `scf.for` over (batch, head) and blocks
+      of 64 queries and keys, static tiles, online softmax; no `Tq x Tk`
+      tensor (AttentionToLoops.cpp).
 
     bf16 and f16 values are computed in f32 inside each op and rounded once
     at its result, the rounding the reference evaluator models. An op or type

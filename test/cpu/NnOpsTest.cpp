@@ -50,19 +50,30 @@ TEST_CASE("composite ops", "[cpu][composite]") {
 }
 
 TEST_CASE("attention and its gradient", "[cpu][composite][attention]") {
-  // Lowered through the decomposition (no fused CPU kernel yet) against the
-  // reference's direct evaluation: T = 1, a ragged causal square, more keys
-  // than queries, and bf16 (computed in f32 inside, f32 log-sum-exp).
+  // Lowered whole as FlashAttention-2 loop nests (AttentionToLoops.cpp,
+  // blocks of 64 queries and keys) against the reference's direct
+  // evaluation in float64: T = 1, ragged squares within one block and over
+  // several (a tail block, causal blocks skipped), exact blocks at d = 64,
+  // odd head dims, more keys than queries and more queries than keys
+  // (causal too), one head, and bf16 (f32 inside, f32 log-sum-exp).
   struct Case {
     const char *elt;
-    int64_t tq, tk, d, dv;
+    int64_t b, h, tq, tk, d, dv;
     bool causal;
-  } cases[] = {{"f32", 1, 1, 4, 4, true},
-               {"f32", 7, 7, 8, 5, true},
-               {"f32", 3, 6, 4, 4, false},
-               {"bf16", 5, 5, 8, 8, true}};
+  } cases[] = {{"f32", 2, 3, 1, 1, 4, 4, true},
+               {"f32", 2, 3, 7, 7, 8, 5, true},
+               {"f32", 2, 3, 3, 6, 4, 4, false},
+               {"f32", 1, 2, 150, 150, 33, 17, true},
+               {"f32", 1, 2, 150, 150, 16, 16, false},
+               {"f32", 1, 1, 128, 128, 64, 64, true},
+               {"f32", 2, 1, 70, 130, 8, 8, true},
+               {"f32", 1, 2, 130, 20, 9, 9, true},
+               {"f32", 1, 1, 65, 200, 5, 7, false},
+               {"bf16", 2, 3, 5, 5, 8, 8, true},
+               {"bf16", 1, 2, 100, 100, 16, 16, true}};
   for (const Case &c : cases) {
-    DYNAMIC_SECTION(c.elt << " " << c.tq << "x" << c.tk
+    DYNAMIC_SECTION(c.elt << " " << c.b << "x" << c.h << " " << c.tq << "x"
+                          << c.tk << " d" << c.d << "/" << c.dv
                           << (c.causal ? " causal" : "")) {
       auto t = [&](std::initializer_list<int64_t> shape, const char *elt) {
         std::string r = "tensor<";
@@ -70,9 +81,11 @@ TEST_CASE("attention and its gradient", "[cpu][composite][attention]") {
           r += std::to_string(d) + "x";
         return r + elt + ">";
       };
-      std::string q = t({2, 3, c.tq, c.d}, c.elt), k = t({2, 3, c.tk, c.d}, c.elt),
-                  v = t({2, 3, c.tk, c.dv}, c.elt), o = t({2, 3, c.tq, c.dv}, c.elt),
-                  lse = t({2, 3, c.tq}, "f32"); // f32 for bf16 too
+      std::string q = t({c.b, c.h, c.tq, c.d}, c.elt),
+                  k = t({c.b, c.h, c.tk, c.d}, c.elt),
+                  v = t({c.b, c.h, c.tk, c.dv}, c.elt),
+                  o = t({c.b, c.h, c.tq, c.dv}, c.elt),
+                  lse = t({c.b, c.h, c.tq}, "f32"); // f32 for bf16 too
       std::string attrs = std::string("{") + (c.causal ? "causal, " : "") +
                           "scale = 0.4 : f64}";
       std::string ir =
