@@ -65,28 +65,38 @@ func.func @gemm(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>)
 
 // -----
 
-// A row reduction (softmax): exp(x - max) is read by the row sum and by the
-// output after it, so it stays one loop nest (x - max and exp fused) with a
-// buffer: fused into the sum it would be recomputed by the output's loop,
-// reading x later than the memory plan assumed. Four nests instead of five.
+// A row reduction (softmax) is row-tiled: ONE loop over the rows whose body
+// computes the row's max, exp(x - max), sum and output. exp(x - max) is read
+// by the sum and by the output after it, so it stays a loop nest of its own,
+// but over one row (a 1x10 temporary), not the whole tensor; the output is
+// written into the loop-carried result, row by row.
 // CHECK-LABEL: func.func @softmax
+// CHECK-SAME: (%[[X:.+]]: tensor<4x10xf32>)
+// CHECK: %[[R:.+]] = scf.for %[[I:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}}) -> (tensor<4x10xf32>)
+// CHECK: tensor.empty() : tensor<1x1xf32>
+// CHECK: tensor.extract_slice %[[X]][%[[I]], 0] [1, 10] [1, 1]
 // CHECK: linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "reduction"]
 // CHECK: arith.maximumf
-// CHECK: linalg.generic
-// CHECK-SAME: iterator_types = ["parallel", "parallel"]
+// CHECK: %[[E0:.+]] = tensor.empty() : tensor<1x10xf32>
+// CHECK: %[[E:.+]] = linalg.generic
+// CHECK-SAME: outs(%[[E0]] : tensor<1x10xf32>)
 // CHECK: arith.subf
 // CHECK-NEXT: math.exp
-// CHECK-NEXT: linalg.yield
-// CHECK: linalg.generic
+// CHECK: %[[S:.+]] = linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: ins(%[[E]] : tensor<1x10xf32>)
 // CHECK: arith.addf
-// CHECK: linalg.generic
-// CHECK-SAME: iterator_types = ["parallel", "parallel"]
+// CHECK: %[[OUT:.+]] = tensor.extract_slice %[[ACC]][%[[I]], 0] [1, 10] [1, 1]
+// CHECK: %[[P:.+]] = linalg.generic
+// CHECK-SAME: ins(%[[E]], %[[S]] : tensor<1x10xf32>, tensor<1x1xf32>) outs(%[[OUT]] : tensor<1x10xf32>)
 // CHECK: arith.divf
+// CHECK: %[[INS:.+]] = tensor.insert_slice %[[P]] into %[[ACC]][%[[I]], 0] [1, 10] [1, 1]
+// CHECK: scf.yield %[[INS]]
 // CHECK-NOT: linalg.generic
-// CHECK: return
+// CHECK: return %[[R]]
 // UNFUSED-LABEL: func.func @softmax
+// UNFUSED-NOT: scf.for
 // UNFUSED-COUNT-5: linalg.generic
 // UNFUSED-NOT: linalg.generic
 // UNFUSED: return
@@ -101,6 +111,48 @@ func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
     tg.yield %p : tensor<4x10xf32>
   } -> tensor<4x10xf32>
   return %r : tensor<4x10xf32>
+}
+
+// -----
+
+// A layer norm over rows of a 3-D tensor yielding its row statistic too:
+// one loop per row dimension (2 x 3 rows), the mean's fill and sum written
+// into the loop-carried mean result in place, the output into its own; the
+// weight (read by every row) is read whole.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3x8xf32>, %[[W:.+]]: tensor<8xf32>)
+// CHECK: %[[R:.+]]:2 = scf.for %[[I:.+]] = {{.+}} iter_args(%[[Y0:.+]] = %{{.+}}, %[[M0:.+]] = %{{.+}}) -> (tensor<2x3x8xf32>, tensor<2x3x1xf32>)
+// CHECK: %[[IN:.+]]:2 = scf.for %[[J:.+]] = {{.+}} iter_args(%[[Y:.+]] = %[[Y0]], %[[M:.+]] = %[[M0]]) -> (tensor<2x3x8xf32>, tensor<2x3x1xf32>)
+// CHECK: %[[MS:.+]] = tensor.extract_slice %[[M]][%[[I]], %[[J]], 0] [1, 1, 1] [1, 1, 1]
+// CHECK: %[[FILL:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[MS]] : tensor<1x1x1xf32>)
+// CHECK: tensor.extract_slice %[[X]][%[[I]], %[[J]], 0] [1, 1, 8] [1, 1, 1]
+// CHECK: %[[SUM:.+]] = linalg.generic
+// CHECK-SAME: outs(%[[FILL]] : tensor<1x1x1xf32>)
+// CHECK: arith.addf
+// CHECK: %[[MEAN:.+]] = linalg.generic
+// CHECK-SAME: outs(%[[SUM]] : tensor<1x1x1xf32>)
+// CHECK: arith.divf
+// CHECK: tensor.extract_slice %[[W]][0] [8] [1]
+// CHECK: %[[YS:.+]] = tensor.extract_slice %[[Y]][%[[I]], %[[J]], 0] [1, 1, 8] [1, 1, 1]
+// CHECK: %[[OUT:.+]] = linalg.generic
+// CHECK-SAME: ins(%{{.+}}, %[[MEAN]], %{{.+}} : tensor<1x1x8xf32>, tensor<1x1x1xf32>, tensor<8xf32>) outs(%[[YS]] : tensor<1x1x8xf32>)
+// CHECK: arith.subf
+// CHECK: arith.mulf
+// CHECK: %[[Y1:.+]] = tensor.insert_slice %[[OUT]] into %[[Y]][%[[I]], %[[J]], 0] [1, 1, 8] [1, 1, 1]
+// CHECK: %[[M1:.+]] = tensor.insert_slice %[[MEAN]] into %[[M]][%[[I]], %[[J]], 0] [1, 1, 1] [1, 1, 1]
+// CHECK: scf.yield %[[Y1]], %[[M1]]
+// CHECK: scf.yield %[[IN]]#0, %[[IN]]#1
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[R]]#0, %[[R]]#1
+func.func @layer_norm(%x: tensor<2x3x8xf32>, %w: tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x1xf32>) {
+  %r:2 = tg.fused <row_reduction> ins(%x, %w : tensor<2x3x8xf32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<2x3x8xf32>, %b: tensor<8xf32>):
+    %m = tg.mean %a axes = [2] keepdims : tensor<2x3x8xf32> -> tensor<2x3x1xf32>
+    %d = tg.sub %a, %m : tensor<2x3x8xf32>, tensor<2x3x1xf32> -> tensor<2x3x8xf32>
+    %y = tg.mul %d, %b : tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3x8xf32>
+    tg.yield %y, %m : tensor<2x3x8xf32>, tensor<2x3x1xf32>
+  } -> tensor<2x3x8xf32>, tensor<2x3x1xf32>
+  return %r#0, %r#1 : tensor<2x3x8xf32>, tensor<2x3x1xf32>
 }
 
 // -----
