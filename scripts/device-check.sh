@@ -142,9 +142,9 @@ if [[ "${1:-}" == "--prepare" ]]; then
     n=$((n + 1))
   done
   echo "device-check: wrote $n kernels to $KDIR; carry $BUILD to the GPU machine"
-  # The shared libraries tg-run needs beyond the C/C++ runtime (libtgrt.so,
-  # Open MPI's, which the GPU machine's image does not have), for
-  # LD_LIBRARY_PATH there. libstdc++ stays the GPU machine's own (newer, and
+  # The shared libraries tg-run needs beyond the C/C++ runtime (libtgrt.so;
+  # not Open MPI's, which the GPU machine's image does not have: tg-run
+  # opens it only for a data-parallel job), for LD_LIBRARY_PATH there. libstdc++ stays the GPU machine's own (newer, and
   # the one its PyTorch needs).
   mkdir -p "$BUILD/device-lib"
   for lib in $(ldd "$BUILD/bin/tg-run" | awk '/=> \//{print $3}'); do

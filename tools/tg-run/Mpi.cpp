@@ -1,6 +1,8 @@
-//===- Mpi.cpp - tg-run's MPI communicator ----------------------*- C++ -*-===//
+//===- Mpi.cpp - tg-run's MPI communicator, a plugin ------------*- C++ -*-===//
 //
-// See Mpi.h. Gradient buckets are summed with MPI_Iallreduce (ZeRO's with
+// Built as libtg-run-mpi.so, the one part of tg-run that links libmpi;
+// tg-run opens it with dlopen only for a data-parallel job (MpiLoad.cpp), so
+// tg-run itself starts on a machine without Open MPI. Gradient buckets are summed with MPI_Iallreduce (ZeRO's with
 // MPI_Ireduce_scatter_block and MPI_Iallgather), polled with
 // MPI_Test and a short sleep, so that a rank that died (its peers would
 // block in MPI_Allreduce forever if the launcher did not notice) turns into
@@ -132,19 +134,10 @@ private:
   int rank_ = 0, size_ = 1;
 };
 
-} // namespace
-
-bool tgrun::launchedByMpi() {
-  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
-    if (std::getenv(var))
-      return true;
-  return false;
-}
-
-void tgrun::setCommTimeout(double seconds) { gTimeout = seconds; }
+void setCommTimeout(double seconds) { gTimeout = seconds; }
 
 std::unique_ptr<tgrt::Communicator>
-tgrun::startMpi(const volatile std::sig_atomic_t *stop, std::string &err) {
+startMpi(const volatile std::sig_atomic_t *stop, std::string &err) {
   if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS) {
     err = "MPI_Init failed";
     return nullptr;
@@ -155,11 +148,19 @@ tgrun::startMpi(const volatile std::sig_atomic_t *stop, std::string &err) {
   return std::make_unique<MpiCommunicator>(stop);
 }
 
-bool tgrun::sameOnAllRanks(uint64_t value) {
+bool sameOnAllRanks(uint64_t value) {
   uint64_t range[2] = {value, ~value}, out[2];
   // One reduction gives both the minimum and (as ~min(~v)) the maximum.
   MPI_Allreduce(range, out, 2, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
   return out[0] == ~out[1];
 }
 
-void tgrun::finishMpi() { MPI_Finalize(); }
+void finishMpi() { MPI_Finalize(); }
+
+} // namespace
+
+extern "C" const tgrun::MpiPlugin *tgrun_mpi_plugin() {
+  static const tgrun::MpiPlugin plugin = {startMpi, setCommTimeout,
+                                          sameOnAllRanks, finishMpi};
+  return &plugin;
+}

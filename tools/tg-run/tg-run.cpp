@@ -310,6 +310,11 @@ std::unique_ptr<Executor> loadModel(const Options &o,
                "auto: a GPU on some, the CPU on others; rank 0: " + what +
         "); give every rank --device cpu or --device cuda");
   if (!ex->setCommunicator(gComm.get(), err)) {
+    // A multi-rank artifact run alone on a machine without MPI: say what
+    // is missing rather than "start it with mpirun", which is missing too.
+    if (!gComm && ex->manifest().ranks > 1)
+      if (std::string why = tgrun::mpiProblem(); !why.empty())
+        err = path + ": " + why;
     // Auto that chose the GPU does not fall back to the CPU when NCCL is
     // missing: the job would silently run another, far slower path.
     if (gComm && gpu && o.device == DeviceKind::Auto)
@@ -532,6 +537,10 @@ int main(int argc, char **argv) {
     // MPI first, so that every later error is reported once per job.
     if (tgrun::launchedByMpi()) {
       gComm = tgrun::startMpi(&gStop, err);
+      // Every rank fails alike before there is a communicator to agree on
+      // who reports: the launcher's rank 0 does (one line per job).
+      if (!gComm && tgrun::launcherRank() != 0)
+        std::exit(1);
       if (!gComm)
         die(err);
     }

@@ -2,7 +2,7 @@
 """Compares a data-parallel run with a single-process one.
 
     compare_dp.py ONE.txt MANY.txt ONE.safetensors MANY.safetensors [--rel R]
-                  [--losses-rel L]
+                  [--losses-rel L] [--zero-grad NAME[A:B] --zero-grad-bound X]
 
 The `step I loss L` lines (or, from a --metrics CSV, its `step` rows) must
 match in number and each loss within the relative tolerance L (default:
@@ -11,6 +11,13 @@ same name, dtype and shape, and an F32 tensor differ from the
 single-process one by at most R times that tensor's largest magnitude (an
 elementwise relative bound would fail on entries that cancel to ~0); any
 other (a checkpoint's I64 `step`) must be equal.
+
+--zero-grad names elements [A, B) of a tensor whose gradient is zero in
+exact arithmetic and whose initial value is zero: computed, their gradient
+is rounding noise, which Adam(W) normalises into steps of up to the
+learning rate of either sign, so the two runs cannot agree on them. They
+are left out of the comparison above and checked instead to stay within X
+of zero (the sum of the learning rates of the steps) in both runs.
 Prints one line per check; exits 1 on the first failure.
 """
 import argparse
@@ -55,7 +62,15 @@ def main():
     ap.add_argument("many_params")
     ap.add_argument("--rel", type=float, default=1e-6)
     ap.add_argument("--losses-rel", type=float, default=None)
+    ap.add_argument("--zero-grad", action="append", default=[])
+    ap.add_argument("--zero-grad-bound", type=float, default=0.0)
     a = ap.parse_args()
+    noise = {}  # tensor name -> the element range left out
+    for spec in a.zero_grad:
+        m = re.fullmatch(r"(.+)\[(\d+):(\d+)\]", spec)
+        if not m:
+            sys.exit(f"compare_dp.py: --zero-grad {spec!r} is not NAME[A:B]")
+        noise[m.group(1)] = (int(m.group(2)), int(m.group(3)))
     loss_rel = a.rel if a.losses_rel is None else a.losses_rel
     la, lb = losses(a.one), losses(a.many)
     if len(la) != len(lb):
@@ -67,6 +82,9 @@ def main():
     ta, tb = tensors(a.one_params), tensors(a.many_params)
     if sorted(ta) != sorted(tb):
         sys.exit(f"FAIL: tensors {sorted(ta)} against {sorted(tb)}")
+    for name in noise:
+        if name not in ta:
+            sys.exit(f"FAIL: --zero-grad names {name!r}, not a tensor")
     worst = 0.0
     for name in sorted(ta):
         (sa, va), (sb, vb) = ta[name], tb[name]
@@ -76,6 +94,15 @@ def main():
             if va != vb:
                 sys.exit(f"FAIL: {name}: not F32 and not equal")
             continue
+        if name in noise:
+            lo, hi = noise[name]
+            big = max(abs(v) for v in va[lo:hi] + vb[lo:hi])
+            if big > a.zero_grad_bound:
+                sys.exit(f"FAIL: {name}[{lo}:{hi}] (zero gradient) reaches "
+                         f"{big:.3g}, beyond {a.zero_grad_bound}")
+            print(f"{name}[{lo}:{hi}]: zero gradient, within "
+                  f"{a.zero_grad_bound} of zero in both (largest {big:.3g})")
+            va, vb = va[:lo] + va[hi:], vb[:lo] + vb[hi:]
         scale = max(abs(v) for v in va) or 1.0
         diff = max(abs(x - y) for x, y in zip(va, vb)) / scale
         worst = max(worst, diff)
