@@ -10,8 +10,9 @@
 // kBlock queries meet streamed blocks of kBlock keys and values. Every block
 // is a static-shaped tile (rank-reduced slices of the operands), so the
 // block temporaries are static allocations that tg-plan-scratch places in
-// the arena, and the tile products are rank-2 f32 contractions that
-// tg-convert-matmul-to-blas turns into cblas_sgemm calls. A sequence that
+// the arena, and the tile products are rank-2 mul-add contractions that
+// are lowered like every other matmul (loops LLVM vectorises; cblas_sgemm
+// calls with the pipeline's `blas` option). A sequence that
 // is not a multiple of kBlock has its ragged last block emitted a second
 // time with the tail's static size (forBlocks), instead of dynamic shapes
 // that tg-plan-scratch could not place.
@@ -172,26 +173,34 @@ struct Tiles {
   }
 
   /// `acc + op(x) op(y)` with op a transpose where asked: a mul-add
-  /// linalg.generic over (m, n, k), which tg-convert-matmul-to-blas
-  /// recognises when every operand is f32.
+  /// linalg.generic, the form of the backend's matmuls (tg-convert-matmul-
+  /// to-blas takes it when every operand is f32). As in their lowering
+  /// (ReductionsToLinalg.cpp), the innermost loop runs over n when y is
+  /// stored [k, n] (an axpy) and over k when it is stored [n, k] (a dot
+  /// product), and reassoc + contract let LLVM vectorise either.
   Value contract(Value x, Value y, Value acc, bool tx, bool ty) {
-    AffineExpr m = getAffineDimExpr(0, ctx()), n = getAffineDimExpr(1, ctx()),
-               k = getAffineDimExpr(2, ctx());
+    AffineExpr m = getAffineDimExpr(0, ctx()),
+               n = getAffineDimExpr(ty ? 1 : 2, ctx()),
+               k = getAffineDimExpr(ty ? 2 : 1, ctx());
     auto map = [&](AffineExpr r, AffineExpr c) {
       return AffineMap::get(3, 0, {r, c}, ctx());
     };
     SmallVector<AffineMap> maps{tx ? map(k, m) : map(m, k),
                                 ty ? map(n, k) : map(k, n), map(m, n)};
+    SmallVector<utils::IteratorType> its = iterators(3);
+    its[ty ? 2 : 1] = utils::IteratorType::reduction;
+    auto fm = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
     return linalg::GenericOp::create(
                b, loc, TypeRange{acc.getType()}, ValueRange{x, y},
-               ValueRange{acc}, maps, iterators(2, 1),
+               ValueRange{acc}, maps, its,
                [&](OpBuilder &nb, Location nloc, ValueRange args) {
                  Value p = arith::MulFOp::create(
                      nb, nloc, convertScalar(nb, nloc, args[0], ct),
-                     convertScalar(nb, nloc, args[1], ct));
+                     convertScalar(nb, nloc, args[1], ct), fm);
                  linalg::YieldOp::create(
                      nb, nloc,
-                     arith::AddFOp::create(nb, nloc, args[2], p).getResult());
+                     arith::AddFOp::create(nb, nloc, args[2], p, fm)
+                         .getResult());
                })
         .getResult(0);
   }
