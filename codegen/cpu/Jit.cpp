@@ -7,17 +7,21 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Jit.h"
+#include "dialects/TGOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ExecutionEngine/Orc/Core.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <algorithm>
 #include <mutex>
 
 using namespace mlir;
@@ -36,6 +40,65 @@ FailureOr<HostType> mlir::tg::cpu::hostTypeOf(Type t) {
 
 JitModule::~JitModule() = default;
 
+namespace {
+/// The rank count of the collectives of the call running on this thread
+/// (JitModule::run sets it): the support functions below take no context.
+thread_local int64_t tRanks = 1;
+
+// The support functions of CommToCalls.cpp, for one process in which every
+// rank holds the same values (the reference evaluator's convention), so a
+// data-parallel step computes what each of its ranks would.
+
+/// A bucket summed over `tRanks` equal ranks, then scaled (1/ranks: a mean).
+void jitAllReduce(float *data, int64_t n, float scale) {
+  float factor = static_cast<float>(tRanks) * scale;
+  for (int64_t i = 0; i < n; ++i)
+    data[i] *= factor;
+}
+/// Rank 0's row summed over the ranks, then scaled.
+void jitReduceScatter(float *data, int64_t block, float scale) {
+  jitAllReduce(data, block, scale);
+}
+/// Every rank's row is rank 0's.
+void jitAllGather(float *data, int64_t block) {
+  for (int64_t r = 1; r < tRanks; ++r)
+    std::copy(data, data + block, data + r * block);
+}
+int64_t jitRank() { return 0; }
+
+/// The one rank count of `module`'s collectives (1 without any), or failure
+/// with an error when they disagree.
+FailureOr<int64_t> collectiveRanks(ModuleOp module) {
+  int64_t ranks = 1;
+  Operation *first = nullptr;
+  WalkResult walk = module.walk([&](Operation *op) {
+    IntegerAttr attr;
+    if (auto c = dyn_cast<tg::AllReduceOp>(op))
+      attr = c.getRanksAttr();
+    else if (auto c = dyn_cast<tg::ReduceScatterOp>(op))
+      attr = c.getRanksAttr();
+    else if (auto c = dyn_cast<tg::AllGatherOp>(op))
+      attr = c.getRanksAttr();
+    else if (auto c = dyn_cast<tg::ShardOp>(op))
+      attr = c.getRanksAttr();
+    if (!attr)
+      return WalkResult::advance();
+    if (first && attr.getInt() != ranks) {
+      op->emitError() << "JIT: collectives over " << attr.getInt()
+                      << " ranks and over " << ranks << " ("
+                      << first->getName() << ") in one module";
+      return WalkResult::interrupt();
+    }
+    first = op;
+    ranks = attr.getInt();
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  return ranks;
+}
+} // namespace
+
 FailureOr<std::unique_ptr<JitModule>>
 JitModule::compile(ModuleOp module, const CpuPipelineOptions &options,
                    unsigned optLevel) {
@@ -50,6 +113,10 @@ JitModule::compile(ModuleOp module, const CpuPipelineOptions &options,
   ctx->appendDialectRegistry(registry);
 
   std::unique_ptr<JitModule> jit(new JitModule());
+  FailureOr<int64_t> ranks = collectiveRanks(module);
+  if (failed(ranks))
+    return failure();
+  jit->ranks = *ranks;
   auto describe = [&](Type t, Location loc) -> FailureOr<HostTensor> {
     auto tensor = dyn_cast<RankedTensorType>(t);
     FailureOr<HostType> ht = tensor ? hostTypeOf(tensor.getElementType())
@@ -120,6 +187,18 @@ JitModule::compile(ModuleOp module, const CpuPipelineOptions &options,
     return emitError(module.getLoc()) << "JIT: " << message;
   }
   jit->engine = std::move(*engine);
+  jit->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    auto add = [&](const char *name, auto *fn) {
+      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                                 llvm::JITSymbolFlags::Exported};
+    };
+    add("tgx_all_reduce_f32", &jitAllReduce);
+    add("tgx_reduce_scatter_f32", &jitReduceScatter);
+    add("tgx_all_gather_f32", &jitAllGather);
+    add("tgx_rank", &jitRank);
+    return symbols;
+  });
   return jit;
 }
 
@@ -191,6 +270,7 @@ JitModule::run(StringRef function, ArrayRef<HostTensor> args,
     pointers.push_back(d.data());
   for (void *&p : pointers)
     slots.push_back(&p);
+  tRanks = ranks;
   if (llvm::Error err =
           engine->invokePacked(("_mlir_ciface_" + function).str(), slots))
     return fail(llvm::toString(std::move(err)));

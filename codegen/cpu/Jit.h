@@ -5,6 +5,10 @@
 // (CPU against the reference evaluator) and the C++ JIT API use. A function
 // is called through its C interface, with every argument and every result
 // (an out-parameter after the pipeline) passed as a memref descriptor.
+// Collectives (tg.all_reduce, tg.reduce_scatter, tg.all_gather, tg.shard)
+// call the support functions an artifact's tgx_support.c provides; the JIT
+// provides them for one process in which every rank holds the same values,
+// the reference evaluator's convention (docs/data-parallel.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,6 +68,9 @@ private:
   };
   JitModule() = default;
   std::unique_ptr<ExecutionEngine> engine;
+  /// The rank count of the module's collectives (1: none). The JIT runs
+  /// one process holding every rank's values, as the reference evaluator.
+  int64_t ranks = 1;
   llvm::StringMap<Signature> signatures;
 };
 

@@ -2,7 +2,8 @@
 //
 // Calls that do not match the function, unknown functions and modules the
 // JIT cannot describe give a message, never a crash; HostTensor converts
-// half-precision values both ways.
+// half-precision values both ways; collectives run as the reference
+// evaluator runs them (one process, every rank holding the same values).
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,4 +73,44 @@ TEST_CASE("integer division by zero gives 0, not a trap", "[cpu][jit]") {
   CHECK((*out)[0].get(0) == 0);
   CHECK((*out)[0].get(1) == 0);
   CHECK((*out)[0].get(2) == -3);
+}
+
+TEST_CASE("JIT runs collectives as the reference evaluator", "[cpu][jit]") {
+  // A bucket of two tensors summed and one averaged over 2 ranks: every
+  // rank holds the same values, so the sum doubles and the mean keeps them.
+  SECTION("all_reduce") {
+    Harness h;
+    h.check(R"(
+func.func @f(%a: tensor<3xf32>, %b: tensor<2x2xf32>) -> (tensor<3xf32>, tensor<2x2xf32>, tensor<3xf32>) {
+  %s:2 = tg.all_reduce %a, %b {op = "sum", ranks = 2 : i64} : tensor<3xf32>, tensor<2x2xf32>
+  %m = tg.all_reduce %a {op = "mean", ranks = 2 : i64} : tensor<3xf32>
+  return %s#0, %s#1, %m : tensor<3xf32>, tensor<2x2xf32>, tensor<3xf32>
+})");
+  }
+  // ZeRO-1 on 3 ranks with ragged shards (5 = 3 * 2 - 1): rank 0's shard
+  // of the summed gradient, its shard of the parameter, and the gather.
+  SECTION("reduce_scatter, shard, all_gather") {
+    Harness h;
+    h.check(R"(
+func.func @f(%g: tensor<5xf32>, %w: tensor<5xf32>) -> (tensor<2xf32>, tensor<5xf32>) {
+  %s = tg.reduce_scatter %g {op = "sum", ranks = 3 : i64} : tensor<5xf32> -> tensor<2xf32>
+  %p = tg.shard %w {ranks = 3 : i64} : tensor<5xf32> -> tensor<2xf32>
+  %u = tg.add %p, %s : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
+  %a = tg.all_gather %u {ranks = 3 : i64} : tensor<2xf32> -> tensor<5xf32>
+  return %s, %a : tensor<2xf32>, tensor<5xf32>
+})");
+  }
+  SECTION("rank counts that disagree are an error") {
+    Harness h;
+    h.parse(R"(
+func.func @f(%a: tensor<3xf32>) -> tensor<3xf32> {
+  %s = tg.all_reduce %a {op = "sum", ranks = 2 : i64} : tensor<3xf32>
+  %r = tg.all_reduce %s {op = "sum", ranks = 4 : i64} : tensor<3xf32>
+  return %r : tensor<3xf32>
+})");
+    CHECK(mlir::failed(mlir::tg::cpu::JitModule::compile(*h.module)));
+    CHECK(h.diagnostics.find("JIT: collectives over 4 ranks and over 2 "
+                             "(tg.all_reduce) in one module") !=
+          std::string::npos);
+  }
 }
