@@ -438,7 +438,8 @@ struct BlockPlan {
 void aliasUpdatesToArguments(func::FuncOp fn, Block &block,
                              std::vector<Buffer> &buffers,
                              const DenseMap<Value, size_t> &bufferOf,
-                             const DenseMap<Operation *, int64_t> &step) {
+                             const DenseMap<Operation *, int64_t> &step,
+                             const DenseSet<size_t> &viewed) {
   auto ret = block.getTerminator();
   DenseMap<StringRef, unsigned> argByName;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i)
@@ -462,7 +463,10 @@ void aliasUpdatesToArguments(func::FuncOp fn, Block &block,
     BlockArgument arg = block.getArgument(argIndex);
     size_t id = bufferOf.lookup(v);
     Buffer &buf = buffers[id];
-    if (claims[id] != 1 || buf.bytes != tensorBytes(arg.getType()) || buf.nested)
+    // A buffer with views holds values of other shapes than the
+    // argument's, which the backends place in it by type.
+    if (claims[id] != 1 || buf.bytes != tensorBytes(arg.getType()) ||
+        buf.nested || viewed.contains(id))
       continue;
     // Every read of the argument must come before the buffer's first write,
     // or be that write itself by an elementwise op.
@@ -642,16 +646,41 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     }
     // A reshape read only by one op (a weight gradient's folded rows) is
     // that op's view of the value: name the op.
-    while (last && isa<ReshapeOp>(last) && last->getResult(0).hasOneUse())
-      last = topLevel(*last->getResult(0).getUsers().begin(), block);
+    while (last && isa<ReshapeOp>(last) && last->getResult(0).hasOneUse()) {
+      v = last->getResult(0);
+      last = topLevel(*v.getUsers().begin(), block);
+    }
     if (!last || last == block.getTerminator())
       return "";
-    std::string loc = locString(last->getLoc());
-    return last->getName().getStringRef().str() +
-           (loc.empty() ? "" : " (" + loc + ")");
+    auto describe = [](Operation *op) {
+      std::string loc = locString(op->getLoc());
+      return op->getName().getStringRef().str() +
+             (loc.empty() ? "" : " (" + loc + ")");
+    };
+    auto fused = dyn_cast<FusedOp>(last);
+    if (!fused)
+      return describe(last);
+    // A fusion group is one kernel, but what needs the value is the op of
+    // its body that reads it last (through reshapes, as above).
+    Operation *inner = nullptr;
+    for (auto [in, arg] :
+         llvm::zip(fused.getInputs(), fused.getBodyBlock().getArguments())) {
+      if (in != v)
+        continue;
+      for (Operation *user : arg.getUsers()) {
+        while (isa<ReshapeOp>(user) && user->getResult(0).hasOneUse())
+          user = *user->getResult(0).getUsers().begin();
+        if (!inner || inner->isBeforeInBlock(user))
+          inner = user;
+      }
+    }
+    if (!inner || isa<YieldOp>(inner))
+      return describe(last);
+    return describe(inner) + " in " + describe(last);
   };
   DenseMap<Value, size_t> bufferOf;
   DenseMap<size_t, Value> endsWith; // buffer -> the value read last from it
+  DenseSet<size_t> viewed; // buffers that a reshape reads as a view
   // Nested regions, planned separately and placed after offsets are known.
   std::vector<std::pair<size_t, BlockPlan>> nestedPlans;
   Builder b(block.getParentOp()->getContext());
@@ -675,28 +704,53 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     for (Value r : op->getResults()) {
       if (!isa<RankedTensorType>(r.getType()))
         continue;
+      // `r` lives in buffer `id` too: the buffer lives until `r`'s last
+      // read and holds the more important of the two kinds.
+      auto share = [&](size_t id) {
+        Buffer &shared = plan.buffers[id];
+        if (lastUse(r) >= shared.end)
+          endsWith[id] = r;
+        shared.end = std::max(shared.end, lastUse(r));
+        BufferKind k = kindOf(r, marks);
+        if (k == BufferKind::Gradient ||
+            (k == BufferKind::Activation &&
+             shared.kind == BufferKind::Workspace))
+          shared.kind = k;
+        bufferOf[r] = id;
+      };
+      // A reshape of a planned value is a view of it: buffers are dense
+      // and row-major, so the reshaped value has the same bytes in the same
+      // order. It gets its operand's place (the same tg.offset or
+      // tg.alias_arg, which is how the backends recognise a view), and the
+      // operand's buffer lives on while the view is read, which costs
+      // nothing the copy's own buffer would not have. A reshape of an
+      // argument keeps its copy: an argument updated in place must not
+      // change under a view read after the update.
+      if (isa<ReshapeOp>(op) && bufferOf.count(op->getOperand(0))) {
+        size_t id = bufferOf[op->getOperand(0)];
+        viewed.insert(id);
+        share(id);
+        continue;
+      }
       // Reuse a dying elementwise operand's buffer.
       if (opts.inPlace) {
         Value victim;
+        // Another operand in the same buffer (a view of `v`, or what `v`
+        // is a view of) may be read at other indices than the ones written.
+        auto readsOnlyThrough = [&](Value v) {
+          return llvm::none_of(op->getOperands(), [&](Value o) {
+            return o != v && bufferOf.count(o) && bufferOf[o] == bufferOf[v];
+          });
+        };
         for (Value v : op->getOperands())
           if (bufferOf.count(v) && canReuse(op, v, r) &&
-              plan.buffers[bufferOf[v]].end == step[op]) {
+              plan.buffers[bufferOf[v]].end == step[op] &&
+              readsOnlyThrough(v)) {
             victim = v;
             break;
           }
         if (victim) {
-          // The shared buffer holds the more important of the two kinds.
-          size_t id = bufferOf[victim];
-          Buffer &shared = plan.buffers[id];
-          if (lastUse(r) >= shared.end)
-            endsWith[id] = r;
-          shared.end = std::max(shared.end, lastUse(r));
-          BufferKind k = kindOf(r, marks);
-          if (k == BufferKind::Gradient ||
-              (k == BufferKind::Activation &&
-               shared.kind == BufferKind::Workspace))
-            shared.kind = k;
-          bufferOf[r] = id;
+          share(bufferOf[victim]);
           continue;
         }
       }
@@ -719,7 +773,8 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     if (plan.buffers[id].kind == BufferKind::Activation)
       plan.buffers[id].neededBy = lastReader(v);
   if (aliasTo)
-    aliasUpdatesToArguments(aliasTo, block, plan.buffers, bufferOf, step);
+    aliasUpdatesToArguments(aliasTo, block, plan.buffers, bufferOf, step,
+                            viewed);
   for (const Buffer &buf : plan.buffers)
     if (!buf.persistent)
       plan.naive += buf.bytes;

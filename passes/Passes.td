@@ -307,14 +307,20 @@ def RematerializePass : Pass<"tg-rematerialize", "::mlir::ModuleOp"> {
     value, half the bytes, and casts it again, one FLOP per element for
     bit-identical values. With `max-depth=0` that is all the pass does.
 
-    With `elementwise`, a replay is a chain of elementwise ops only (no
-    matmul, reduction or copy), and it is taken only when every kept value
-    it reads has a backward reader after the replay's place, so the replay
-    extends no lifetime: what it frees is a pure saving. The training
-    pipeline runs it after decomposition on a fused step (a GELU's output
-    from its kept input, a layer norm's `xh s + b` from its kept normalised
-    input), where the chain becomes one kernel and its intermediates get no
-    buffer; the record then adds to the one of an earlier run.
+    With `elementwise`, a replay is a chain of elementwise ops, reshapes
+    and transposes only (no matmul, reduction, slice or concatenation), a
+    transpose only where it writes the replayed value itself (or what
+    reshapes, which tg-plan-memory makes views, turn into it), and it is
+    taken only when every kept value it reads has a backward reader after
+    the replay's place, so the replay extends no lifetime: what it frees is
+    a pure saving. The training pipeline runs it after decomposition on a
+    fused step (a GELU's output from its kept input, a layer norm's
+    `xh s + b` from its kept normalised input, the attention output's
+    `[B, T, D]` transpose from the `[B, H, T, hd]` output its backward
+    keeps), where the elementwise chain becomes one kernel and its
+    intermediates get no buffer, and a transpose's buffer lives only from
+    the replay to its reader instead of across the step; the record then
+    adds to the one of an earlier run.
 
     Recomputed dropout reads the same seed operand and has the same
     `stream`, so it draws the same mask and results are unchanged. Each

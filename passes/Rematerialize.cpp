@@ -38,8 +38,8 @@ bool isElementwiseReplay(Operation *op) {
 
 /// FLOPs of replaying `op`; -1 for ops that are not replayed: anything
 /// outside the dialect, with regions, several results or side effects,
-/// contractions unless `contractions`, and anything but elementwise ops
-/// when `elementwiseOnly`.
+/// contractions unless `contractions`, and anything but elementwise ops,
+/// transposes and reshapes when `elementwiseOnly`.
 int64_t replayFlops(Operation *op, bool contractions, bool elementwiseOnly) {
   if (op->getNumRegions() || op->getNumResults() != 1 ||
       !isa<TGDialect>(op->getDialect()) || !isMemoryEffectFree(op) ||
@@ -47,7 +47,8 @@ int64_t replayFlops(Operation *op, bool contractions, bool elementwiseOnly) {
     return -1;
   if (!contractions && isa<MatmulOp, Conv2dOp>(op))
     return -1;
-  if (elementwiseOnly && !isElementwiseReplay(op))
+  if (elementwiseOnly && !isElementwiseReplay(op) &&
+      !isa<TransposeOp, ReshapeOp>(op))
     return -1;
   return opFlops(op);
 }
@@ -61,6 +62,30 @@ struct Replay {
   /// Kept values the chain reads (not constants or arguments).
   SmallVector<Value> leaves;
 };
+
+/// True if each transpose of `replay` writes the replayed value `act`
+/// itself, or a value that only reshapes (views, tg-plan-memory) turn into
+/// it. A transpose is a copy into a buffer of its own: as the result, that
+/// buffer replaces the activation's; inside the chain, it would live
+/// beside the result, and a free replay must cost no memory.
+bool movesOnlyIntoResult(const Replay &replay, Value act) {
+  DenseSet<Operation *> inChain(replay.chain.begin(), replay.chain.end());
+  for (Operation *op : replay.chain) {
+    if (!isa<TransposeOp>(op))
+      continue;
+    Value v = op->getResult(0);
+    while (v != act) {
+      SmallVector<Operation *> readers;
+      for (Operation *user : v.getUsers())
+        if (inChain.contains(user))
+          readers.push_back(user);
+      if (readers.size() != 1 || !isa<ReshapeOp>(readers.front()))
+        return false;
+      v = readers.front()->getResult(0);
+    }
+  }
+  return true;
+}
 
 struct RematerializePass final
     : tg::impl::RematerializePassBase<RematerializePass> {
@@ -247,6 +272,8 @@ struct RematerializePass final
               return first->isBeforeInBlock(u);
             });
           }))
+        continue;
+      if (elementwiseOnly && !movesOnlyIntoResult(*replay, act))
         continue;
       if (!queue.empty() && cost > queue.top().first) {
         queue.emplace(cost, index);

@@ -13,9 +13,13 @@
 // with every other use of %x replaced by %r. The view is placed before the
 // producer, so that empty-tensor elimination can make the producer write
 // into the arena directly (no copy); where it cannot (a reshape, a slice),
-// bufferization copies into the planned place. A value that the plan keeps
-// in an argument's storage (tg.alias_arg, an updated parameter) is
-// materialised in that argument, which becomes writable. The loop of
+// bufferization copies into the planned place. A reshape that the plan
+// placed where its operand is (a view: the same tg.offset or tg.alias_arg)
+// is not bound: its lowering, a collapse/expand of the operand's
+// materialised value, bufferizes to a memref view of the same bytes. A
+// value that the plan keeps in an argument's storage (tg.alias_arg, an
+// updated parameter) is materialised in that argument, which becomes
+// writable. The loop of
 // gradient accumulation keeps each carried value in its result's planned
 // place: the initial value is copied there, and each iteration's next value
 // is materialised over the current one.
@@ -26,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
+#include "dialects/TGOps.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -133,6 +138,43 @@ public:
     materialize(result, fn.getArgument(argIndex));
     return success();
   }
+  /// Where the plan keeps result `i` of `op`: {argument, -1} for a
+  /// tg.alias_arg(s), {-1, offset} for a tg.offset(s), {-1, -1} for none.
+  /// One result (tg.offset / tg.alias_arg) or several, a fusion group's
+  /// (tg.offsets / tg.alias_args, -1 where a result has none).
+  std::pair<int64_t, int64_t> placeOf(Operation *op, unsigned i) {
+    tg::TGDialect &tgd = tg::dialect(fn.getContext());
+    int64_t alias = -1, offset = -1;
+    if (op->getNumResults() == 1) {
+      if (auto a = tgd.getAliasArgAttrHelper().getAttr(op))
+        alias = a.getInt();
+      if (auto o = tgd.getOffsetAttrHelper().getAttr(op))
+        offset = o.getInt();
+    } else {
+      auto aliases = tgd.getAliasArgsAttrHelper().getAttr(op);
+      auto offsets = tgd.getOffsetsAttrHelper().getAttr(op);
+      if (aliases && static_cast<int64_t>(i) < aliases.size())
+        alias = aliases[i];
+      if (offsets && static_cast<int64_t>(i) < offsets.size())
+        offset = offsets[i];
+    }
+    return alias >= 0 ? std::make_pair(alias, int64_t(-1))
+                      : std::make_pair(int64_t(-1), offset);
+  }
+
+  /// True for a reshape planned in its operand's place: a view.
+  bool isView(Operation *op) {
+    auto reshape = dyn_cast<tg::ReshapeOp>(op);
+    if (!reshape)
+      return false;
+    auto operand = dyn_cast<OpResult>(reshape.getInput());
+    if (!operand)
+      return false;
+    auto mine = placeOf(op, 0);
+    return mine != std::make_pair(int64_t(-1), int64_t(-1)) &&
+           mine == placeOf(operand.getOwner(), operand.getResultNumber());
+  }
+
   LogicalResult run() {
     tg::TGDialect &tgd = tg::dialect(fn.getContext());
     auto offsetAttr = tgd.getOffsetAttrHelper();
@@ -141,8 +183,9 @@ public:
     auto aliasesAttr = tgd.getAliasArgsAttrHelper();
     SmallVector<Operation *> planned;
     fn.walk([&](Operation *op) {
-      if (offsetAttr.isAttrPresent(op) || offsetsAttr.isAttrPresent(op) ||
-          aliasAttr.isAttrPresent(op) || aliasesAttr.isAttrPresent(op))
+      if ((offsetAttr.isAttrPresent(op) || offsetsAttr.isAttrPresent(op) ||
+           aliasAttr.isAttrPresent(op) || aliasesAttr.isAttrPresent(op)) &&
+          !isView(op))
         planned.push_back(op);
     });
     for (Operation *op : planned) {
@@ -156,25 +199,10 @@ public:
           return failure();
         continue;
       }
-      // One result (tg.offset / tg.alias_arg) or several, a fusion group's
-      // (tg.offsets / tg.alias_args, -1 where a result has none).
-      auto offsets = offsetsAttr.getAttr(op);
-      auto aliases = aliasesAttr.getAttr(op);
       for (auto [i, result] : llvm::enumerate(op->getResults())) {
         if (!isa<RankedTensorType>(result.getType()))
           continue;
-        int64_t alias = -1, offset = -1;
-        if (op->getNumResults() == 1) {
-          if (auto a = aliasAttr.getAttr(op))
-            alias = a.getInt();
-          if (auto o = offsetAttr.getAttr(op))
-            offset = o.getInt();
-        } else {
-          if (aliases && static_cast<int64_t>(i) < aliases.size())
-            alias = aliases[i];
-          if (offsets && static_cast<int64_t>(i) < offsets.size())
-            offset = offsets[i];
-        }
+        auto [alias, offset] = placeOf(op, i);
         if (alias >= 0) {
           if (failed(bindAlias(op, result, alias)))
             return failure();
