@@ -93,6 +93,10 @@ struct CpuPipelineOptions {
   /// fusion allows (one per elementwise group). Off: each op of a group is
   /// its own loop nest, as in unfused IR (to compare).
   bool fuseGroups = true;
+  /// f32 contractions become cache- and register-blocked vector kernels
+  /// (tg-vectorize-contractions). Off: LLVM vectorises the scalar loops'
+  /// innermost loop only (to compare speed and numerics).
+  bool vectorGemm = true;
 };
 
 /// tg on tensors → LLVM dialect: decompose, convert to linalg, canonicalize,

@@ -216,6 +216,53 @@ def ConvertMatmulToBlasPass
   ];
 }
 
+def VectorizeContractionsPass
+    : Pass<"tg-vectorize-contractions", "::mlir::ModuleOp"> {
+  let summary = "Register-blocked vector GEMM kernels for f32 contractions on buffers";
+  let description = [{
+    Runs after bufferization (and outlining), before linalg becomes loops.
+    Every `linalg.generic` on static f32 memrefs whose body is
+    `out + x * y` with `reassoc` (the matmul lowering, 2-D or batched, and
+    the im2col products of the convolutions) and that has one contraction
+    dimension becomes a cache-blocked loop nest around a register-blocked
+    micro-kernel of `vector.fma` on `vector<16xf32>`:
+
+    - rhs and result contiguous along n (nn, tn): an outer-product kernel,
+      6 x 32 results in registers over blocks of 256 steps of k, one rhs
+      row loaded and 6 lhs elements broadcast per step; every result is
+      summed in k order, as the scalar loops did;
+    - both operands contiguous along k (nt): a dot-product kernel, 4 x 4
+      results as 16-lane partial sums over the whole of k, reduced at the
+      end (a reassociated sum).
+
+    Tiles at the edges have fewer rows, fewer columns (masked loads and
+    stores) or a masked last step of k. Batch dimensions and further m or
+    n dimensions are outer loops. Both operands transposed, dynamic shapes
+    or other element types keep their scalar loops. The code allocates
+    nothing (no packing buffer).
+
+    ```mlir
+    linalg.generic {indexing_maps = [(m, k, n) -> (m, k), (m, k, n) -> (k, n),
+                                     (m, k, n) -> (m, n)], ...}
+        ins(%a, %b : memref<64x32xf32>, memref<32x48xf32>) outs(%c : ...)
+    // becomes
+    scf.for %m0 = %c0 to %c60 step %c6 {
+      scf.for %n0 = %c0 to %c32 step %c32 {
+        %acc = vector.load %c[%m0, %n0] : memref<64x48xf32>, vector<16xf32>
+        ...
+        scf.for %k = %c0 to %c32 step %c1 iter_args(...) {
+          %b0 = vector.load %b[%k, %n0] ...
+          %a0 = memref.load %a[%m0, %k] ...
+          %s = vector.broadcast %a0 : f32 to vector<16xf32>
+          %f = vector.fma %s, %b0, %acc ...
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
 def OutlineKernelsPass : Pass<"tg-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Move each linalg op on buffers into a kernel function, one per kind";
   let description = [{

@@ -28,6 +28,7 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -92,12 +93,16 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
     pm.addPass(createConvertMatmulToBlasPass());
   if (options.outline)
     pm.addPass(createOutlineKernelsPass());
+  // After outlining, so kernels are still told apart by their linalg form.
+  if (options.vectorGemm)
+    pm.addPass(createVectorizeContractionsPass());
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   // f32 -> bf16 by integer arithmetic (round to nearest even on the bits):
@@ -121,7 +126,7 @@ void mlir::tg::cpu::registerCpuDialects(DialectRegistry &registry) {
   registry.insert<arith::ArithDialect, bufferization::BufferizationDialect,
                   linalg::LinalgDialect, LLVM::LLVMDialect, math::MathDialect,
                   memref::MemRefDialect, scf::SCFDialect,
-                  tensor::TensorDialect>();
+                  tensor::TensorDialect, vector::VectorDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
       registry);
@@ -159,6 +164,10 @@ struct CpuPipelineCLOptions
                           llvm::cl::desc("Each tg.fused group as few loop "
                                          "nests as linalg fusion allows"),
                           llvm::cl::init(true)};
+  Option<bool> vectorGemm{*this, "vector-gemm",
+                          llvm::cl::desc("f32 contractions as register-"
+                                         "blocked vector kernels"),
+                          llvm::cl::init(true)};
 };
 } // namespace
 
@@ -175,6 +184,7 @@ void mlir::tg::cpu::registerCpuPasses() {
         options.arena = cl.arena;
         options.outline = cl.outline;
         options.fuseGroups = cl.fuseGroups;
+        options.vectorGemm = cl.vectorGemm;
         buildCpuPipeline(pm, options);
       });
 }
