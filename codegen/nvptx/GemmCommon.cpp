@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/GemmCommon.h"
+#include "codegen/nvptx/GemmSm80Smem.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
@@ -181,9 +182,11 @@ LLVM::LLVMFuncOp createKernel(ModuleOp module, const GemmProblem &p,
   fn->setAttr("nvvm.kernel", b.getUnitAttr());
   fn->setAttr("nvvm.maxntid",
               b.getDenseI32ArrayAttr({c.threads(p.target), 1, 1}));
-  // sm_90a: one CTA per SM is what lets ptxas size registers for setmaxnreg.
-  if (p.target == Target::SM90a)
-    fn->setAttr("nvvm.minctasm", i32Attr(1));
+  // sm_90a: one CTA per SM is what lets ptxas size registers for
+  // setmaxnreg; sm_80: as many as shared memory allows (sm80ResidentCtas).
+  fn->setAttr("nvvm.minctasm", i32Attr(p.target == Target::SM90a
+                                           ? 1
+                                           : sm80ResidentCtas(p, c)));
   fn->setAttr("tg.tile_config", b.getDictionaryAttr(cfg));
   fn->setAttr("tg.gemm", b.getDictionaryAttr(gemm));
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/GemmConfig.h"
+#include "codegen/nvptx/GemmSm80Smem.h"
 
 #include <algorithm>
 
@@ -97,9 +98,34 @@ std::optional<std::string> checkShape(const GemmProblem &p) {
   return std::nullopt;
 }
 
+bool operandKMajor(const GemmProblem &p, bool a) {
+  return a ? p.form != Form::TN : p.form == Form::NT;
+}
+
+/// The contiguous dimension of operand A (`a`) or B: its row pitch.
+static int64_t operandPitch(const GemmProblem &p, bool a) {
+  return operandKMajor(p, a) ? p.k : a ? p.m : p.n;
+}
+
 bool rowsAligned(const GemmProblem &p, bool a) {
-  bool kMajor = a ? p.form != Form::TN : p.form == Form::NT;
-  return (kMajor ? p.k : a ? p.m : p.n) % 8 == 0;
+  return operandPitch(p, a) % 8 == 0;
+}
+
+bool rowsOdd(const GemmProblem &p, bool a) {
+  return operandPitch(p, a) % 2 != 0;
+}
+
+int sm80OperandSmemBytes(const GemmProblem &p, const TileConfig &c, bool a) {
+  int mn = a ? c.bm : c.bn;
+  int rows = operandKMajor(p, a) ? mn : c.bk;
+  int cols = operandKMajor(p, a) ? c.bk : mn;
+  int tile = rows * cols * 2; // 16-bit elements
+  if (!rowsOdd(p, a))
+    return c.stages * tile;
+  // The tile ldmatrix reads, then the ring of windows: a row's window
+  // starts at the 16-byte boundary below the row's first element, so it
+  // is one 16-byte chunk wider than the row.
+  return tile + c.stages * rows * (cols / 8 + 1) * 16;
 }
 
 TileConfig simtTileConfig() {
@@ -142,6 +168,14 @@ std::optional<std::string> checkProblem(const GemmProblem &p) {
   return std::nullopt;
 }
 
+int sm80ResidentCtas(const GemmProblem &p, const TileConfig &c) {
+  const int smemPerSm = 164 * 1024, reservedPerCta = 1024, threadsPerSm = 2048;
+  int smem = sm80OperandSmemBytes(p, c, true) + sm80OperandSmemBytes(p, c, false);
+  int bySmem = smemPerSm / (smem + reservedPerCta);
+  int byThreads = threadsPerSm / c.threads(Target::SM80);
+  return std::max(1, std::min(bySmem, byThreads));
+}
+
 LaunchGeometry launchGeometry(const GemmProblem &p, const TileConfig &c,
                               int sms) {
   LaunchGeometry g;
@@ -151,7 +185,9 @@ LaunchGeometry launchGeometry(const GemmProblem &p, const TileConfig &c,
   if (p.target == Target::SM90a)
     tiles *= p.batch;
   g.block = c.threads(p.target);
-  g.smemBytes = c.smemBytes(p.target);
+  g.smemBytes = p.target == Target::SM80
+                    ? sm80OperandSmemBytes(p, c, true) + sm80OperandSmemBytes(p, c, false)
+                    : c.smemBytes(p.target);
   if (p.target == Target::SM90a)
     g.grid = static_cast<unsigned>(std::min<int64_t>(tiles, std::max(1, sms)));
   else {

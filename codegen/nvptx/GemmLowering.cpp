@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/GemmLowering.h"
+#include "codegen/nvptx/GemmSm80Smem.h"
 #include "codegen/nvptx/GemmCommon.h"
 #include "codegen/nvptx/SimtKernels.h"
 #include "codegen/nvptx/SimtScalar.h"
@@ -461,8 +462,10 @@ lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), argTys));
   fn->setAttr("nvvm.kernel", b.getUnitAttr());
   fn->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({c.threads(p.target), 1, 1}));
-  if (sm90) // one CTA per SM lets ptxas size registers for setmaxnreg
-    fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+  // sm_90a: one CTA per SM lets ptxas size registers for setmaxnreg;
+  // sm_80: as many as shared memory allows (sm80ResidentCtas).
+  fn->setAttr("nvvm.minctasm",
+              b.getI32IntegerAttr(sm90 ? 1 : sm80ResidentCtas(p, c)));
   Block *entry = fn.addEntryBlock(b);
 
   detail::KernelBuilder w(entry, loc);

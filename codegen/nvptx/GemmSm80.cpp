@@ -5,13 +5,15 @@
 // m16n8k16 mma.sync instructions with f32 accumulators. Operands stream
 // through a `stages`-deep ring in shared memory filled by 16-byte cp.async
 // copies (zero-filled past the matrix edge, so edges need no other care;
-// rows not 16-byte aligned take smaller copies, see emitLoadOperand);
+// rows 4 or 8-byte aligned take smaller copies, odd rows go through aligned
+// windows, see emitLoadOperand and emitRealign);
 // the ring keeps each operand in its global layout (K-major or MN-major) and
 // XOR-swizzles 16-byte chunks so that ldmatrix (or ldmatrix.trans for
 // MN-major operands) reads 8 rows without bank conflicts.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/GemmCommon.h"
+#include "codegen/nvptx/GemmSm80Smem.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
@@ -47,6 +49,23 @@ private:
     return w.add(w.muli(r, t.cpr * 16), w.muli(sc, 16));
   }
   void emitLoadOperand(bool isA, Value kt, Value slot);
+  void emitLoadWindows(bool isA, Value kt, Value slot);
+  void emitRealign(bool isA, Value kt, Value slot);
+  /// The operand tile of stage `slot` that ldmatrix reads: a ring slot, or
+  /// the one realigned tile of an operand with odd rows.
+  Value tileBase(bool isA, Value slot) {
+    const SmemTile &t = isA ? ta : tb;
+    int region = isA ? 0 : sm80OperandSmemBytes(p, c, true);
+    if (isA ? oddA : oddB)
+      return w.i32c(region);
+    return w.addi(w.muli(slot, t.bytes()), region);
+  }
+  /// Row `gr` of operand `isA` starts `s` elements past a 16-byte boundary
+  /// (0..7): the global address's bits, since colOrigin is a multiple of 8.
+  Value rowSkew(bool isA, Value gr, Value ld) {
+    Value base = LLVM::PtrToIntOp::create(b, loc, w.i32, isA ? a.a : a.b);
+    return w.andi(w.add(w.shri(base, 1), w.mul(gr, ld)), 7);
+  }
   void emitLoadStage(Value kt, Value slot) {
     emitLoadOperand(true, kt, slot);
     emitLoadOperand(false, kt, slot);
@@ -62,6 +81,9 @@ private:
   Location loc;
   KernelArgs a;
   bool aKMajor = true, bKMajor = false;
+  // Operands whose row pitch is odd: copied through 16-byte aligned
+  // windows into a staging ring, realigned into one tile per K step.
+  bool oddA = false, oddB = false;
   SmemTile ta{0, 0}, tb{0, 0};
   int threads = 0, wm = 0, wn = 0, mTiles = 0, nTiles = 0;
   Value tid, lane, warpM, warpN, m0, n0, smem;
@@ -71,6 +93,8 @@ private:
 };
 
 void Sm80Gen::emitLoadOperand(bool isA, Value kt, Value slot) {
+  if (isA ? oddA : oddB)
+    return emitLoadWindows(isA, kt, slot);
   bool kMajor = isA ? aKMajor : bKMajor;
   const SmemTile &t = isA ? ta : tb;
   // Tile rows/cols in global coordinates: a K-major operand is [MN][K].
@@ -82,19 +106,18 @@ void Sm80Gen::emitLoadOperand(bool isA, Value kt, Value slot) {
   Value colBound = kMajor ? a.k : mnBound;
   Value ld = kMajor ? a.k : mnBound;
   Value base = isA ? a.a : a.b;
-  int stageBase = isA ? 0 : c.stages * ta.bytes();
-  Value slotOff = w.addi(w.muli(slot, t.bytes()), stageBase);
+  Value slotOff = tileBase(isA, slot);
   int chunks = t.rows * t.cpr;
   Value ldw = w.zext64(ld);
   Type elt = mlirType(b.getContext(), p.in);
   // A 16-byte chunk is copied in the largest pieces the row pitch keeps
   // aligned: one 16-byte cp.async when rows are 16-byte aligned, else two
-  // of 8 or four of 4 bytes, and for an odd pitch (rows 2-byte aligned,
-  // under cp.async's minimum) eight synchronous 2-byte loads stored to the
-  // slot. A piece never straddles a row's end (the pitch is a multiple of
-  // it), so it is all in the matrix or all zero-filled.
+  // of 8 or four of 4 bytes (an odd pitch, under cp.async's 4-byte
+  // minimum, takes emitLoadWindows). A piece never straddles a row's end
+  // (the pitch is a multiple of it), so it is all in the matrix or all
+  // zero-filled.
   int64_t pitch = kMajor ? p.k : isA ? p.m : p.n;
-  int pieceElems = pitch % 8 == 0 ? 8 : pitch % 4 == 0 ? 4 : pitch % 2 == 0 ? 2 : 1;
+  int pieceElems = pitch % 8 == 0 ? 8 : pitch % 4 == 0 ? 4 : 2;
   int pieceBytes = 2 * pieceElems;
   for (int i = 0; i < chunks / threads; ++i) {
     Value idx = w.addi(tid, i * threads);
@@ -110,18 +133,105 @@ void Sm80Gen::emitLoadOperand(bool isA, Value kt, Value slot) {
       Value off = w.add(w.mul(w.zext64(gr), ldw), w.zext64(gc));
       Value src = w.select(pred, w.gep(base, off, elt), base);
       Value dst = w.gep(smem, w.addi(dOff, q * pieceBytes), b.getI8Type());
-      if (pieceElems == 1) {
-        Value v = LLVM::LoadOp::create(b, loc, elt, src, /*alignment=*/2);
-        v = w.select(pred, v, w.zero(elt));
-        LLVM::StoreOp::create(b, loc, v, dst, /*alignment=*/2);
-        continue;
-      }
       Value size = w.select(pred, w.i32c(pieceBytes), w.i32c(0));
       NVVM::CpAsyncOp::create(b, loc, dst, src, pieceBytes,
                               pieceBytes == 16 ? NVVM::LoadCacheModifierKind::CG
                                                : NVVM::LoadCacheModifierKind::CA,
                               size);
     }
+  }
+}
+
+void Sm80Gen::emitLoadWindows(bool isA, Value kt, Value slot) {
+  // A row of the tile is `t.cpr` chunks of 8 elements from (gr, colOrigin);
+  // with an odd pitch it starts s = rowSkew elements past a 16-byte
+  // boundary, so the 16-byte cp.async copies the window of cpr + 1 chunks
+  // from that boundary into the staging ring, and emitRealign shifts it
+  // into place. Each copy's src-size stops at the row's last element and
+  // is 0 for rows or K steps past the matrix, so the realigned tile holds
+  // zeros outside the matrix as the aligned path's does; the s elements
+  // before the row (the previous row's tail, or up to 14 bytes of the
+  // operand's 16-byte aligned buffer) are copied and never read.
+  bool kMajor = isA ? aKMajor : bKMajor;
+  const SmemTile &t = isA ? ta : tb;
+  Value mnOrigin = isA ? m0 : n0, mnBound = isA ? a.m : a.n;
+  Value kOrigin = w.muli(kt, c.bk);
+  Value rowOrigin = kMajor ? mnOrigin : kOrigin;
+  Value colOrigin = kMajor ? kOrigin : mnOrigin;
+  Value rowBound = kMajor ? mnBound : a.k;
+  Value colBound = kMajor ? a.k : mnBound;
+  Value ld = kMajor ? a.k : mnBound;
+  Value base = isA ? a.a : a.b;
+  Type elt = mlirType(b.getContext(), p.in);
+  int winBytes = t.rows * (t.cpr + 1) * 16;
+  Value ringOff = w.addi(w.muli(slot, winBytes), t.bytes());
+  ringOff = w.add(ringOff, tileBase(isA, slot));
+  // An empty copy reads nothing, but its source must still be 16-byte
+  // aligned: the boundary at or below the operand's first element.
+  Value baseSkew = rowSkew(isA, w.i32c(0), ld);
+  Value empty = w.gep(base, w.sub(w.i32c(0), baseSkew), elt);
+  int windows = t.rows * (t.cpr + 1);
+  for (int i = 0; i * threads < windows; ++i) {
+    Value idx = w.addi(tid, i * threads);
+    Value r = w.udiv(idx, w.i32c(t.cpr + 1));
+    Value ch = w.urem(idx, w.i32c(t.cpr + 1));
+    Value gr = w.add(rowOrigin, r);
+    Value s = rowSkew(isA, gr, ld);
+    // The chunk holds elements of the row when it starts before the row's
+    // end (column colOrigin + 8ch - s < colBound); then `bytes` of it do.
+    Value chunkCol = w.add(colOrigin, w.muli(ch, 8));
+    Value live = w.and_(w.ult(gr, rowBound), w.ult(chunkCol, w.add(colBound, s)));
+    Value bytes = w.muli(w.sub(w.add(colBound, s), chunkCol), 2);
+    bytes = w.select(w.ult(bytes, w.i32c(16)), bytes, w.i32c(16));
+    bytes = w.select(live, bytes, w.i32c(0));
+    Value off = w.sub(w.add(w.mul(w.zext64(gr), w.zext64(ld)), w.zext64(chunkCol)),
+                      w.zext64(s));
+    Value src = w.select(live, w.gep(base, off, elt), empty);
+    Value dst = w.gep(smem, w.add(ringOff, w.muli(idx, 16)), b.getI8Type());
+    auto copy = [&] {
+      NVVM::CpAsyncOp::create(b, loc, dst, src, 16,
+                              NVVM::LoadCacheModifierKind::CG, bytes);
+    };
+    if ((i + 1) * threads <= windows) {
+      copy();
+      continue;
+    }
+    // The last round has fewer windows than threads.
+    w.openIf(w.ult(idx, w.i32c(windows)));
+    Operation *guard = b.getInsertionBlock()->getParentOp();
+    copy();
+    w.after(guard);
+  }
+}
+
+void Sm80Gen::emitRealign(bool isA, Value kt, Value slot) {
+  // Chunk (r, ch) of the tile is the 16 bytes at 2s + 16ch of row r's
+  // window: eight 2-byte shared loads (the window is only 2-byte aligned
+  // there), one 16-byte store into the swizzled tile.
+  bool kMajor = isA ? aKMajor : bKMajor;
+  const SmemTile &t = isA ? ta : tb;
+  Value rowOrigin = kMajor ? (isA ? m0 : n0) : w.muli(kt, c.bk);
+  Value ld = kMajor ? a.k : isA ? a.m : a.n;
+  Type elt = mlirType(b.getContext(), p.in);
+  Type vec = VectorType::get({8}, elt);
+  int winBytes = t.rows * (t.cpr + 1) * 16;
+  Value tile = tileBase(isA, slot);
+  Value ring = w.add(w.addi(w.muli(slot, winBytes), t.bytes()), tile);
+  for (int i = 0; i < t.rows * t.cpr / threads; ++i) {
+    Value idx = w.addi(tid, i * threads);
+    Value r = w.shri(idx, log2i(t.cpr));
+    Value ch = w.andi(idx, t.cpr - 1);
+    Value s = rowSkew(isA, w.add(rowOrigin, r), ld);
+    Value from = w.add(w.add(ring, w.muli(r, (t.cpr + 1) * 16)),
+                       w.add(w.muli(s, 2), w.muli(ch, 16)));
+    Value v = LLVM::UndefOp::create(b, loc, vec);
+    for (int e = 0; e < 8; ++e) {
+      Value x = LLVM::LoadOp::create(
+          b, loc, elt, w.gep(smem, w.addi(from, 2 * e), b.getI8Type()), 2);
+      v = LLVM::InsertElementOp::create(b, loc, v, x, w.i32c(e));
+    }
+    Value to = w.add(tile, swizzled(t, r, ch));
+    LLVM::StoreOp::create(b, loc, v, w.gep(smem, to, b.getI8Type()), 16);
   }
 }
 
@@ -163,8 +273,8 @@ void Sm80Gen::precomputeFragmentOffsets() {
 std::vector<Value> Sm80Gen::emitCompute(Value slot,
                                         const std::vector<Value> &accIn) {
   std::vector<Value> acc = accIn;
-  Value aBase = w.muli(slot, ta.bytes());
-  Value bBase = w.addi(w.muli(slot, tb.bytes()), c.stages * ta.bytes());
+  Value aBase = tileBase(true, slot);
+  Value bBase = tileBase(false, slot);
   MLIRContext *ctx = b.getContext();
   Type ldTy = LLVM::LLVMStructType::getLiteral(ctx, {w.i32, w.i32, w.i32, w.i32});
   Type f16x2 = VectorType::get({2}, b.getF16Type());
@@ -216,6 +326,8 @@ void Sm80Gen::run() {
   bKMajor = p.form == Form::NT;
   ta = aKMajor ? SmemTile{c.bm, c.bk / 8} : SmemTile{c.bk, c.bm / 8};
   tb = bKMajor ? SmemTile{c.bn, c.bk / 8} : SmemTile{c.bk, c.bn / 8};
+  oddA = rowsOdd(p, true);
+  oddB = rowsOdd(p, false);
   threads = c.threads(Target::SM80);
   wm = c.bm / c.warpsM;
   wn = c.bn / c.warpsN;
@@ -262,6 +374,16 @@ void Sm80Gen::run() {
   // barrier also retires every warp's reads of the slot refilled below.
   NVVM::CpAsyncWaitGroupOp::create(b, loc, c.stages - 2);
   NVVM::Barrier0Op::create(b, loc);
+  if (oddA || oddB) {
+    // Realign this step's windows into the tiles ldmatrix reads; the
+    // barrier above retired the previous step's reads of those tiles.
+    Value slot = w.urem(kt, w.i32c(c.stages));
+    if (oddA)
+      emitRealign(true, kt, slot);
+    if (oddB)
+      emitRealign(false, kt, slot);
+    NVVM::Barrier0Op::create(b, loc);
+  }
   Value ktNext = w.addi(kt, c.stages - 1);
   emitLoadStage(ktNext, w.urem(ktNext, w.i32c(c.stages)));
   std::vector<Value> acc = emitCompute(w.urem(kt, w.i32c(c.stages)), iter);
