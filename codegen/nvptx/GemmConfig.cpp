@@ -173,7 +173,12 @@ int sm80ResidentCtas(const GemmProblem &p, const TileConfig &c) {
   int smem = sm80OperandSmemBytes(p, c, true) + sm80OperandSmemBytes(p, c, false);
   int bySmem = smemPerSm / (smem + reservedPerCta);
   int byThreads = threadsPerSm / c.threads(Target::SM80);
-  return std::max(1, std::min(bySmem, byThreads));
+  // Nor more than the registers allow: a thread holds its warp tile's f32
+  // accumulators plus about 64 for fragments and addresses (a 64x64 warp
+  // tile needs ~190, so 128x256 stays at one CTA, 255 registers).
+  int acc = (c.bm / c.warpsM) * (c.bn / c.warpsN) / 32;
+  int byRegs = 65536 / (c.threads(Target::SM80) * (acc + 64));
+  return std::max(1, std::min({bySmem, byThreads, byRegs}));
 }
 
 LaunchGeometry launchGeometry(const GemmProblem &p, const TileConfig &c,
