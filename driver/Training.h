@@ -65,10 +65,11 @@ struct BuildSettings {
   /// With `zero` 0, fitBudget may shard the state to meet a budget (and
   /// then sets `zero` to 1 for the builds that follow).
   bool mayShard = true;
-  /// Leave tg.attention and tg.attention_grad whole (GPU targets, whose
-  /// fused kernels take them; the CPU backend decomposes them when it
-  /// lowers).
-  bool keepAttention = false;
+  /// Leave tg.attention and tg.attention_grad whole: both backends run
+  /// them as fused kernels (the CPU's loop nests, codegen/cpu/
+  /// AttentionToLoops.cpp; the GPU's, which decompose what they refuse), so
+  /// the plan keeps O and the log-sum-exp, never a Tq x Tk tensor.
+  bool keepAttention = true;
   /// Group the step's ops into kernels (tg-fuse) before planning, so the
   /// plan, the budget fit and the artifact all see the fused step: values
   /// internal to a group get no arena slot. tgc sets it (unless

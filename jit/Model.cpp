@@ -160,11 +160,9 @@ std::optional<Loaded> loadModule(ModuleOp module, const tg::MemoryPlan *plan,
     OwningOpRef<ModuleOp> copy;
     if (!module.lookupSymbol("train_step")) {
       copy = cast<ModuleOp>(module->clone());
-      // The GPU step keeps attention whole for the fused kernels, as tgc
-      // does for GPU targets; the CPU code is built from `module` apart.
-      BuildSettings gpuBuild;
-      gpuBuild.keepAttention = true;
-      if (!buildTraining(*copy, gpuBuild)) {
+      // The GPU step keeps attention whole for the fused kernels (the
+      // default, as for the CPU); the CPU code is built from `module` apart.
+      if (!buildTraining(*copy, BuildSettings())) {
         error = "building the training step failed: " + diagnostics;
         return std::nullopt;
       }

@@ -369,8 +369,6 @@ int main(int argc, char **argv) {
   settings.bucketBytes = *bucketBytes;
   settings.zero = opts.zero;
   settings.mayShard = opts.zero.getNumOccurrences() == 0;
-  // GPU targets run attention as fused kernels (docs/attention.md).
-  settings.keepAttention = !opts.targets.gpus.empty();
   // The step is fused (docs/fusion.md): the plan, the budget fit, the
   // printed training module and the artifact are all of the fused step.
   settings.fuse = !opts.noFuse;
