@@ -61,6 +61,24 @@ void populateConvertTGToLinalgPatterns(RewritePatternSet &patterns);
 /// replaces each group by its body (FusedToLoops.cpp).
 LogicalResult fuseLoweredGroups(Operation *root);
 
+/// The vector width tg-select-vector-widths chose for a linalg.generic on
+/// buffers (an i64: lanes along its innermost loop), which
+/// tg-vectorize-elementwise honours. It lives only between those two passes
+/// of the CPU lowering, on upstream ops, so it is named here rather than
+/// among the tg dialect's attributes (which reject unknown tg.* names).
+inline constexpr llvm::StringLiteral kVectorWidthAttr = "tg_cpu.vector_width";
+
+/// Whether tg-vectorize-elementwise can vectorise `op` along its innermost
+/// loop. On success, the widest scalar its body computes with, in bits (at
+/// least 32: what decides how many lanes fit a register); on failure, `why`
+/// (if given) says what stops it (VectorizeElementwise.cpp).
+FailureOr<unsigned> vectorizableElementBits(linalg::GenericOp op,
+                                            std::string *why = nullptr);
+
+/// f32 lanes of the host's widest vector register: 16 with AVX-512, 8 with
+/// AVX, 4 otherwise (the artifact and the JIT target the host CPU).
+int64_t hostVectorLanes();
+
 /// Options of the CPU pipeline.
 struct CpuPipelineOptions {
   /// Functions that get a C interface (`_mlir_ciface_<name>`, memref
@@ -97,6 +115,15 @@ struct CpuPipelineOptions {
   /// (tg-vectorize-contractions). Off: LLVM vectorises the scalar loops'
   /// innermost loop only (to compare speed and numerics).
   bool vectorGemm = true;
+  /// Elementwise loop nests and the maps of row reductions run vector
+  /// lanes at a time (tg-select-vector-widths, tg-vectorize-elementwise).
+  /// Off: LLVM's loop vectoriser alone, as before (to compare).
+  bool vectorElementwise = true;
+  /// f32 lanes of one vector register; 0: the host's (hostVectorLanes).
+  int64_t vectorLanes = 0;
+  /// f32 tanh, exp, log and erf as inline polynomials that vectorise
+  /// (tg-approximate-math) instead of libm calls. Off: libm, as before.
+  bool approximateMath = true;
 };
 
 /// tg on tensors → LLVM dialect: decompose, convert to linalg, canonicalize,

@@ -263,6 +263,116 @@ def VectorizeContractionsPass
   ];
 }
 
+def SelectVectorWidthsPass
+    : Pass<"tg-select-vector-widths", "::mlir::ModuleOp"> {
+  let summary = "Choose the vector width of each elementwise or row loop nest on buffers";
+  let description = [{
+    The configuration half of the elementwise vectorisation (the lowering is
+    `tg-vectorize-elementwise`). Runs after bufferization, outlining and
+    `tg-vectorize-contractions`. Every `linalg.generic` on static buffers
+    that `tg-vectorize-elementwise` can vectorise along its innermost loop
+    gets `tg_cpu.vector_width`: the lanes of one vector along that loop.
+
+    - A generic qualifies when its body is made of elementwise-mappable
+      `arith`/`math` ops, constants and `linalg.index` only; every operand
+      that the innermost loop indexes has it as its last, unit-stride
+      dimension (the others are read once per vector and broadcast); its
+      buffers have byte-sized elements (not `i1`, whose vectors LLVM packs
+      into bits); and, where the innermost loop is a reduction, each result
+      is `combine(acc, x)` of one op without `reassoc` (sum, max, ...), so
+      `x` is computed lanes at a time and combined in the original order.
+    - The width: `lanes` (f32 lanes of a vector register: 8 with AVX2, 16
+      with AVX-512; tg-cpu-pipeline passes the host's) scaled down for 64-bit
+      elements in the body, and never above the innermost extent rounded up
+      to a power of two (a row of 4 gets 4 lanes, not a masked 8). Extents
+      of 1 are not vectorised.
+
+    ```mlir
+    linalg.generic {...} ins(%x : memref<8x100xf32>) outs(%y : memref<8x100xf32>) {
+    ^bb0(%a: f32, %b: f32):
+      %t = math.tanh %a : f32
+      linalg.yield %t : f32
+    }
+    // gets
+    linalg.generic {..., tg_cpu.vector_width = 8 : i64} ...
+    ```
+  }];
+  let options = [
+    Option<"lanes", "lanes", "int64_t", "8",
+           "f32 lanes of one vector register of the target (8: AVX2, 16: AVX-512)">,
+  ];
+}
+
+def VectorizeElementwisePass
+    : Pass<"tg-vectorize-elementwise", "::mlir::ModuleOp"> {
+  let summary = "Vector loop nests for the generics tg-select-vector-widths chose";
+  let description = [{
+    Every `linalg.generic` with `tg_cpu.vector_width = W` becomes a loop
+    nest whose innermost loop steps W elements at a time: operands indexed
+    by that loop are read with `vector.load`, the others once per vector and
+    broadcast; the body's scalar ops are cloned on `vector<W x T>`; results
+    are written with `vector.store`. The last `n mod W` elements use the
+    same code with masked loads and stores, so no shape falls back to
+    scalar code. Where the innermost loop is a reduction, each result's
+    combining op (`acc + x`, `max(acc, x)`) is applied lane by lane, in
+    order, to the vector of `x`: the expensive part (exp, tanh, ...) runs W
+    lanes at a time and every sum is the same, bit for bit, as in the
+    scalar loops. Loops are in the generic's order, so every element is
+    computed by the same ops in the same order as before.
+
+    A generic whose attribute it cannot honour is an error (the attribute
+    is a promise of tg-select-vector-widths).
+
+    ```mlir
+    linalg.generic {..., tg_cpu.vector_width = 8 : i64}
+        ins(%x : memref<100xf32>) outs(%y : memref<100xf32>) {...math.tanh...}
+    // becomes
+    scf.for %i = %c0 to %c96 step %c8 {
+      %v = vector.load %x[%i] : memref<100xf32>, vector<8xf32>
+      %t = math.tanh %v : vector<8xf32>
+      vector.store %t, %y[%i] : memref<100xf32>, vector<8xf32>
+    }
+    %m = vector.constant_mask [4] : vector<8xi1>
+    %v = vector.maskedload %x[%c96], %m, %zero ...
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
+def ApproximateMathPass : Pass<"tg-approximate-math"> {
+  let summary = "Inline polynomial approximations of f32 tanh, exp, log and erf";
+  let description = [{
+    Replaces f32 `math` ops (scalars and vectors) by upstream's polynomial
+    approximations (mlir/Dialect/Math/Transforms), built of arith/math ops
+    that vectorise, instead of calls to libm (`tanhf`, `expf`, ...), which
+    LLVM can only call one lane at a time. Only functions whose
+    approximation stays within a few ulp of the exact result on a dense
+    sweep of all f32 inputs are on the default list: `tanh` (4 ulp), `exp`
+    (1 ulp, 5 next to overflow; results below 2^-126 flushed to 0), `log`
+    (1 ulp; subnormal arguments are scaled by 2^24 first, which upstream's
+    pattern would raise to 2^-126), `erf` (4 ulp); test/cpu/MathApproxTest.cpp
+    prints and bounds the error. f64 ops and the other functions (sin, cos:
+    large arguments) keep libm.
+
+    ```mlir
+    %t = math.tanh %x : vector<8xf32>
+    // becomes arith/math ops on vector<8xf32> (a rational polynomial,
+    // clamped, with the sign restored); no call to tanhf
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+  let options = [
+    ListOption<"functions", "functions", "std::string",
+               "math ops to approximate, by mnemonic (default: tanh, exp, log, erf)">,
+  ];
+}
+
 def OutlineKernelsPass : Pass<"tg-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Move each linalg op on buffers into a kernel function, one per kind";
   let description = [{

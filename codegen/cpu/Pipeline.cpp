@@ -33,6 +33,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/TargetParser/Host.h"
 
 using namespace mlir;
 
@@ -96,6 +97,21 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   // After outlining, so kernels are still told apart by their linalg form.
   if (options.vectorGemm)
     pm.addPass(createVectorizeContractionsPass());
+  // What the GEMM kernels left: elementwise loop nests and the maps of row
+  // reductions, W lanes at a time (the widths are chosen, and testable,
+  // apart from the lowering that honours them).
+  if (options.vectorElementwise) {
+    SelectVectorWidthsPassOptions widths;
+    widths.lanes = options.vectorLanes > 0 ? options.vectorLanes
+                                           : hostVectorLanes();
+    pm.addPass(createSelectVectorWidthsPass(widths));
+    pm.addPass(createVectorizeElementwisePass());
+  }
+  // tanh/exp/log/erf as inline polynomials, which the vector loops above
+  // (and LLVM's loop vectoriser) run lanes at a time; libm's tanhf and
+  // expm1f were 27% of the 2-layer GPT's step (docs/cpu-backend.md).
+  if (options.approximateMath)
+    pm.addPass(createApproximateMathPass());
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createCanonicalizerPass());
@@ -120,6 +136,15 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+int64_t mlir::tg::cpu::hostVectorLanes() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  if (features.lookup("avx512f"))
+    return 16;
+  if (features.lookup("avx"))
+    return 8;
+  return 4;
 }
 
 void mlir::tg::cpu::registerCpuDialects(DialectRegistry &registry) {
@@ -168,6 +193,19 @@ struct CpuPipelineCLOptions
                           llvm::cl::desc("f32 contractions as register-"
                                          "blocked vector kernels"),
                           llvm::cl::init(true)};
+  Option<bool> vectorElementwise{
+      *this, "vector-elementwise",
+      llvm::cl::desc("Elementwise loop nests and row-reduction maps as "
+                     "vector loops"),
+      llvm::cl::init(true)};
+  Option<int64_t> vectorLanes{
+      *this, "vector-lanes",
+      llvm::cl::desc("f32 lanes of a vector register (0: the host's)"),
+      llvm::cl::init(0)};
+  Option<bool> approximateMath{
+      *this, "approximate-math",
+      llvm::cl::desc("f32 tanh/exp/log/erf as inline polynomials"),
+      llvm::cl::init(true)};
 };
 } // namespace
 
@@ -185,6 +223,9 @@ void mlir::tg::cpu::registerCpuPasses() {
         options.outline = cl.outline;
         options.fuseGroups = cl.fuseGroups;
         options.vectorGemm = cl.vectorGemm;
+        options.vectorElementwise = cl.vectorElementwise;
+        options.vectorLanes = cl.vectorLanes;
+        options.approximateMath = cl.approximateMath;
         buildCpuPipeline(pm, options);
       });
 }
