@@ -115,7 +115,8 @@ void ReductionLowering::detectOnlinePairs() {
     auto max = sub ? sub->getOperand(1).getDefiningOp<tgd::MaxOp>() : nullptr;
     if (!max || onlineSumOf.count(max) || !llvm::is_contained(p.ops, max) ||
         sub->getOperand(0) != max->getOperand(0) ||
-        domainOf(max) != domainOf(sum))
+        domainOf(max).second != domainOf(sum).second ||
+        shapeOf(max->getOperand(0)) != shapeOf(sum->getOperand(0)))
       continue;
     // f32 arithmetic throughout (f32, bf16, f16 values); f64 has no exp.
     auto f32Compute = [](Value v) { return computeType(elemOf(v)).isF32(); };
