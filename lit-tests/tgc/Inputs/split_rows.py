@@ -21,7 +21,9 @@ def main():
     entry = manifest["gpu"]["schedules"][sys.argv[2]]["entries"][sys.argv[3]]
     launches = [s for s in steps(entry["steps"]) if s.get("op") == "launch"]
     arena = entry["arena_bytes"]
-    split = lambda s: s["kernel"].startswith(("tg_rowp", "tg_rowc_"))
+    # Every launch with scratch (split rows, split reductions) has it last.
+    split = lambda s: s["kernel"].startswith(
+        ("tg_rowp", "tg_rowc_", "tg_redp_", "tg_redc_"))
     scratch = {id(s["params"][-1]) for s in launches if split(s)}
     planned_end = max([p["offset"] + p["bytes"] for s in launches
                        for p in s["params"]
