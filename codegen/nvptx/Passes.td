@@ -42,4 +42,30 @@ def ConfigureGemmsPass : Pass<"tg-configure-gemms", "::mlir::ModuleOp"> {
   ];
 }
 
+def ConfigureRowReductionsPass
+    : Pass<"tg-configure-row-reductions", "::mlir::ModuleOp"> {
+  let summary = "Choose how many blocks each long row of a row reduction takes";
+  let description = [{
+    Attaches `tg_nvptx.row_blocks = S` to every row reduction (a
+    `row_reduction` group, or a lone tg.sum/mean/max over trailing axes)
+    whose rows should be split over S blocks: rows over 1024 elements that
+    are too few to fill an H200 (under 264 rows, two blocks per SM), S =
+    min(ceil(264 / rows), groups of the row / (256 threads x 4), 64), when
+    that is 2 or more and no row result is planned in place of an operand
+    (docs/nvptx.md, "Long rows over several blocks"). The GPU reduction
+    lowering reads it: the row becomes one statistics launch per phase of
+    dependent reductions (a softmax's max and sum of exp are one phase,
+    reduced online) and one launch that writes the outputs, the partials
+    in the launches' scratch. Without the attribute each row is one warp
+    or one block. Run it after the memory plan.
+
+    ```mlir
+    %0:3 = tg.fused <row_reduction> ins(%x, %l : tensor<4x50257xf32>, tensor<4xi64>) {...}
+    // becomes
+    %0:3 = tg.fused <row_reduction> ins(...) {tg_nvptx.row_blocks = 49 : i64} {...}
+    ```
+  }];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 #endif // TG_NVPTX_PASSES_TD

@@ -10,7 +10,7 @@
 
 namespace tg::nvptx {
 
-/// Registers tg-configure-gemms.
+/// Registers tg-configure-gemms and tg-configure-row-reductions.
 void registerNvptxPasses();
 
 } // namespace tg::nvptx

@@ -107,7 +107,12 @@ LogicalResult prepareGpuModule(ModuleOp module, ArrayRef<StringRef> entries) {
     if (failed(mlir::tg::planMemory(fn, opts)))
       return failure();
   }
-  return success();
+  // Blocks per row of few long rows (tg-configure-row-reductions), after
+  // the plan: a row result the plan puts in place of an operand keeps its
+  // row whole.
+  PassManager rows(module.getContext());
+  rows.addPass(createConfigureRowReductionsPass());
+  return rows.run(module);
 }
 
 namespace {

@@ -137,13 +137,19 @@ LogicalResult ReductionLowering::analyze() {
   it = largest < (int64_t(1) << 31) - 1024 ? IntegerType::get(p.anchor->getContext(), 32)
                                            : IntegerType::get(p.anchor->getContext(), 64);
 
-  // Phases: a reduction runs after the reductions its input depends on.
+  // Phases: a reduction runs after the reductions its input depends on;
+  // the sum of an online pair runs in its max's pass.
+  if (rowRequested && trailing)
+    detectOnlinePairs();
   DenseMap<Value, int> dep;
   for (Operation *op : p.ops) {
     int d = 0;
     for (Value v : op->getOperands())
       d = std::max(d, dep.lookup(v));
-    if (redKind(op)) {
+    if (Operation *max = onlineMaxOf.lookup(op)) {
+      d = dep.lookup(max->getResult(0));
+      phases[d - 1].push_back(op);
+    } else if (redKind(op)) {
       auto [rin, raxes] = domainOf(op);
       if (shapeOf(rin) != ArrayRef<int64_t>(dom) || raxes != axes)
         return p.anchor->emitOpError("reduces over two domains; the GPU "
@@ -499,10 +505,20 @@ ReductionLowering::pass(ArrayRef<Operation *> reds, bool stores, Value start,
     innerMemo = &innerMemos[u];
     j = js[u];
     for (auto [i, r] : llvm::enumerate(reds)) {
+      if (onlineMaxOf.count(r))
+        continue; // accumulated with its max
       FailureOr<Value> x = eval(r->getOperand(0), full);
       if (failed(x))
         return failure();
-      accs[i] = combine(*redKind(r), accs[i], *x);
+      int pi = partnerIndex(reds, i);
+      if (pi < 0) {
+        accs[i] = combine(*redKind(r), accs[i], *x);
+        continue;
+      }
+      FailureOr<std::pair<Value, Value>> ml = onlineStep(r, accs[i], accs[pi], *x);
+      if (failed(ml))
+        return failure();
+      std::tie(accs[i], accs[pi]) = *ml;
     }
     for (unsigned i = 0; stores && i < p.results.size(); ++i) {
       if (!isFull(i))
@@ -541,15 +557,16 @@ SmallVector<Value> ReductionLowering::blockCombine(ArrayRef<Operation *> reds,
   w->b.setInsertionPointAfter(w->b.getInsertionBlock()->getParentOp());
   NVVM::Barrier0Op::create(w->b, w->loc);
   SmallVector<Value> totals;
-  for (auto [i, v] : llvm::enumerate(partials)) {
-    Value acc;
-    for (int64_t q = 0; q < warps; ++q) {
-      Value x = LLVM::LoadOp::create(
+  for (int64_t q = 0; q < warps; ++q) {
+    SmallVector<Value> x;
+    for (auto [i, v] : llvm::enumerate(partials))
+      x.push_back(LLVM::LoadOp::create(
           w->b, w->loc, v.getType(),
-          sharedSlot(base + int64_t(i) * 32 * 8, w->i32c(q)), 8);
-      acc = acc ? combine(*redKind(reds[i]), acc, x) : x;
-    }
-    totals.push_back(acc);
+          sharedSlot(base + int64_t(i) * 32 * 8, w->i32c(q)), 8));
+    if (totals.empty())
+      totals = x;
+    else
+      combineAll(reds, totals, x);
   }
   return totals;
 }
@@ -616,13 +633,10 @@ LogicalResult ReductionLowering::buildRowKernel() {
         pass(reds, /*stores=*/false, start, ic(rn / vec), step);
     if (failed(partials))
       return failure();
-    SmallVector<Value> vals;
-    for (auto [i, v] : llvm::enumerate(*partials))
-      vals.push_back(warpReduce(*redKind(reds[i]), v));
+    SmallVector<Value> vals = warpReduceAll(reds, *partials);
     if (!warpPerRow)
       vals = blockCombine(reds, vals, pi % 2, warps, warp, lane);
-    for (auto [i, v] : llvm::enumerate(vals))
-      reduced[reds[i]] = finishReduction(reds[i], v);
+    finishAll(reds, vals);
   }
   if (llvm::any_of(llvm::seq<unsigned>(0, p.results.size()),
                    [&](unsigned i) { return isFull(i); }))
@@ -739,6 +753,19 @@ void ReductionLowering::geometry(bool rowKernel) {
   // that split evenly and give every lane of a warp some.
   if (rowMajor && rn % 4 == 0 && rn >= 128)
     vec = 4;
+  if (rowKernel && rowBlocks > 1) {
+    // A row split over blocks (SimtReductionRows.cpp): blocks (slice, row).
+    if (stage == Stage::Whole)
+      stage = Stage::RowPartial;
+    bool anyFull = llvm::any_of(llvm::seq<unsigned>(0, p.results.size()),
+                                [&](unsigned i) { return isFull(i); });
+    bool wide = stage == Stage::RowPartial || anyFull;
+    block = {256, 1, 1};
+    grid = {static_cast<uint32_t>(wide ? rowBlocks : 1),
+            static_cast<uint32_t>(kn), 1};
+    smemBytes = stage == Stage::RowPartial ? maxPerPhase * 32 * 8 : 0;
+    return;
+  }
   if (rowKernel) {
     if (rn <= 1024) {
       block = {128, 1, 1};
@@ -796,6 +823,7 @@ void ReductionLowering::geometry(bool rowKernel) {
 }
 
 FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
+  rowRequested = rowKernel;
   if (failed(analyze()))
     return failure();
   // The row kernel needs trailing reduced axes. An element of the domain
@@ -804,6 +832,8 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
   rowKernel = rowKernel && trailing;
   rowMajor = rowKernel || kn == 1;
   if (failed(checkPlan()))
+    return failure();
+  if (rowKernel && failed(readRowBlocks()))
     return failure();
   std::vector<KernelLaunch> none;
   if (kn == 0)
@@ -817,10 +847,12 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
     return p.anchor->emitOpError("has ")
            << kn << " outputs per reduction, more than one GPU grid holds";
 
-  const char *prefix = rowKernel                 ? "tg_rowred"
-                       : stage == Stage::Whole   ? "tg_red"
-                       : stage == Stage::Partial ? "tg_redp"
-                                                 : "tg_redc";
+  std::string prefix = stage == Stage::RowPartial ? "tg_rowp" + std::to_string(rowPhase)
+                       : stage == Stage::RowFinal ? "tg_rowc"
+                       : rowKernel                ? "tg_rowred"
+                       : stage == Stage::Whole    ? "tg_red"
+                       : stage == Stage::Partial  ? "tg_redp"
+                                                  : "tg_redc";
   std::string sym = kernelSymbol(p.anchor, prefix, target);
   KernelLaunch launch;
   launch.symbol = sym;
@@ -831,10 +863,15 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
     launch.params.push_back({KernelParam::Kind::Operand, i});
   for (unsigned i = 0; i < p.results.size(); ++i)
     launch.params.push_back({KernelParam::Kind::Result, i});
+  bool rowSplit = stage == Stage::RowPartial || stage == Stage::RowFinal;
   if (stage != Stage::Whole) {
     launch.params.push_back({KernelParam::Kind::Scratch, 0});
-    launch.scratchBytes =
-        uint64_t(phases.front().size()) * uint64_t(slices) * uint64_t(kn) * 8;
+    uint64_t reds = phases.front().size();
+    if (rowSplit)
+      for (size_t q = 1; q < phases.size(); ++q)
+        reds += phases[q].size();
+    launch.scratchBytes = reds * uint64_t(rowSplit ? rowBlocks : slices) *
+                          uint64_t(kn) * 8;
   }
   if (!hasKernel(kernels, sym) && failed(emitKernel(sym, rowKernel)))
     return failure();
@@ -844,6 +881,17 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
     ReductionLowering combine(p, target, kernels);
     combine.stage = Stage::Combine;
     FailureOr<std::vector<KernelLaunch>> rest = combine.run(rowKernel);
+    if (failed(rest))
+      return failure();
+    launches.insert(launches.end(), rest->begin(), rest->end());
+  }
+  if (stage == Stage::RowPartial) {
+    // The next phase's statistics, or the outputs after the last.
+    ReductionLowering next(p, target, kernels);
+    next.rowPhase = rowPhase + 1;
+    next.stage = next.rowPhase < phases.size() ? Stage::RowPartial
+                                                : Stage::RowFinal;
+    FailureOr<std::vector<KernelLaunch>> rest = next.run(rowKernel);
     if (failed(rest))
       return failure();
     launches.insert(launches.end(), rest->begin(), rest->end());
@@ -893,7 +941,10 @@ LogicalResult ReductionLowering::emitKernel(const std::string &sym,
     scratch = entry->getArgument(numParams - 1);
   if (smemBytes)
     smem = LLVM::AddressOfOp::create(kb.b, loc, kb.ptr3, "tg_smem");
-  LogicalResult built = rowKernel ? buildRowKernel() : buildReductionKernel();
+  LogicalResult built = stage == Stage::RowPartial || stage == Stage::RowFinal
+                            ? buildSplitRowKernel()
+                        : rowKernel ? buildRowKernel()
+                                    : buildReductionKernel();
   w = nullptr;
   if (failed(built)) {
     fn.erase();

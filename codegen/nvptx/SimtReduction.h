@@ -14,6 +14,20 @@
 
 namespace tg::nvptx::detail {
 
+/// The attribute tg-configure-row-reductions records on a row reduction
+/// whose rows are split over several blocks: the blocks per row (an
+/// integer, 2 to 64; absent or 1: a warp or a block per row). Spelled only
+/// here; it belongs in TGDialect.td's discardableAttrs once that file is
+/// next rebuilt anyway (the tg dialect refuses unknown `tg.` names).
+inline constexpr llvm::StringLiteral kRowBlocksAttr = "tg_nvptx.row_blocks";
+
+/// The blocks per row the row kernel should split `op`'s rows over
+/// (SimtReductionRows.cpp): more than 1 only for row reductions of rows
+/// over 1024 elements that are too few to fill an H200 (under 264 rows),
+/// with enough of each row per thread, and no row result planned in place
+/// of an operand.
+int64_t chooseRowBlocks(mlir::Operation *op);
+
 /// True for the ops lowerReductionKernels takes: row_reduction and
 /// reduction groups, and single tg.sum/mean/max ops.
 bool isReductionKernelOp(mlir::Operation *op);

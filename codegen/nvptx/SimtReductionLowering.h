@@ -12,6 +12,7 @@
 
 #include "codegen/nvptx/GemmCommon.h"
 #include "codegen/nvptx/KernelGen.h"
+#include "codegen/nvptx/SimtReduction.h"
 
 #include "dialects/TGOps.h"
 
@@ -97,6 +98,16 @@ private:
   FailureOr<SmallVector<Value>> pass(ArrayRef<Operation *> reds, bool stores,
                                      Value start, Value ub, Value step);
   Value warpReduce(RedKind k, Value v);
+  SmallVector<Value> warpReduceAll(ArrayRef<Operation *> reds,
+                                   ArrayRef<Value> vals);
+  void combineAll(ArrayRef<Operation *> reds, MutableArrayRef<Value> acc,
+                  ArrayRef<Value> x);
+  int partnerIndex(ArrayRef<Operation *> reds, unsigned i) const;
+  Value rescale(Value mOld, Value mNew);
+  FailureOr<std::pair<Value, Value>> onlineStep(Operation *max, Value m,
+                                                Value l, Value x);
+  void detectOnlinePairs();
+  void finishAll(ArrayRef<Operation *> reds, ArrayRef<Value> vals);
   SmallVector<Value> blockCombine(ArrayRef<Operation *> reds,
                                   ArrayRef<Value> partials, int64_t slot,
                                   int64_t warps, Value warp, Value lane);
@@ -104,6 +115,10 @@ private:
   enum class Sync { None, Warp, Block };
   LogicalResult storeRowResults(Value isFirst, Sync sync);
   LogicalResult buildCombineKernel();
+  LogicalResult buildSplitRowKernel();
+  void foldRowPartials(unsigned phasesDone, Value row);
+  Value rowScratchSlot(Operation *red, Value row, Value slice);
+  LogicalResult readRowBlocks();
   void storePartials(ArrayRef<Value> vals, Value isFirst, Value slice);
   Value scratchSlot(unsigned red, Value slice);
   void geometry(bool rowKernel);
@@ -163,8 +178,21 @@ private:
   /// Blocks (rows of blocks for column sums) the reduced range is split
   /// over; > 1: a partial and a combine kernel (file comment).
   int64_t slices = 1;
-  /// Which kernel is being built: the only one, or one of the split pair.
-  enum class Stage { Whole, Partial, Combine } stage = Stage::Whole;
+  /// Which kernel is being built: the only one, one of the split pair, or
+  /// one of a split row's launches (a statistics kernel per phase, then
+  /// the kernel that writes the outputs).
+  enum class Stage { Whole, Partial, Combine, RowPartial, RowFinal } stage =
+      Stage::Whole;
+  /// Blocks per row of a split row kernel (kRowBlocksAttr), and the phase
+  /// a RowPartial kernel reduces.
+  int64_t rowBlocks = 1;
+  unsigned rowPhase = 0;
+  /// The caller asked for the row kernel (online pairs are its alone).
+  bool rowRequested = false;
+  /// Online max-and-sum: a max whose row value feeds a sum of
+  /// exp(x - max) over the same x, mapped to that sum (and back); the pair
+  /// is reduced in one pass as a running (m, l).
+  DenseMap<Operation *, Operation *> onlineSumOf, onlineMaxOf;
   /// The slices' partials (split reductions only).
   Value scratch;
 

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "test/nvptx/SimtReductionTestUtil.h"
+#include "codegen/nvptx/Passes.h"
 #include "test/nvptx/EmuHarness.h"
 #include "test/nvptx/SimtTestUtil.h"
 
@@ -447,4 +448,237 @@ func.func @f(%arg0: tensor<512x200xf32>) -> (tensor<512x200xf32>, tensor<f32>) {
                              "tensor<i64>"),
                     {rand({40000}, DType::I64, 66, -1e12, 1e12)});
   }
+}
+
+namespace {
+
+/// Softmax rows of `shape` ("RxC") in `elem`, decomposed as tg-decompose
+/// writes it (max, x - max, exp, sum, divide): one online phase.
+std::string softmaxGroup(const std::string &rows, const std::string &cols,
+                         const std::string &elem) {
+  std::string x = "tensor<" + rows + "x" + cols + "x" + elem + ">";
+  std::string r = "tensor<" + rows + "x1x" + elem + ">";
+  return "func.func @f(%arg0: " + x + ") -> " + x + " {\n"
+         "  %0 = tg.fused <row_reduction> ins(%arg0 : " + x + ") {\n"
+         "  ^bb0(%x: " + x + "):\n"
+         "    %m = tg.max %x axes = [1] keepdims : " + x + " -> " + r + "\n"
+         "    %s = tg.sub %x, %m : " + x + ", " + r + " -> " + x + "\n"
+         "    %e = tg.exp %s : " + x + "\n"
+         "    %z = tg.sum %e axes = [1] keepdims : " + x + " -> " + r + "\n"
+         "    %y = tg.div %e, %z : " + x + ", " + r + " -> " + x + "\n"
+         "    tg.yield %y : " + x + "\n"
+         "  } -> " + x + "\n"
+         "  return %0 : " + x + "\n}\n";
+}
+
+/// Log-softmax rows with the row's log-sum-exp yielded too (a row result).
+std::string logSoftmaxGroup(const std::string &rows, const std::string &cols,
+                            const std::string &elem) {
+  std::string x = "tensor<" + rows + "x" + cols + "x" + elem + ">";
+  std::string r = "tensor<" + rows + "x1x" + elem + ">";
+  return "func.func @f(%arg0: " + x + ") -> (" + x + ", " + r + ") {\n"
+         "  %0:2 = tg.fused <row_reduction> ins(%arg0 : " + x + ") {\n"
+         "  ^bb0(%x: " + x + "):\n"
+         "    %m = tg.max %x axes = [1] keepdims : " + x + " -> " + r + "\n"
+         "    %s = tg.sub %x, %m : " + x + ", " + r + " -> " + x + "\n"
+         "    %e = tg.exp %s : " + x + "\n"
+         "    %z = tg.sum %e axes = [1] keepdims : " + x + " -> " + r + "\n"
+         "    %lz = tg.log %z : " + r + "\n"
+         "    %y = tg.sub %s, %lz : " + x + ", " + r + " -> " + x + "\n"
+         "    %l = tg.add %lz, %m : " + r + ", " + r + " -> " + r + "\n"
+         "    tg.yield %y, %l : " + x + ", " + r + "\n"
+         "  } -> " + x + ", " + r + "\n"
+         "  return %0#0, %0#1 : " + x + ", " + r + "\n}\n";
+}
+
+/// Logits that need the max subtraction: around 80..120 (exp overflows
+/// f32 past 88.7), -inf at every 7th element and at the first of each
+/// row (a lane's running max starts at -inf), one row far below the
+/// others.
+Tensor hardLogits(int64_t rows, int64_t cols, DType t) {
+  std::vector<double> v;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      double x = 100 + 20 * std::sin(0.37 * double(c) + double(r));
+      if (r == 1)
+        x -= 1e4;
+      v.push_back(c % 7 == 0 ? -INFINITY : x);
+    }
+  return Tensor::fromValues({rows, cols}, t, v);
+}
+
+/// Runs tg-configure-row-reductions on `ir`; checks its decision for the
+/// first op of @f (`blocks`; 1: no attribute) and, when split, the
+/// launches: one statistics kernel per phase (`phases`) and the output
+/// kernel, blocks (slice, row), every launch sharing one scratch of
+/// `reductions` partials per row and block; all assemble with ptxas for
+/// sm_80 and sm_90a.
+void checkRowSplit(const std::string &ir, int64_t blocks, unsigned phases,
+                   unsigned reductions, uint32_t rows) {
+  Harness h;
+  h.parse(ir);
+  mlir::PassManager pm(&h.ctx);
+  pm.addPass(tg::nvptx::createConfigureRowReductionsPass());
+  REQUIRE(mlir::succeeded(pm.run(*h.module)));
+  auto attr = firstOp(h)->getAttrOfType<mlir::IntegerAttr>(
+      tg::nvptx::detail::kRowBlocksAttr);
+  CHECK((attr ? attr.getInt() : 1) == blocks);
+  if (blocks == 1)
+    return;
+  auto kernels = newKernelModule(h);
+  std::vector<tg::nvptx::KernelLaunch> ls =
+      lowerSingle(h, tg::nvptx::Target::SM80, *kernels);
+  REQUIRE(ls.size() == phases + 1);
+  for (unsigned i = 0; i < ls.size(); ++i) {
+    INFO("launch " << i << ": " << ls[i].symbol);
+    std::string prefix = i < phases ? "tg_rowp" + std::to_string(i) : "tg_rowc";
+    CHECK(ls[i].symbol.rfind(prefix + "_", 0) == 0);
+    CHECK(ls[i].grid[1] == rows);
+    CHECK(ls[i].block[0] == 256);
+    if (i < phases)
+      CHECK(ls[i].grid[0] == uint32_t(blocks));
+    REQUIRE(!ls[i].params.empty());
+    CHECK(ls[i].params.back().kind == tg::nvptx::KernelParam::Kind::Scratch);
+    CHECK(ls[i].scratchBytes == uint64_t(reductions) * rows * blocks * 8);
+  }
+  tgtest::checkAssembles(*kernels, tg::nvptx::Target::SM80);
+  auto kernels90 = newKernelModule(h);
+  lowerSingle(h, tg::nvptx::Target::SM90a, *kernels90);
+  tgtest::checkAssembles(*kernels90, tg::nvptx::Target::SM90a);
+}
+
+/// checkOnEmulator after tg-configure-row-reductions, twice: the split's
+/// results match the reference and are the same bits on a second run.
+void checkSplitOnEmulator(const std::string &ir, const std::vector<Tensor> &args) {
+  Harness h;
+  h.parse(ir);
+  mlir::PassManager pm(&h.ctx);
+  pm.addPass(tg::nvptx::createConfigureRowReductionsPass());
+  REQUIRE(mlir::succeeded(pm.run(*h.module)));
+  auto fn = h.module->lookupSymbol<mlir::func::FuncOp>("f");
+  REQUIRE(fn);
+  checkOpOnEmulator(h, fn, firstOp(h), args);
+  std::vector<Tensor> a, b;
+  std::string err;
+  REQUIRE(tgtest::runOnEmulator(firstOp(h), args, a, err));
+  REQUIRE(tgtest::runOnEmulator(firstOp(h), args, b, err));
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    CHECK(tgtest::pack(a[i]) == tgtest::pack(b[i]));
+}
+
+} // namespace
+
+TEST_CASE("online max-and-sum rows on the emulator",
+          "[nvptx][reduction][emulator][online]") {
+  // Rows of 1 and 31 elements (a warp per row: lanes without elements
+  // merge their (-inf, 0)), a block per row, -inf and large values.
+  SECTION("softmax, rows of 1 and 31, f32 and bf16") {
+    for (const char *elem : {"f32", "bf16"}) {
+      DType t = std::string(elem) == "f32" ? DType::F32 : DType::BF16;
+      INFO(elem);
+      checkOnEmulator(softmaxGroup("5", "1", elem), {rand({5, 1}, t, 70)});
+      checkOnEmulator(softmaxGroup("6", "31", elem), {hardLogits(6, 31, t)});
+    }
+  }
+  SECTION("log-softmax, a block per row, -inf and large values") {
+    checkOnEmulator(logSoftmaxGroup("3", "3000", "f32"),
+                    {hardLogits(3, 3000, DType::F32)});
+  }
+  SECTION("the softmax pair is one pass: max and sum share a phase") {
+    Harness h;
+    h.parse(softmaxGroup("300", "2000", "f32"));
+    auto kernels = newKernelModule(h);
+    std::vector<tg::nvptx::KernelLaunch> ls =
+        lowerSingle(h, tg::nvptx::Target::SM80, *kernels);
+    REQUIRE(ls.size() == 1);
+    // One statistics pass, one output pass: two loops over the row.
+    std::string ptx = compileKernels(*kernels, tg::nvptx::Target::SM80);
+    size_t barriers = 0;
+    for (size_t at = ptx.find("bar.sync"); at != std::string::npos;
+         at = ptx.find("bar.sync", at + 1))
+      ++barriers;
+    CHECK(barriers == 1);
+  }
+}
+
+TEST_CASE("long rows split over several blocks", "[nvptx][reduction][emulator][split-rows]") {
+  SECTION("the decision: few long rows split, many or short rows do not") {
+    // 50257 / (256 x 4) = 49 blocks of a row, under 264 / rows.
+    checkRowSplit(crossEntropyGroup(1, 50257, "f32"), 49, 2, 3, 1);
+    checkRowSplit(crossEntropyGroup(4, 50257, "bf16"), 49, 2, 3, 4);
+    checkRowSplit(crossEntropyGroup(16, 50257, "f32"), 17, 2, 3, 16);
+    checkRowSplit(softmaxGroup("2", "50257", "f32"), 49, 1, 2, 2);
+    checkRowSplit(layerNormGroup("tensor<2x8192xf32>", "tensor<2x1xf32>",
+                                 "tensor<8192xf32>", 1),
+                  2, 2, 2, 2);
+    checkRowSplit(crossEntropyGroup(300, 50257, "f32"), 1, 0, 0, 0);
+    checkRowSplit(softmaxGroup("4", "1024", "f32"), 1, 0, 0, 0);
+    checkRowSplit(softmaxGroup("4", "2000", "f32"), 1, 0, 0, 0);
+  }
+  SECTION("cross-entropy over one 50257-wide f32 row") {
+    checkSplitOnEmulator(crossEntropyGroup(1, 50257, "f32"),
+                         {rand({1, 50257}, DType::F32, 80), labels(1, 50257)});
+  }
+  SECTION("cross-entropy over three 50257-wide bf16 rows") {
+    checkSplitOnEmulator(crossEntropyGroup(3, 50257, "bf16"),
+                         {rand({3, 50257}, DType::BF16, 81), labels(3, 50257)});
+  }
+  SECTION("softmax rows with -inf and large values, f32 and bf16") {
+    checkSplitOnEmulator(softmaxGroup("2", "50257", "f32"),
+                         {hardLogits(2, 50257, DType::F32)});
+    checkSplitOnEmulator(logSoftmaxGroup("2", "50257", "bf16"),
+                         {hardLogits(2, 50257, DType::BF16)});
+  }
+  SECTION("layer norm: two dependent phases, the output over its input") {
+    std::string ir = layerNormGroup("tensor<2x8192xf32>", "tensor<2x1xf32>",
+                                    "tensor<8192xf32>", 1);
+    std::vector<Tensor> args{rand({2, 8192}, DType::F32, 82),
+                             rand({8192}, DType::F32, 83),
+                             rand({8192}, DType::F32, 84)};
+    checkSplitOnEmulator(ir, args);
+    Harness h;
+    h.parse(ir);
+    firstOp(h)->setAttr(tg::nvptx::detail::kRowBlocksAttr,
+                        mlir::IntegerAttr::get(mlir::IntegerType::get(&h.ctx, 64), 2));
+    auto fn = h.module->lookupSymbol<mlir::func::FuncOp>("f");
+    checkOpOnEmulator(h, fn, firstOp(h), args, {0, -1});
+  }
+}
+
+TEST_CASE("row splits the lowering refuses", "[nvptx][reduction][split-rows]") {
+  auto refusal = [](const std::string &ir, int64_t blocks,
+                    std::vector<int64_t> alias = {}) {
+    Harness h;
+    h.parse(ir);
+    mlir::Operation *op = firstOp(h);
+    op->setAttr(tg::nvptx::detail::kRowBlocksAttr,
+                mlir::IntegerAttr::get(mlir::IntegerType::get(&h.ctx, 64), blocks));
+    if (!alias.empty())
+      op->setAttr(mlir::tg::attr::aliasArgs,
+                  mlir::DenseI64ArrayAttr::get(&h.ctx, alias));
+    auto kernels = newKernelModule(h);
+    CHECK(mlir::failed(
+        tg::nvptx::lowerOpToKernels(op, tg::nvptx::Target::SM80, *kernels)));
+    return h.diagnostics;
+  };
+  CHECK_THAT(refusal(softmaxGroup("4", "1000", "f32"), 4),
+             Catch::Contains("'tg_nvptx.row_blocks' = 4 on rows of 1000 "
+                             "elements, which take a warp each"));
+  CHECK_THAT(refusal(softmaxGroup("4", "5000", "f32"), 100),
+             Catch::Contains("'tg_nvptx.row_blocks' must be an integer from 1 to 64"));
+  // The row result t in s's buffer: other blocks of the row still read s.
+  std::string x = "tensor<6x3000xf32>";
+  std::string ir = "func.func @f(%arg0: " + x + ", %arg1: tensor<6x1xf32>) -> (" + x + ", tensor<6x1xf32>) {\n"
+      "  %0:2 = tg.fused <row_reduction> ins(%arg0, %arg1 : " + x + ", tensor<6x1xf32>) {\n"
+      "  ^bb0(%x: " + x + ", %s: tensor<6x1xf32>):\n"
+      "    %m = tg.max %x axes = [1] keepdims : " + x + " -> tensor<6x1xf32>\n"
+      "    %y = tg.mul %x, %s : " + x + ", tensor<6x1xf32> -> " + x + "\n"
+      "    %t = tg.mul %s, %m : tensor<6x1xf32>, tensor<6x1xf32> -> tensor<6x1xf32>\n"
+      "    tg.yield %y, %t : " + x + ", tensor<6x1xf32>\n"
+      "  } -> " + x + ", tensor<6x1xf32>\n"
+      "  return %0#0, %0#1 : " + x + ", tensor<6x1xf32>\n}\n";
+  CHECK_THAT(refusal(ir, 2, {-1, 1}),
+             Catch::Contains("puts row result #1 in an operand's buffer, which "
+                             "a row split over blocks cannot compute in place"));
 }
