@@ -284,61 +284,95 @@ Value blockEnd(OpBuilder &b, Location loc, Value q0, int64_t rows) {
   return arith::AddIOp::create(b, loc, q0, indexConstant(b, loc, rows));
 }
 
-struct AttentionLowering final : OpConversionPattern<AttentionOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// What both directions read from their op: q, k and v, the compute type,
+/// `causal` and `scale`.
+struct Attention {
+  Location loc;
+  Value q, k, v;
+  Type ct;
+  bool causal;
+  double scale;
+};
 
-  LogicalResult
-  matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+/// The head both directions share: reads `Attention` from the op, loops
+/// over its (batch, head) pairs carrying the op's results (empty tensors at
+/// first) and replaces the op with their final values. `Derived::lowerHead`
+/// emits the code of one (batch, head) pair.
+template <typename OpTy, typename Derived>
+struct AttentionPattern : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                ConversionPatternRewriter &rw) const final {
     Location loc = op.getLoc();
-    Value q = adaptor.getQuery(), k = adaptor.getKey(), v = adaptor.getValue();
-    Type ct = computeType(elementType(q));
-    bool causal = op.getCausal();
-    double scale = op.getScale().convertToDouble();
-    int64_t tq = dims(q)[2], tk = dims(k)[2], dv = dims(v)[3];
-    auto outType = cast<RankedTensorType>(op.getOutput().getType());
-    auto lseType = cast<RankedTensorType>(op.getLse().getType());
-    Value out0 = emptyTensor(rw, loc, outType.getShape(),
-                             outType.getElementType());
-    Value lse0 = emptyTensor(rw, loc, lseType.getShape(),
-                             lseType.getElementType());
-    SmallVector<Value> results = forHeads(
-        rw, loc, q, {out0, lse0},
-        [&](OpBuilder &b, Value bi, Value hi, ValueRange outs) {
-          return forBlocks(
-              b, loc, tq, kBlock, nullptr, outs,
-              [&](OpBuilder &qb, Value q0, int64_t br, ValueRange outs) {
-                Tiles t{qb, loc, ct, bi, hi};
-                Value qt = t.rows(q, q0, br);
-                Value m0 = filledTensor(qb, loc, {br}, ct, -INFINITY);
-                SmallVector<Value> st = forBlocks(
-                    qb, loc, tk, kBlock,
-                    causal ? blockEnd(qb, loc, q0, br) : nullptr,
-                    {m0, t.zeros({br}), t.zeros({br, dv})},
-                    [&](OpBuilder &kb, Value k0, int64_t bc, ValueRange st) {
-                      Tiles t{kb, loc, ct, bi, hi};
-                      return step(t, qt, t.rows(k, k0, bc), t.rows(v, k0, bc),
-                                  q0, k0, scale, causal, st);
-                    });
-                Value o = t.map({br, dv}, {st[2], st[1]},
-                                [](OpBuilder &nb, Location l, ValueRange a) {
-                                  return arith::DivFOp::create(nb, l, a[0],
-                                                               a[1])
-                                      .getResult();
-                                });
-                Value lse = t.map({br}, {st[0], st[1]},
-                                  [](OpBuilder &nb, Location l, ValueRange a) {
-                                    return arith::AddFOp::create(
-                                               nb, l, a[0],
-                                               math::LogOp::create(nb, l, a[1]))
-                                        .getResult();
-                                  });
-                return SmallVector<Value>{t.store(o, outs[0], q0),
-                                          t.store(lse, outs[1], q0)};
-              });
-        });
-    rw.replaceOp(op, results);
+    Value q = adaptor.getQuery();
+    Attention attn{loc,
+                   q,
+                   adaptor.getKey(),
+                   adaptor.getValue(),
+                   computeType(elementType(q)),
+                   op.getCausal(),
+                   op.getScale().convertToDouble()};
+    SmallVector<Value> init;
+    for (Value r : op->getResults()) {
+      auto type = cast<RankedTensorType>(r.getType());
+      init.push_back(
+          emptyTensor(rw, loc, type.getShape(), type.getElementType()));
+    }
+    rw.replaceOp(
+        op, forHeads(rw, loc, q, init,
+                     [&](OpBuilder &b, Value bi, Value hi, ValueRange outs) {
+                       return Derived::lowerHead(attn, adaptor, b, bi, hi,
+                                                 outs);
+                     }));
     return success();
+  }
+};
+
+struct AttentionLowering final
+    : AttentionPattern<AttentionOp, AttentionLowering> {
+  using AttentionPattern::AttentionPattern;
+
+  /// The forward of one (batch, head): per query block, the online softmax
+  /// over its key blocks, then O and lse.
+  static SmallVector<Value> lowerHead(const Attention &attn, AttentionOp::Adaptor,
+                                      OpBuilder &b, Value bi, Value hi,
+                                      ValueRange outs) {
+    Location loc = attn.loc;
+    Value q = attn.q, k = attn.k, v = attn.v;
+    Type ct = attn.ct;
+    bool causal = attn.causal;
+    double scale = attn.scale;
+    int64_t tq = dims(q)[2], tk = dims(k)[2], dv = dims(v)[3];
+    return forBlocks(
+        b, loc, tq, kBlock, nullptr, outs,
+        [&](OpBuilder &qb, Value q0, int64_t br, ValueRange outs) {
+          Tiles t{qb, loc, ct, bi, hi};
+          Value qt = t.rows(q, q0, br);
+          Value m0 = filledTensor(qb, loc, {br}, ct, -INFINITY);
+          SmallVector<Value> st = forBlocks(
+              qb, loc, tk, kBlock, causal ? blockEnd(qb, loc, q0, br) : nullptr,
+              {m0, t.zeros({br}), t.zeros({br, dv})},
+              [&](OpBuilder &kb, Value k0, int64_t bc, ValueRange st) {
+                Tiles t{kb, loc, ct, bi, hi};
+                return step(t, qt, t.rows(k, k0, bc), t.rows(v, k0, bc), q0, k0,
+                            scale, causal, st);
+              });
+          Value o = t.map(
+              {br, dv}, {st[2], st[1]},
+              [](OpBuilder &nb, Location l, ValueRange a) {
+                return arith::DivFOp::create(nb, l, a[0], a[1]).getResult();
+              });
+          Value lse =
+              t.map({br}, {st[0], st[1]},
+                    [](OpBuilder &nb, Location l, ValueRange a) {
+                      return arith::AddFOp::create(
+                                 nb, l, a[0], math::LogOp::create(nb, l, a[1]))
+                          .getResult();
+                    });
+          return SmallVector<Value>{t.store(o, outs[0], q0),
+                                    t.store(lse, outs[1], q0)};
+        });
   }
 
   /// One key block of the online softmax: the running max, sum and
@@ -374,74 +408,62 @@ struct AttentionLowering final : OpConversionPattern<AttentionOp> {
   }
 };
 
-struct AttentionGradLowering final : OpConversionPattern<AttentionGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct AttentionGradLowering final
+    : AttentionPattern<AttentionGradOp, AttentionGradLowering> {
+  using AttentionPattern::AttentionPattern;
 
-  LogicalResult
-  matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
-    Location loc = op.getLoc();
-    Value q = adaptor.getQuery(), k = adaptor.getKey(), v = adaptor.getValue();
+  /// The backward of one (batch, head): dQ per query block, dK and dV
+  /// accumulated over all of them.
+  static SmallVector<Value> lowerHead(const Attention &attn,
+                                      AttentionGradOp::Adaptor adaptor,
+                                      OpBuilder &b, Value bi, Value hi,
+                                      ValueRange outs) {
+    Location loc = attn.loc;
+    Value q = attn.q, k = attn.k, v = attn.v;
     Value dout = adaptor.getGradOutput(), o = adaptor.getOutput();
     Value lse = adaptor.getLse(), dlse = adaptor.getGradLse();
-    Type ct = computeType(elementType(q));
-    bool causal = op.getCausal();
-    double scale = op.getScale().convertToDouble();
-    int64_t tq = dims(q)[2], tk = dims(k)[2], d = dims(q)[3],
-            dv = dims(v)[3];
-    SmallVector<Value> init;
-    for (Value r : op->getResults()) {
-      auto type = cast<RankedTensorType>(r.getType());
-      init.push_back(
-          emptyTensor(rw, loc, type.getShape(), type.getElementType()));
-    }
-    SmallVector<Value> results = forHeads(
-        rw, loc, q, init,
-        [&](OpBuilder &b, Value bi, Value hi, ValueRange outs) {
-          Tiles t{b, loc, ct, bi, hi};
-          // dQ's rows are final per query block; dK and dV accumulate over
-          // all of them in f32.
-          SmallVector<Value> acc = forBlocks(
-              b, loc, tq, kBlock, nullptr,
-              {outs[0], t.zeros({tk, d}), t.zeros({tk, dv})},
-              [&](OpBuilder &qb, Value q0, int64_t br, ValueRange st) {
-                Tiles t{qb, loc, ct, bi, hi};
-                Value qt = t.rows(q, q0, br), dot = t.rows(dout, q0, br);
-                Value lt = t.rows(lse, q0, br);
-                Value negDl = t.map(
-                    {br}, t.rows(dlse, q0, br),
+    Type ct = attn.ct;
+    bool causal = attn.causal;
+    double scale = attn.scale;
+    int64_t tq = dims(q)[2], tk = dims(k)[2], d = dims(q)[3], dv = dims(v)[3];
+    Tiles t{b, loc, ct, bi, hi};
+    // dQ's rows are final per query block; dK and dV accumulate over
+    // all of them in f32.
+    SmallVector<Value> acc = forBlocks(
+        b, loc, tq, kBlock, nullptr,
+        {outs[0], t.zeros({tk, d}), t.zeros({tk, dv})},
+        [&](OpBuilder &qb, Value q0, int64_t br, ValueRange st) {
+          Tiles t{qb, loc, ct, bi, hi};
+          Value qt = t.rows(q, q0, br), dot = t.rows(dout, q0, br);
+          Value lt = t.rows(lse, q0, br);
+          Value negDl =
+              t.map({br}, t.rows(dlse, q0, br),
                     [](OpBuilder &nb, Location l, ValueRange a) {
                       return arith::NegFOp::create(nb, l, a[0]).getResult();
                     });
-                Value dO = t.map({br, dv}, {dot, t.rows(o, q0, br)},
-                                 [](OpBuilder &nb, Location l, ValueRange a) {
-                                   return arith::MulFOp::create(nb, l, a[0],
-                                                                a[1])
-                                       .getResult();
-                                 });
-                Value delta = t.rowReduce(
-                    dO, negDl, [](OpBuilder &nb, Location l, Value x, Value y) {
-                      return arith::AddFOp::create(nb, l, x, y).getResult();
-                    });
-                SmallVector<Value> inner = forBlocks(
-                    qb, loc, tk, kBlock,
-                    causal ? blockEnd(qb, loc, q0, br) : nullptr,
-                    {t.zeros({br, d}), st[1], st[2]},
-                    [&](OpBuilder &kb, Value k0, int64_t bc, ValueRange st) {
-                      Tiles t{kb, loc, ct, bi, hi};
-                      return step(t, qt, dot, lt, delta, t.rows(k, k0, bc),
-                                  t.rows(v, k0, bc), q0, k0, scale, causal,
-                                  st);
-                    });
-                return SmallVector<Value>{t.store(inner[0], st[0], q0),
-                                          inner[1], inner[2]};
+          Value dO = t.map(
+              {br, dv}, {dot, t.rows(o, q0, br)},
+              [](OpBuilder &nb, Location l, ValueRange a) {
+                return arith::MulFOp::create(nb, l, a[0], a[1]).getResult();
               });
-          Value zero = indexConstant(b, loc, 0);
-          return SmallVector<Value>{acc[0], t.store(acc[1], outs[1], zero),
-                                    t.store(acc[2], outs[2], zero)};
+          Value delta = t.rowReduce(
+              dO, negDl, [](OpBuilder &nb, Location l, Value x, Value y) {
+                return arith::AddFOp::create(nb, l, x, y).getResult();
+              });
+          SmallVector<Value> inner = forBlocks(
+              qb, loc, tk, kBlock, causal ? blockEnd(qb, loc, q0, br) : nullptr,
+              {t.zeros({br, d}), st[1], st[2]},
+              [&](OpBuilder &kb, Value k0, int64_t bc, ValueRange st) {
+                Tiles t{kb, loc, ct, bi, hi};
+                return step(t, qt, dot, lt, delta, t.rows(k, k0, bc),
+                            t.rows(v, k0, bc), q0, k0, scale, causal, st);
+              });
+          return SmallVector<Value>{t.store(inner[0], st[0], q0), inner[1],
+                                    inner[2]};
         });
-    rw.replaceOp(op, results);
-    return success();
+    Value zero = indexConstant(b, loc, 0);
+    return SmallVector<Value>{acc[0], t.store(acc[1], outs[1], zero),
+                              t.store(acc[2], outs[2], zero)};
   }
 
   /// One (query block, key block) pair of FlashAttention-2's backward:
