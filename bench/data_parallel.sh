@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench/data_parallel.sh BUILD - data-parallel training on this machine
-# (docs/data-parallel.md): samples/s for 1 process and for 2 ranks (mpirun)
-# at the same global batch, for
+# (docs/data-parallel.md): samples/s at the same global batch for 1 process,
+# for 1 rank that communicates all the same (tgc --ranks 1
+# --keep-collectives under mpirun -n 1: the cost of the exchange itself,
+# MPI over a communicator of one) and for 2 ranks (mpirun -n 2), for
 #   - the MLP on Fashion-MNIST (global batch 128, STEPS steps), and
 #   - a tiny GPT (1 layer, d_model 64, seq 64, vocab 256, fp32) on a token
 #     file of the GPL-3 text (global batch 16, GPT_STEPS steps),
@@ -47,19 +49,26 @@ bytes() {
 
 echo "| model | global batch | processes | samples/s (wall) | CPU s | bytes all-reduced per rank per step |"
 echo "|---|---:|---:|---:|---:|---:|"
+# The load while measuring: a loaded machine's rates are not results.
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 run_case() { # NAME GLOBAL_BATCH DATA STEPS SOURCE DEFINES...
   local name=$1 g=$2 data=$3 n=$4 src=$5
   shift 5
   "$bin/tgc" "$src" "$@" -D batch="$g" -o "$tmp/one.tgx"
+  "$bin/tgc" "$src" "$@" -D batch="$g" --keep-collectives -o "$tmp/keep.tgx"
   "$bin/tgc" "$src" "$@" -D batch=$((g / 2)) --ranks 2 -o "$tmp/two.tgx"
   local b
   b=$(bytes "$src" "$@" -D batch="$g")
   read -r rate cpu < <(measure "$bin/tg-run" "$tmp/one.tgx" --data "$data" \
                          --batch-limit "$n" --seed 1)
   echo "| $name | $g | 1 | $rate | $cpu | 0 |"
+  read -r rate cpu < <(measure "${mpirun[@]}" -n 1 "$bin/tg-run" "$tmp/keep.tgx" \
+                         --data "$data" --batch-limit "$n" --seed 1)
+  echo "| $name | $g | 1, collectives kept (mpirun -n 1) | $rate | $cpu | $b |"
   read -r rate cpu < <(measure "${mpirun[@]}" -n 2 "$bin/tg-run" "$tmp/two.tgx" \
                          --data "$data" --batch-limit "$n" --seed 1)
   echo "| $name | $g | 2 x $((g / 2)) | $rate | $cpu | $b |"
 }
 run_case mlp 128 fashion-mnist "$steps" "$here/examples/mlp.tg"
 run_case "tiny GPT" 16 "u16:$tmp/tok.u16" "$gpt_steps" "$tmp/gpt.tg" "${gpt[@]}"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

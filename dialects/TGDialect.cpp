@@ -1,8 +1,9 @@
 //===- TGDialect.cpp - the tg dialect ---------------------------*- C++ -*-===//
 //
-// Dialect registration, the #tg.init attribute, constant materialisation and
-// the verifiers of the attributes that tag model functions (tg.name, tg.role,
-// tg.init on arguments and results; tg.model, tg.hyper, tg.train on modules).
+// Dialect registration, the !tg.comm type, the #tg.init attribute, constant
+// materialisation and the verifiers of the attributes that tag model
+// functions (tg.name, tg.role, tg.init on arguments and results; tg.model,
+// tg.hyper, tg.train on modules).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,10 +25,17 @@ using namespace mlir::tg;
 #define GET_ATTRDEF_CLASSES
 #include "dialects/TGAttrs.cpp.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialects/TGTypes.cpp.inc"
+
 void TGDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialects/TGOps.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialects/TGTypes.cpp.inc"
       >();
   registerAttributes();
 }
@@ -45,6 +53,17 @@ Operation *TGDialect::materializeConstant(OpBuilder &builder, Attribute value,
   if (!elements || elements.getType() != type)
     return nullptr;
   return ConstantOp::create(builder, loc, elements);
+}
+
+//===----------------------------------------------------------------------===//
+// !tg.comm
+//===----------------------------------------------------------------------===//
+
+LogicalResult CommType::verify(function_ref<InFlightDiagnostic()> emitError,
+                               int64_t ranks) {
+  if (ranks < 1)
+    return emitError() << "a communicator has at least 1 rank, got " << ranks;
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,6 +1,6 @@
 //===- TGDialect.h - the tg dialect -----------------------------*- C++ -*-===//
 //
-// Declares the tg dialect, its enums and attributes.
+// Declares the tg dialect, its enums, attributes and types.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,9 @@
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/TGAttrs.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/TGTypes.h.inc"
 
 #include "dialects/TGDialect.h.inc"
 

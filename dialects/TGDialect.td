@@ -24,6 +24,7 @@ def TG_Dialect : Dialect {
     `tg-decompose` rewrites them into primitive tg ops.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   let hasConstantMaterializer = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;

@@ -124,14 +124,23 @@ LogicalResult OneHotOp::verify() {
   return success();
 }
 
+/// A planned bucket buffer lies in the arena: its offset is not negative.
+static LogicalResult verifyBucketOffset(Operation *op, IntegerAttr offset) {
+  if (offset && offset.getInt() < 0)
+    return op->emitOpError("bucket_offset must be a byte offset in the arena "
+                           "(at least 0), got ")
+           << offset.getInt();
+  return success();
+}
+
 LogicalResult AllReduceOp::verify() {
+  if (failed(verifyBucketOffset(*this, getBucketOffsetAttr())))
+    return failure();
   if (getInputs().empty())
     return emitOpError("needs at least one tensor (a bucket is never empty)");
   if (getOp() != "sum" && getOp() != "mean")
     return emitOpError("op must be \"sum\" or \"mean\", got \"")
            << getOp() << "\"";
-  if (getRanks() < 1)
-    return emitOpError("ranks must be at least 1, got ") << getRanks();
   return success();
 }
 
@@ -142,8 +151,6 @@ static LogicalResult verifyShards(Operation *op, TypeRange shards,
   if (shards.empty())
     return op->emitOpError(
         "needs at least one tensor (a bucket is never empty)");
-  if (ranks < 1)
-    return op->emitOpError("ranks must be at least 1, got ") << ranks;
   if (shards.size() != full.size())
     return op->emitOpError("has ")
            << full.size() << " whole tensors but " << shards.size()
@@ -159,6 +166,8 @@ static LogicalResult verifyShards(Operation *op, TypeRange shards,
 }
 
 LogicalResult ReduceScatterOp::verify() {
+  if (failed(verifyBucketOffset(*this, getBucketOffsetAttr())))
+    return failure();
   if (getOp() != "sum" && getOp() != "mean")
     return emitOpError("op must be \"sum\" or \"mean\", got \"")
            << getOp() << "\"";
@@ -167,6 +176,8 @@ LogicalResult ReduceScatterOp::verify() {
 }
 
 LogicalResult AllGatherOp::verify() {
+  if (failed(verifyBucketOffset(*this, getBucketOffsetAttr())))
+    return failure();
   return verifyShards(*this, getInputs().getTypes(), getResultTypes(),
                       getRanks());
 }

@@ -105,6 +105,7 @@ bool tgc::buildTraining(ModuleOp module, const BuildSettings &settings,
   options.ranks = settings.ranks;
   options.bucketBytes = settings.bucketBytes;
   options.zero = settings.zero;
+  options.keepCollectives = settings.keepCollectives;
   // What is planned and reported is what the backend runs: the composite
   // ops' intermediates are buffers of the plan, not hidden scratch.
   options.decompose = true;
@@ -326,6 +327,7 @@ static tg::BudgetFitAttr runFit(ModuleOp module, int64_t budget,
   options.ranks = settings.ranks;
   options.bucketBytes = settings.bucketBytes;
   options.zero = settings.zero;
+  options.keepCollectives = settings.keepCollectives;
   options.shard = settings.mayShard;
   options.keepAttention = settings.keepAttention;
   pm.addPass(tg::createFitBudgetPass(options));

@@ -62,6 +62,10 @@ struct BuildSettings {
   int64_t ranks = 1;
   int64_t bucketBytes = 25 * 1024 * 1024;
   int64_t zero = 0;
+  /// With `ranks` 1: keep the collectives all the same, over a
+  /// communicator of one rank (tgc --keep-collectives), so that a job of
+  /// one process measures what communicating costs.
+  bool keepCollectives = false;
   /// With `zero` 0, fitBudget may shard the state to meet a budget (and
   /// then sets `zero` to 1 for the builds that follow).
   bool mayShard = true;

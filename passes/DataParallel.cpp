@@ -18,6 +18,10 @@
 // of the gradients and an all-gather of the parameters; the old update is
 // then dead and erased.
 //
+// Every collective runs over one communicator, `tg.comm_world` (all the
+// ranks of the job), made once at the top of @train_step; its type carries
+// the rank count, from which the shard sizes follow.
+//
 //===----------------------------------------------------------------------===//
 
 #include "dialects/TGOps.h"
@@ -52,7 +56,9 @@ struct DataParallelPass final
           << ", bucket-bytes = " << std::to_string(bucketBytes);
       return signalPassFailure();
     }
-    if (ranks == 1)
+    // One rank has nothing to average; keep-collectives communicates
+    // anyway (over a communicator of one), to measure what it costs.
+    if (ranks == 1 && !keepCollectives)
       return;
     auto step = module.lookupSymbol<func::FuncOp>("train_step");
     if (!step) {
@@ -151,11 +157,15 @@ struct DataParallelPass final
     }
 
     OpBuilder b(anchor->getContext());
+    b.setInsertionPointToStart(&step.getBody().front());
+    world = CommWorldOp::create(b, step.getLoc(),
+                                CommType::get(b.getContext(), ranks));
     b.setInsertionPointAfter(anchor);
     Location loc = call.getLoc();
     auto reduce = [&](ArrayRef<Value> bucket) {
-      auto op = AllReduceOp::create(b, loc, bucket, b.getStringAttr("mean"),
-                                    b.getI64IntegerAttr(ranks));
+      auto op = AllReduceOp::create(b, loc, world, bucket,
+                                    b.getStringAttr("mean"),
+                                    /*bucket_offset=*/IntegerAttr());
       for (auto [v, r] : llvm::zip(bucket, op.getResults()))
         Value(v).replaceAllUsesExcept(r, op.getOperation());
     };
@@ -233,8 +243,9 @@ struct DataParallelPass final
                           shardType(cast<ShapedType>(g.getType()), ranks));
                     });
                     auto op = ReduceScatterOp::create(
-                        b, b.getUnknownLoc(), types, bucket,
-                        b.getStringAttr("mean"), b.getI64IntegerAttr(ranks));
+                        b, b.getUnknownLoc(), types, world, bucket,
+                        b.getStringAttr("mean"),
+                        /*bucket_offset=*/IntegerAttr());
                     for (auto [g, s] : llvm::zip(bucket, op.getResults()))
                       gradShard[g] = s;
                   });
@@ -257,8 +268,8 @@ struct DataParallelPass final
     SmallVector<Value> pShards, gShards;
     for (auto [p, g] : llvm::zip(params, grads)) {
       pShards.push_back(ShardOp::create(
-          b, t.loc, shardType(cast<ShapedType>(p.getType()), ranks), p,
-          b.getI64IntegerAttr(ranks)));
+          b, t.loc, shardType(cast<ShapedType>(p.getType()), ranks), world,
+          p));
       Value gs = gradShard.lookup(g);
       // With accumulation the gradient is the micro-batches' mean; the
       // division runs on the shard (1/N of the work).
@@ -267,9 +278,9 @@ struct DataParallelPass final
       gShards.push_back(gs);
     }
     auto globalSum = [&](Value local) -> Value {
-      return AllReduceOp::create(b, t.loc, ValueRange{local},
+      return AllReduceOp::create(b, t.loc, world, ValueRange{local},
                                  b.getStringAttr("sum"),
-                                 b.getI64IntegerAttr(ranks))
+                                 /*bucket_offset=*/IntegerAttr())
           .getResult(0);
     };
     SmallVector<Value> stateValues(state.begin(), state.end());
@@ -285,8 +296,8 @@ struct DataParallelPass final
         types.push_back(params[first + i].getType());
       first += bucket.size();
       llvm::append_range(newParams,
-                         AllGatherOp::create(b, t.loc, types, bucket,
-                                             b.getI64IntegerAttr(ranks))
+                         AllGatherOp::create(b, t.loc, types, world, bucket,
+                                             /*bucket_offset=*/IntegerAttr())
                              .getResults());
     });
 
@@ -350,6 +361,9 @@ struct DataParallelPass final
     eraseDeadOps(init);
     return success();
   }
+
+  /// The communicator of every collective this pass inserts.
+  Value world;
 };
 
 } // namespace

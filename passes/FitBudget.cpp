@@ -183,6 +183,7 @@ struct FitBudgetPass final : tg::impl::FitBudgetPassBase<FitBudgetPass> {
     options.ranks = ranks;
     options.bucketBytes = bucketBytes;
     options.zero = stage;
+    options.keepCollectives = keepCollectives;
     buildTrainingPipeline(pm, options);
     if (failed(runPipeline(pm, copy)))
       return failure();

@@ -102,7 +102,8 @@ private:
       block(*loop.getBody(), times * trips);
       return;
     }
-    if (isa<ConstantOp, arith::ConstantOp, ReshapeOp>(op) ||
+    // A communicator (tg.comm_world) has no code either.
+    if (isa<ConstantOp, arith::ConstantOp, ReshapeOp, CommWorldOp>(op) ||
         !isa<TGDialect>(op->getDialect()))
       return;
     Kernel k;

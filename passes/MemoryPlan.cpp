@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
 #include <set>
@@ -494,6 +495,50 @@ bool isCommunication(Operation *op) {
   return isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op);
 }
 
+/// Bytes of the flat buffer the CPU backend packs a collective's bucket
+/// into (codegen/cpu/CommToCalls.cpp): an all_reduce's tensors end to end,
+/// or ranks rows of a reduce_scatter's or all_gather's shards; 0 for
+/// anything else.
+int64_t flatBucketBytes(Operation *op) {
+  int64_t bytes = 0;
+  if (auto r = dyn_cast<AllReduceOp>(op))
+    for (Type t : r.getInputs().getTypes())
+      bytes += tensorBytes(t);
+  else if (auto r = dyn_cast<ReduceScatterOp>(op))
+    for (Type t : r.getResultTypes())
+      bytes += r.getRanks() * tensorBytes(t);
+  else if (auto g = dyn_cast<AllGatherOp>(op))
+    for (Type t : g.getInputs().getTypes())
+      bytes += g.getRanks() * tensorBytes(t);
+  return bytes;
+}
+
+/// Records (or, with nullopt, removes) the arena offset of `op`'s bucket
+/// buffer: the `bucket_offset` of the communicating collectives.
+void setBucketOffset(Operation *op, std::optional<int64_t> offset) {
+  Builder b(op->getContext());
+  IntegerAttr attr = offset ? b.getI64IntegerAttr(*offset) : IntegerAttr();
+  llvm::TypeSwitch<Operation *>(op)
+      .Case<AllReduceOp, ReduceScatterOp, AllGatherOp>([&](auto c) {
+        if (attr)
+          c.setBucketOffsetAttr(attr);
+        else
+          c.removeBucketOffsetAttr();
+      });
+}
+
+/// The arena offset of `op`'s bucket buffer, if it has one.
+std::optional<int64_t> bucketOffsetOf(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<int64_t>>(op)
+      .Case<AllReduceOp, ReduceScatterOp, AllGatherOp>(
+          [](auto c) -> std::optional<int64_t> {
+            if (std::optional<uint64_t> o = c.getBucketOffset())
+              return int64_t(*o);
+            return std::nullopt;
+          })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
 /// Moves each collective of `block` up to right after the last op it reads
 /// from (its bucket complete) and after the collective before it (the
 /// ranks issue them in one order), so that on the GPU it starts as soon as
@@ -600,6 +645,7 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
          {attr::offset, attr::offsets, attr::aliasArg, attr::aliasArgs,
           attr::bytes})
       op.removeAttr(stale);
+    setBucketOffset(&op, std::nullopt);
   }
   DenseMap<Operation *, int64_t> step;
   for (auto [i, op] : llvm::enumerate(ops))
@@ -683,6 +729,8 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
   DenseSet<size_t> viewed; // buffers that a reshape reads as a view
   // Nested regions, planned separately and placed after offsets are known.
   std::vector<std::pair<size_t, BlockPlan>> nestedPlans;
+  // The collectives' flat bucket buffers (PlanOptions::flatBuckets).
+  SmallVector<std::pair<Operation *, size_t>> buckets;
   Builder b(block.getParentOp()->getContext());
   for (Operation *op : ops) {
     if (isa<ConstantOp, arith::ConstantOp>(op))
@@ -768,6 +816,20 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
       endsWith[plan.buffers.size()] = r;
       plan.buffers.push_back(buf);
     }
+    // A collective's bucket buffer is filled from its operands and read
+    // into its results while it runs: workspace live at its step alone,
+    // apart from both (their buffers are live at that step too).
+    if (int64_t bytes = opts.flatBuckets ? flatBucketBytes(op) : 0) {
+      Buffer buf;
+      buf.op = op->getName().getStringRef().str();
+      buf.loc = locString(op->getLoc());
+      buf.name = "bucket buffer of " + buf.op + "#" + std::to_string(step[op]);
+      buf.bytes = bytes;
+      buf.start = buf.end = step[op];
+      buf.kind = BufferKind::Workspace;
+      buckets.push_back({op, plan.buffers.size()});
+      plan.buffers.push_back(buf);
+    }
   }
   for (auto [id, v] : endsWith)
     if (plan.buffers[id].kind == BufferKind::Activation)
@@ -779,6 +841,8 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     if (!buf.persistent)
       plan.naive += buf.bytes;
   plan.size = assignOffsets(plan.buffers, opts.alignment);
+  for (auto [op, id] : buckets)
+    setBucketOffset(op, plan.buffers[id].offset);
   for (auto [v, id] : bufferOf)
     if (Operation *def = v.getDefiningOp()) {
       const Buffer &buf = plan.buffers[id];
@@ -869,6 +933,8 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
             o += base;
         offsetsAttr.setAttr(inner, b.getDenseI64ArrayAttr(shifted));
       }
+      if (std::optional<int64_t> bucket = bucketOffsetOf(inner))
+        setBucketOffset(inner, *bucket + base);
     });
     for (Buffer buf : inner.buffers) {
       buf.offset += base;
@@ -935,17 +1001,8 @@ FailureOr<MemoryPlan> mlir::tg::planMemory(func::FuncOp fn,
   if (auto zero = tg.getZeroAttrHelper().getAttr(module))
     plan.zero = zero.getInt();
   fn.walk([&](Operation *op) {
-    int64_t bytes = 0;
-    if (auto r = dyn_cast<AllReduceOp>(op))
-      for (Type t : r.getInputs().getTypes())
-        bytes += tensorBytes(t);
-    else if (isa<ReduceScatterOp>(op))
-      for (Type t : op->getResultTypes())
-        bytes += plan.ranks * tensorBytes(t);
-    else if (isa<AllGatherOp>(op))
-      for (Type t : op->getOperandTypes())
-        bytes += plan.ranks * tensorBytes(t);
-    plan.bucketBufferBytes = std::max(plan.bucketBufferBytes, bytes);
+    plan.bucketBufferBytes =
+        std::max(plan.bucketBufferBytes, flatBucketBytes(op));
   });
 
   auto summary = MemoryPlanAttr::get(

@@ -67,7 +67,8 @@ struct MemoryPlan {
   int64_t ranks = 1, zero = 0;
   /// The largest flat buffer a collective communicates (a bucket: an
   /// all_reduce's tensors, or ranks x a reduce_scatter's or all_gather's
-  /// shards), which the CPU backend allocates beside the arena.
+  /// shards), which the CPU backend packs in its planned place in the
+  /// arena (PlanOptions::flatBuckets; a workspace buffer of the plan).
   int64_t bucketBufferBytes = 0;
 
   /// Bytes of the parameters' low-precision compute copies (tg.cast with
@@ -96,6 +97,11 @@ struct PlanOptions {
   /// reads is computed, and what it reads stays live until the first op
   /// that reads its results (where the runtime waits for it).
   bool asyncCollectives = false;
+  /// Each communicating collective packs its bucket into one flat buffer
+  /// (the CPU backend, codegen/cpu/CommToCalls.cpp): plan it as workspace
+  /// live while the collective runs, its offset the op's `bucket_offset`.
+  /// The GPU backend communicates the planned tensors themselves.
+  bool flatBuckets = true;
 };
 
 /// Inlines calls, reorders `fn`'s body to keep the peak low, assigns

@@ -68,10 +68,13 @@ void mlir::tg::printMemoryTable(const MemoryPlan &plan, llvm::raw_ostream &os) {
   row("inputs", plan.bytesOf(BufferKind::Input));
   row("activations", plan.bytesOf(BufferKind::Activation));
   row("workspace", plan.bytesOf(BufferKind::Workspace));
+  // Data parallelism: the largest flat buffer a collective packs its
+  // bucket into, a workspace buffer of the plan live while it runs (in the
+  // row above when that is the worst moment).
+  if (plan.bucketBufferBytes)
+    row("  bucket buffer", plan.bucketBufferBytes);
   if (plan.scratchBytes)
     row("op scratch (cpu)", plan.scratchBytes);
-  if (plan.bucketBufferBytes)
-    row("bucket buffer (cpu)", plan.bucketBufferBytes);
   row("peak (planned arena)", plan.peakBytes());
   row("lower bound", plan.persistentBytes + plan.lowerBoundBytes);
   row("naive (no reuse)", plan.persistentBytes + plan.naiveBytes);

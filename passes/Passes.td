@@ -212,8 +212,12 @@ def DataParallelPass : Pass<"tg-data-parallel", "::mlir::ModuleOp"> {
     gradient function, or, with gradient accumulation, after the
     micro-batch loop (so a step communicates once, not once per
     micro-batch). The loss is averaged too, so every rank reports the loss
-    of the global batch. The module gets `tg.ranks`. With `ranks = 1` the
-    pass changes nothing.
+    of the global batch. The collectives run over one communicator,
+    `%world = tg.comm_world : !tg.comm<ranks = N>`, made at the top of
+    `@train_step`. The module gets `tg.ranks`. With `ranks = 1` the pass
+    changes nothing, unless `keep-collectives` asks for the collectives
+    anyway (over a communicator of one rank: a mean is the identity), so
+    that a one-rank job measures what communicating costs.
 
     With `zero = 1` (ZeRO stage 1) each rank keeps and updates 1/N of the
     optimizer state instead: the gradient buckets are
@@ -229,10 +233,11 @@ def DataParallelPass : Pass<"tg-data-parallel", "::mlir::ModuleOp"> {
     `tg.zero = 1`.
 
     ```mlir
-    %s:2 = tg.reduce_scatter %gb, %gw {op = "mean", ranks = 2 : i64} : tensor<10xf32>, tensor<32x10xf32>
-    %pw = tg.shard %w {ranks = 2 : i64} : tensor<32x10xf32>
+    %world = tg.comm_world : !tg.comm<ranks = 2>
+    %s:2 = tg.reduce_scatter %gb, %gw on %world {op = "mean"} : !tg.comm<ranks = 2>, tensor<10xf32>, tensor<32x10xf32> -> tensor<5xf32>, tensor<160xf32>
+    %pw = tg.shard %w on %world : !tg.comm<ranks = 2>, tensor<32x10xf32> -> tensor<160xf32>
     ... the optimizer on %pw, %s#1 and the state shard %m : tensor<160xf32>
-    %w2 = tg.all_gather %nw {ranks = 2 : i64} : tensor<160xf32> -> tensor<32x10xf32>
+    %w2 = tg.all_gather %nw on %world : !tg.comm<ranks = 2>, tensor<160xf32> -> tensor<32x10xf32>
     ```
   }];
   let dependentDialects = ["::mlir::tg::TGDialect"];
@@ -244,6 +249,9 @@ def DataParallelPass : Pass<"tg-data-parallel", "::mlir::ModuleOp"> {
     Option<"zero", "zero", "int64_t", "0",
            "ZeRO stage: 0 replicates the optimizer state, 1 shards it over "
            "the ranks">,
+    Option<"keepCollectives", "keep-collectives", "bool", "false",
+           "With ranks = 1, insert the collectives anyway (over a "
+           "communicator of one rank), to measure their cost">,
   ];
 }
 
@@ -419,6 +427,9 @@ def FitBudgetPass : Pass<"tg-fit-budget", "::mlir::ModuleOp"> {
     Option<"shard", "shard", "bool", "true",
            "With ranks > 1 and zero = 0: may shard the optimizer state "
            "(ZeRO stage 1) to fit, before recomputing">,
+    Option<"keepCollectives", "keep-collectives", "bool", "false",
+           "With ranks = 1: the candidates keep their collectives "
+           "(tg-data-parallel's keep-collectives)">,
   ];
 }
 

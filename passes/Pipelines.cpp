@@ -62,6 +62,7 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     fit.ranks = options.ranks;
     fit.bucketBytes = options.bucketBytes;
     fit.zero = options.zero;
+    fit.keepCollectives = options.keepCollectives;
     pm.addPass(createFitBudgetPass(fit));
     if (options.planMemory)
       pm.addPass(createPlanMemoryPass());
@@ -79,11 +80,12 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // After CSE: the collectives have side effects and stay where they are.
-  if (options.ranks > 1) {
+  if (options.ranks > 1 || options.keepCollectives) {
     DataParallelPassOptions dp;
     dp.ranks = options.ranks;
     dp.bucketBytes = options.bucketBytes;
     dp.zero = options.zero;
+    dp.keepCollectives = options.keepCollectives;
     pm.addPass(createDataParallelPass(dp));
   }
   int64_t level = options.rematerialize ? std::max<int64_t>(1, options.rematLevel)

@@ -69,6 +69,11 @@ struct TrainingPipelineOptions
       llvm::cl::desc("ZeRO stage with ranks > 1: 1 shards the optimizer "
                      "state over the ranks"),
       llvm::cl::init(0)};
+  Option<bool> keepCollectives{
+      *this, "keep-collectives",
+      llvm::cl::desc("With ranks = 1: insert the collectives anyway (over a "
+                     "communicator of one rank), to measure their cost"),
+      llvm::cl::init(false)};
   Option<bool> planMemory{*this, "plan-memory",
                           llvm::cl::desc("Plan the memory of @train_step"),
                           llvm::cl::init(false)};

@@ -75,6 +75,10 @@ public:
           describe() + " has no collectives";
     return false;
   }
+  /// Whether the device's schedule has collective steps: then even a job
+  /// of one rank (tgc --ranks 1 --keep-collectives under mpirun -n 1)
+  /// binds its communicator, so that the collectives run through it.
+  virtual bool communicates() const { return false; }
   /// Bytes of the device's arena (one allocation for every entry).
   virtual int64_t arenaBytes() const = 0;
   /// What runs, for the first line of tg-run ("emulator (PTX sm_80)").

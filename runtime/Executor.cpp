@@ -437,8 +437,9 @@ bool Executor::setCommunicator(Communicator *comm, std::string &err) {
                             std::to_string(ranks));
     return false;
   }
-  if (manifest_.ranks > 1 && device_) {
-    // The device runs the collectives itself (CUDA: NCCL).
+  if (device_ && (manifest_.ranks > 1 || (comm && device_->communicates()))) {
+    // The device runs the collectives itself (CUDA: NCCL), also those of
+    // one rank that keeps them (tgc --keep-collectives: NCCL's cost).
     if (!device_->bindCommunicator(*comm, err)) {
       err = label_ + ": " + err;
       return false;

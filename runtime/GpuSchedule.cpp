@@ -325,6 +325,11 @@ public:
         return fail(where + ".reduce", "expected \"sum\" or \"mean\"");
       out.mean = red == "mean";
     }
+    // The communicator the step runs over: 0, the world (the job's NCCL
+    // communicator), the only one a runtime has; absent before there were
+    // others to name.
+    if (jsonGet(j, "comm") && !integer(j, "comm", where, 0, 0, out.comm))
+      return false;
     const Json *d = jsonGet(j, "dtype");
     std::string dt = d && d->is_string() ? d->get<std::string>() : "";
     if (dt == "f32")

@@ -44,6 +44,7 @@ struct GpuCollective {
   enum class Op { None, AllReduce, ReduceScatter, AllGather, Shard };
   Op op = Op::None;
   bool mean = false; ///< the reduction: mean, else sum
+  int64_t comm = 0;  ///< the communicator's id (0: the world)
   DType dtype = DType::F32;
   std::vector<int64_t> counts;
   std::vector<GpuBuffer> srcs, dsts;

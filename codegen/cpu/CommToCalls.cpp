@@ -2,28 +2,36 @@
 //
 // tg.all_reduce becomes one call of the artifact's support function
 //
-//   void tgx_all_reduce_f32(float *data, int64_t n, float scale);
+//   void tgx_all_reduce_f32(int64_t comm, float *data, int64_t n, float scale);
 //
 // on one flat buffer that holds the whole bucket (so a bucket is one
 // message, whatever its tensor count): the operands are copied in, the
-// runtime sums the buffer over the ranks in place and scales it (1 for a
-// sum, 1/ranks for a mean), and the results are slices of it. The support
-// code forwards to the communicator that the runtime installed
+// runtime sums the buffer over the ranks of communicator `comm` in place
+// and scales it (1 for a sum, 1/ranks for a mean), and the results are
+// slices of it. `comm` is the id of the collective's communicator: 0 for
+// tg.comm_world, which is erased (it has no code). The support code
+// forwards to the communicator that the runtime installed
 // (tgx_set_all_reduce; tg-run's is MPI_Allreduce), so the artifact links no
 // MPI and runs unchanged on one process.
+//
+// The flat buffer is the bucket's place in the arena where tg-plan-memory
+// planned one (the op's bucket_offset: live only while the collective
+// runs, it reuses bytes of buffers dead by then), a fresh tensor otherwise.
 //
 // ZeRO stage 1's collectives work the same way on a buffer of `ranks` rows
 // (one per rank) of `block` floats, where a bucket's shards sit side by side
 // in each row, so that every rank's part of the bucket is one contiguous
 // block (the layout MPI_Reduce_scatter_block and MPI_Allgather expect):
 //
-//   void tgx_reduce_scatter_f32(float *data, int64_t block, float scale);
+//   void tgx_reduce_scatter_f32(int64_t comm, float *data, int64_t block,
+//                               float scale);
 //       row r of data[ranks][block] summed over the ranks into data[0..block)
 //       on rank r, then scaled;
-//   void tgx_all_gather_f32(float *data, int64_t block);
+//   void tgx_all_gather_f32(int64_t comm, float *data, int64_t block);
 //       fills every row from the rank that owns it;
-//   int64_t tgx_rank(void);
-//       this process's rank (tg.shard, and where all_gather's own row is).
+//   int64_t tgx_rank(int64_t comm);
+//       this process's rank in `comm` (tg.shard, and where all_gather's own
+//       row is).
 //
 // A shard of a tensor of n elements is row r of the tensor read flat and
 // padded with zeros to ranks * ceil(n / ranks) elements (tg.shard).
@@ -67,12 +75,61 @@ func::FuncOp declareSupport(OpBuilder &b, Operation *from, StringRef name,
   return fn;
 }
 
-/// Calls support function `name(ptr, count, extra...)` on the flat f32
-/// tensor `flat`, which it updates in place; returns the updated tensor.
-/// The buffer may be a view into the arena: its offset is added to the
-/// aligned pointer, as the BLAS calls do.
+/// The id the runtime knows `comm`'s communicator by: 0 for the world
+/// (tg.comm_world), the only communicator the dialect makes.
+FailureOr<Value> commId(ConversionPatternRewriter &rw, Location loc,
+                        Operation *op, Value comm) {
+  if (!comm.getDefiningOp<CommWorldOp>())
+    return op->emitOpError("the CPU backend runs collectives over "
+                           "tg.comm_world's communicator only");
+  return arith::ConstantIntOp::create(rw, loc, 0, 64).getResult();
+}
+
+/// The f32 buffer of `shape` a collective packs its bucket into: a view of
+/// the function's arena at the op's planned `bucketOffset`, or a fresh
+/// tensor where nothing was planned. `zeroed` fills it with zeros (the
+/// padding of ragged shards).
+FailureOr<Value> bucketBuffer(ConversionPatternRewriter &rw, Location loc,
+                              Operation *op,
+                              std::optional<uint64_t> bucketOffset,
+                              ArrayRef<int64_t> shape, bool zeroed) {
+  Type f32 = rw.getF32Type();
+  if (!bucketOffset)
+    return zeroed ? cpu::filledTensor(rw, loc, shape, f32, 0.0)
+                  : cpu::emptyTensor(rw, loc, shape, f32);
+  auto type = RankedTensorType::get(shape, f32);
+  int64_t bytes = type.getNumElements() * 4;
+  auto fn = op->getParentOfType<func::FuncOp>();
+  Value arena;
+  for (unsigned i = 0; fn && i < fn.getNumArguments(); ++i)
+    if (fn.getArgAttr(i, cpu::kArenaArgAttr))
+      arena = fn.getArgument(i);
+  auto arenaType = arena ? dyn_cast<MemRefType>(arena.getType()) : nullptr;
+  if (!arenaType || !arenaType.hasStaticShape() ||
+      int64_t(*bucketOffset) + bytes > arenaType.getDimSize(0))
+    return op->emitOpError("bucket_offset ")
+           << *bucketOffset << " places the bucket's " << bytes
+           << "-byte buffer outside the function's arena (run tg-bind-arena "
+              "on the planned function)";
+  Value view = memref::ViewOp::create(
+      rw, loc, MemRefType::get(shape, f32), arena,
+      arith::ConstantIndexOp::create(rw, loc, *bucketOffset), ValueRange{});
+  Value buf = bufferization::ToTensorOp::create(rw, loc, type, view,
+                                                /*restrict=*/true,
+                                                /*writable=*/true);
+  if (!zeroed)
+    return buf;
+  Value zero = cpu::scalarConstant(rw, loc, f32, 0.0);
+  return linalg::FillOp::create(rw, loc, ValueRange{zero}, ValueRange{buf})
+      .getResult(0);
+}
+
+/// Calls support function `name(comm, ptr, count, extra...)` on the flat
+/// f32 tensor `flat`, which it updates in place; returns the updated
+/// tensor. The buffer may be a view into the arena: its offset is added to
+/// the aligned pointer, as the BLAS calls do.
 Value callOnBuffer(ConversionPatternRewriter &rw, Location loc, Operation *op,
-                   Value flat, StringRef name, int64_t count,
+                   Value comm, Value flat, StringRef name, int64_t count,
                    ArrayRef<Value> extra = {}) {
   auto flatType = cast<RankedTensorType>(flat.getType());
   auto layout = StridedLayoutAttr::get(rw.getContext(), ShapedType::kDynamic,
@@ -81,7 +138,7 @@ Value callOnBuffer(ConversionPatternRewriter &rw, Location loc, Operation *op,
       MemRefType::get(flatType.getShape(), flatType.getElementType(), layout);
   Value buf = bufferization::ToBufferOp::create(rw, loc, bufType, flat);
   auto meta = memref::ExtractStridedMetadataOp::create(rw, loc, buf);
-  SmallVector<Value> args{cpu::firstElementPointer(rw, loc, meta, 4),
+  SmallVector<Value> args{comm, cpu::firstElementPointer(rw, loc, meta, 4),
                           arith::ConstantIntOp::create(rw, loc, count, 64)};
   llvm::append_range(args, extra);
   func::CallOp::create(
@@ -107,11 +164,13 @@ LogicalResult checkF32(Operation *op, TypeRange types) {
   return success();
 }
 
-/// This process's rank, as an index.
-Value rankIndex(ConversionPatternRewriter &rw, Location loc, Operation *op) {
+/// This process's rank in communicator `comm`, as an index.
+Value rankIndex(ConversionPatternRewriter &rw, Location loc, Operation *op,
+                Value comm) {
   auto call = func::CallOp::create(
-      rw, loc, declareSupport(rw, op, kRank, {}, {rw.getI64Type()}),
-      ValueRange{});
+      rw, loc,
+      declareSupport(rw, op, kRank, {rw.getI64Type()}, {rw.getI64Type()}),
+      ValueRange{comm});
   return arith::IndexCastOp::create(rw, loc, rw.getIndexType(),
                                     call.getResult(0));
 }
@@ -167,10 +226,17 @@ struct AllReduceLowering final : OpConversionPattern<AllReduceOp> {
     Type f32 = rw.getF32Type();
     if (failed(checkF32(op, op.getInputs().getTypes())))
       return failure();
+    FailureOr<Value> comm = commId(rw, loc, op, op.getComm());
+    if (failed(comm))
+      return failure();
     int64_t total = 0;
     for (Value v : adaptor.getInputs())
       total += cast<RankedTensorType>(v.getType()).getNumElements();
-    Value flat = cpu::emptyTensor(rw, loc, {total}, f32);
+    FailureOr<Value> buf =
+        bucketBuffer(rw, loc, op, op.getBucketOffset(), {total}, false);
+    if (failed(buf))
+      return failure();
+    Value flat = *buf;
     int64_t offset = 0;
     for (Value v : adaptor.getInputs()) {
       int64_t n = cast<RankedTensorType>(v.getType()).getNumElements();
@@ -180,7 +246,7 @@ struct AllReduceLowering final : OpConversionPattern<AllReduceOp> {
       offset += n;
     }
     Value reduced =
-        callOnBuffer(rw, loc, op, flat, kAllReduce, total,
+        callOnBuffer(rw, loc, op, *comm, flat, kAllReduce, total,
                      {scaleOf(rw, loc, op.getOp(), op.getRanks())});
     SmallVector<Value> results;
     offset = 0;
@@ -267,16 +333,6 @@ Value gatherRows(ConversionPatternRewriter &rw, Location loc, Value buf,
                                        idx(rw, {1}));
 }
 
-/// A [ranks][block] f32 buffer; zeros where padding will be read.
-Value rowsBuffer(ConversionPatternRewriter &rw, Location loc, int64_t ranks,
-                 const ShardLayout &layout) {
-  return layout.ragged
-             ? cpu::filledTensor(rw, loc, {ranks, layout.block},
-                                 rw.getF32Type(), 0.0)
-             : cpu::emptyTensor(rw, loc, {ranks, layout.block},
-                                rw.getF32Type());
-}
-
 struct ReduceScatterLowering final : OpConversionPattern<ReduceScatterOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -286,13 +342,22 @@ struct ReduceScatterLowering final : OpConversionPattern<ReduceScatterOp> {
     Location loc = op.getLoc();
     if (failed(checkF32(op, op.getInputs().getTypes())))
       return failure();
+    FailureOr<Value> comm = commId(rw, loc, op, op.getComm());
+    if (failed(comm))
+      return failure();
     int64_t ranks = op.getRanks();
     ShardLayout layout(op.getInputs().getTypes(), ranks);
-    Value buf = rowsBuffer(rw, loc, ranks, layout);
+    // Zeros where padding will be read.
+    FailureOr<Value> rows =
+        bucketBuffer(rw, loc, op, op.getBucketOffset(),
+                     {ranks, layout.block}, layout.ragged);
+    if (failed(rows))
+      return failure();
+    Value buf = *rows;
     for (auto [i, v] : llvm::enumerate(adaptor.getInputs()))
       buf = scatterRows(rw, loc, flatten(rw, loc, v), buf, layout.size[i],
                         layout.column[i]);
-    Value reduced = callOnBuffer(rw, loc, op, flatten(rw, loc, buf),
+    Value reduced = callOnBuffer(rw, loc, op, *comm, flatten(rw, loc, buf),
                                  kReduceScatter, layout.block,
                                  {scaleOf(rw, loc, op.getOp(), ranks)});
     SmallVector<Value> results;
@@ -315,12 +380,19 @@ struct AllGatherLowering final : OpConversionPattern<AllGatherOp> {
     Location loc = op.getLoc();
     if (failed(checkF32(op, op.getResultTypes())))
       return failure();
+    FailureOr<Value> comm = commId(rw, loc, op, op.getComm());
+    if (failed(comm))
+      return failure();
     int64_t ranks = op.getRanks();
     ShardLayout layout(op.getResultTypes(), ranks);
     Type f32 = rw.getF32Type();
     // Only this rank's row is written here; the call fills the others.
-    Value buf = cpu::emptyTensor(rw, loc, {ranks, layout.block}, f32);
-    Value rank = rankIndex(rw, loc, op);
+    FailureOr<Value> rows = bucketBuffer(rw, loc, op, op.getBucketOffset(),
+                                         {ranks, layout.block}, false);
+    if (failed(rows))
+      return failure();
+    Value buf = *rows;
+    Value rank = rankIndex(rw, loc, op, *comm);
     for (auto [i, v] : llvm::enumerate(adaptor.getInputs())) {
       int64_t s = layout.size[i];
       Value row = tensor::ExpandShapeOp::create(
@@ -330,7 +402,7 @@ struct AllGatherLowering final : OpConversionPattern<AllGatherOp> {
           rw, loc, row, buf, {rank, rw.getIndexAttr(layout.column[i])},
           idx(rw, {1, s}), idx(rw, {1, 1}));
     }
-    Value gathered = callOnBuffer(rw, loc, op, flatten(rw, loc, buf),
+    Value gathered = callOnBuffer(rw, loc, op, *comm, flatten(rw, loc, buf),
                                   kAllGather, layout.block);
     gathered = tensor::ExpandShapeOp::create(
         rw, loc, RankedTensorType::get({ranks, layout.block}, f32), gathered,
@@ -354,6 +426,9 @@ struct ShardLowering final : OpConversionPattern<ShardOp> {
   matchAndRewrite(ShardOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rw) const override {
     Location loc = op.getLoc();
+    FailureOr<Value> comm = commId(rw, loc, op, op.getComm());
+    if (failed(comm))
+      return failure();
     auto whole = cast<RankedTensorType>(op.getInput().getType());
     int64_t ranks = op.getRanks(), s = op.getType().getNumElements();
     Value line = flatten(rw, loc, adaptor.getInput());
@@ -366,7 +441,7 @@ struct ShardLowering final : OpConversionPattern<ShardOp> {
           idx(rw, {whole.getNumElements()}), idx(rw, {1}));
     }
     Value first = arith::MulIOp::create(
-        rw, loc, rankIndex(rw, loc, op),
+        rw, loc, rankIndex(rw, loc, op, *comm),
         arith::ConstantIndexOp::create(rw, loc, s));
     rw.replaceOp(op, tensor::ExtractSliceOp::create(
                          rw, loc, op.getType(), line,
@@ -377,9 +452,22 @@ struct ShardLowering final : OpConversionPattern<ShardOp> {
   }
 };
 
+/// The communicator has no code: the collectives that run over it name it
+/// by its id (commId), and they are lowered too.
+struct CommWorldLowering final : OpConversionPattern<CommWorldOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(CommWorldOp op, OpAdaptor,
+                  ConversionPatternRewriter &rw) const override {
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tg::cpu::populateCommToCallsPatterns(RewritePatternSet &patterns) {
   patterns.add<AllReduceLowering, ReduceScatterLowering, AllGatherLowering,
-               ShardLowering>(patterns.getContext());
+               ShardLowering, CommWorldLowering>(patterns.getContext());
 }

@@ -47,24 +47,26 @@ thread_local int64_t tRanks = 1;
 
 // The support functions of CommToCalls.cpp, for one process in which every
 // rank holds the same values (the reference evaluator's convention), so a
-// data-parallel step computes what each of its ranks would.
+// data-parallel step computes what each of its ranks would. `comm` is the
+// communicator id of the collective; the only one tgc emits is the world
+// (0), whose rank count is `tRanks`.
 
 /// A bucket summed over `tRanks` equal ranks, then scaled (1/ranks: a mean).
-void jitAllReduce(float *data, int64_t n, float scale) {
+void jitAllReduce(int64_t, float *data, int64_t n, float scale) {
   float factor = static_cast<float>(tRanks) * scale;
   for (int64_t i = 0; i < n; ++i)
     data[i] *= factor;
 }
 /// Rank 0's row summed over the ranks, then scaled.
-void jitReduceScatter(float *data, int64_t block, float scale) {
-  jitAllReduce(data, block, scale);
+void jitReduceScatter(int64_t comm, float *data, int64_t block, float scale) {
+  jitAllReduce(comm, data, block, scale);
 }
 /// Every rank's row is rank 0's.
-void jitAllGather(float *data, int64_t block) {
+void jitAllGather(int64_t, float *data, int64_t block) {
   for (int64_t r = 1; r < tRanks; ++r)
     std::copy(data, data + block, data + r * block);
 }
-int64_t jitRank() { return 0; }
+int64_t jitRank(int64_t) { return 0; }
 
 /// The one rank count of `module`'s collectives (1 without any), or failure
 /// with an error when they disagree.
@@ -72,25 +74,18 @@ FailureOr<int64_t> collectiveRanks(ModuleOp module) {
   int64_t ranks = 1;
   Operation *first = nullptr;
   WalkResult walk = module.walk([&](Operation *op) {
-    IntegerAttr attr;
-    if (auto c = dyn_cast<tg::AllReduceOp>(op))
-      attr = c.getRanksAttr();
-    else if (auto c = dyn_cast<tg::ReduceScatterOp>(op))
-      attr = c.getRanksAttr();
-    else if (auto c = dyn_cast<tg::AllGatherOp>(op))
-      attr = c.getRanksAttr();
-    else if (auto c = dyn_cast<tg::ShardOp>(op))
-      attr = c.getRanksAttr();
-    if (!attr)
+    // Every collective runs over a communicator made by tg.comm_world.
+    auto world = dyn_cast<tg::CommWorldOp>(op);
+    if (!world)
       return WalkResult::advance();
-    if (first && attr.getInt() != ranks) {
-      op->emitError() << "JIT: collectives over " << attr.getInt()
-                      << " ranks and over " << ranks << " ("
-                      << first->getName() << ") in one module";
+    int64_t n = world.getComm().getType().getRanks();
+    if (first && n != ranks) {
+      op->emitError() << "JIT: communicators of " << n << " ranks and of "
+                      << ranks << " in one module";
       return WalkResult::interrupt();
     }
     first = op;
-    ranks = attr.getInt();
+    ranks = n;
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())

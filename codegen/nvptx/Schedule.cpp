@@ -100,6 +100,7 @@ LogicalResult prepareGpuModule(ModuleOp module, ArrayRef<StringRef> entries) {
   // they can start, their buffers kept until their results are read.
   mlir::tg::PlanOptions opts;
   opts.asyncCollectives = true;
+  opts.flatBuckets = false; // NCCL reads and writes the planned tensors
   for (StringRef name : entries) {
     auto fn = module.lookupSymbol<func::FuncOp>(name);
     if (!fn || fn.isExternal())
@@ -228,6 +229,8 @@ private:
       return lowerSlice(slice, entry);
     if (isCollectiveOp(op))
       return lowerCollective(op, entry);
+    if (isa<mlir::tg::CommWorldOp>(op))
+      return success(); // a communicator: the collectives name it
     for (unsigned i = 0; i < op->getNumResults(); ++i)
       if (std::optional<BufferRef> r = planned(op, i))
         where[op->getResult(i)] = *r;
@@ -615,6 +618,7 @@ llvm::json::Object collectiveJson(const CollectiveStep &c) {
                                          {"dst", refJson(c.dsts[i])}});
   llvm::json::Object o{{"op", c.op},
                        {"dtype", c.dtype},
+                       {"comm", c.comm},
                        {"tensors", std::move(tensors)}};
   if (!c.reduce.empty())
     o["reduce"] = c.reduce;

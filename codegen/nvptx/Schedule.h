@@ -52,6 +52,8 @@ struct CollectiveStep {
   std::string op;
   std::string reduce; ///< "sum" or "mean" (all_reduce, reduce_scatter)
   std::string dtype;  ///< "f32", "bf16" or "f16"
+  /// The communicator's id (0: tg.comm_world, the job's world).
+  int64_t comm = 0;
   /// Per tensor: elements each rank receives (all_reduce), receives as its
   /// shard (reduce_scatter, shard) or sends (all_gather); where it is read
   /// and where it is written.

@@ -8,7 +8,9 @@
 // stream that overlaps the kernels after it (runtime/cuda/Nccl.cpp,
 // CudaDevice.cpp; the plan keeps its buffers until its results are read,
 // PlanOptions::asyncCollectives). tg.shard becomes a copy from an offset of
-// rank x its bytes, which only the runtime knows.
+// rank x its bytes, which only the runtime knows. Every collective names
+// its communicator (the first operand): the step records its id, 0 for
+// tg.comm_world, which the runtime maps to its NCCL communicator.
 //
 // NCCL communicates buffers as they are, so a tensor's shards must fill
 // ranks x shard elements exactly; padShardsForNccl pads the others at the
@@ -62,6 +64,11 @@ FailureOr<CollectiveStep> buildCollectiveStep(
   CollectiveStep c;
   int64_t ranks = 1;
   describe(op, c, ranks);
+  // Operand 0 is the communicator; the tensors follow.
+  if (!op->getOperand(0).getDefiningOp<CommWorldOp>())
+    return op->emitOpError("the GPU backend runs collectives over "
+                           "tg.comm_world's communicator only");
+  c.comm = 0;
   Type elt = cast<RankedTensorType>(op->getResult(0).getType()).getElementType();
   if (elt.isF32())
     c.dtype = "f32";
@@ -73,14 +80,14 @@ FailureOr<CollectiveStep> buildCollectiveStep(
     return op->emitOpError() << "NCCL communicates f32, bf16 or f16 tensors, not "
                              << elt;
   for (unsigned i = 0; i < op->getNumResults(); ++i) {
-    FailureOr<BufferRef> src = operand(i);
+    FailureOr<BufferRef> src = operand(i + 1);
     if (failed(src))
       return failure();
     std::optional<BufferRef> dst = result(i);
     if (!dst)
       return op->emitOpError() << "result #" << i
                                << " has no buffer in the GPU memory plan";
-    auto in = cast<RankedTensorType>(op->getOperand(i).getType());
+    auto in = cast<RankedTensorType>(op->getOperand(i + 1).getType());
     auto out = cast<RankedTensorType>(op->getResult(i).getType());
     // Elements per rank; the sharded side moves ranks times as many.
     int64_t count = c.op == "all_gather" ? in.getNumElements()
@@ -123,10 +130,7 @@ void padShardsForNccl(ModuleOp module) {
   for (Operation *op : ops) {
     OpBuilder b(op);
     TensorBuilder t{b, op->getLoc()};
-    int64_t ranks = isa<ShardOp>(op) ? cast<ShardOp>(op).getRanks()
-                    : isa<AllGatherOp>(op)
-                        ? cast<AllGatherOp>(op).getRanks()
-                        : cast<ReduceScatterOp>(op).getRanks();
+    int64_t ranks = cast<CommType>(op->getOperand(0).getType()).getRanks();
     auto paddedType = [&](RankedTensorType whole) {
       return RankedTensorType::get({ranks * shardElements(whole, ranks)},
                                    whole.getElementType());
@@ -134,7 +138,9 @@ void padShardsForNccl(ModuleOp module) {
     if (!isa<AllGatherOp>(op)) {
       // The whole tensor read flat, then zeros up to ranks x shard.
       for (OpOperand &use : op->getOpOperands()) {
-        auto whole = cast<RankedTensorType>(use.get().getType());
+        auto whole = dyn_cast<RankedTensorType>(use.get().getType());
+        if (!whole)
+          continue; // the communicator
         RankedTensorType padded = paddedType(whole);
         int64_t n = whole.getNumElements(), extra = padded.getNumElements() - n;
         if (extra == 0)
@@ -161,8 +167,9 @@ void padShardsForNccl(ModuleOp module) {
     }
     if (!ragged)
       continue;
-    auto wide = AllGatherOp::create(b, op->getLoc(), types, gather.getInputs(),
-                                    gather.getRanks());
+    auto wide = AllGatherOp::create(b, op->getLoc(), types, gather.getComm(),
+                                    gather.getInputs(),
+                                    gather.getBucketOffsetAttr());
     b.setInsertionPointAfter(wide);
     for (auto [i, r] : llvm::enumerate(gather.getResults())) {
       Value v = wide.getResult(i);

@@ -263,14 +263,21 @@ private:
               runBlock(group.getBodyBlock());
           return failed(results) ? failure() : bind(op, *results);
         })
-        .Case([&](tg::AllReduceOp r) { return runAllReduce(r, operands); })
-        .Case([&](tg::ReduceScatterOp r) {
-          return runReduceScatter(r, operands);
+        // A communicator holds no tensor; the collectives over it (their
+        // operand 0) run as on one process holding every rank's values.
+        .Case([&](tg::CommWorldOp) { return success(); })
+        .Case([&](tg::AllReduceOp r) {
+          return runAllReduce(r, ArrayRef(operands).drop_front());
         })
-        .Case([&](tg::AllGatherOp g) { return runAllGather(g, operands); })
+        .Case([&](tg::ReduceScatterOp r) {
+          return runReduceScatter(r, ArrayRef(operands).drop_front());
+        })
+        .Case([&](tg::AllGatherOp g) {
+          return runAllGather(g, ArrayRef(operands).drop_front());
+        })
         .Case([&](tg::ShardOp s) {
           return bind(op, SmallVector<Tensor>{
-                              shardZero(operands[0], s.getType(), 1.0)});
+                              shardZero(operands[1], s.getType(), 1.0)});
         })
         .Default([&](Operation *) -> LogicalResult {
           if (internal::MultiResult r = internal::evalAttention(op, operands))

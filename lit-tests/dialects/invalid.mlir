@@ -679,20 +679,43 @@ func.func @f(%q: tensor<1x2x8x16xf32>, %l: tensor<1x2x8xf32>, %bad: tensor<1x2x8
 // -----
 
 func.func @f() {
+  %w = tg.comm_world : !tg.comm<ranks = 2>
   // expected-error @+1 {{'tg.all_reduce' op needs at least one tensor (a bucket is never empty)}}
-  "tg.all_reduce"() {op = "mean", ranks = 2 : i64} : () -> ()
+  "tg.all_reduce"(%w) {op = "mean"} : (!tg.comm<ranks = 2>) -> ()
   return
 }
 // -----
 func.func @f(%a: tensor<4xf32>) {
+  %w = tg.comm_world : !tg.comm<ranks = 2>
   // expected-error @+1 {{'tg.all_reduce' op op must be "sum" or "mean", got "max"}}
-  %0 = tg.all_reduce %a {op = "max", ranks = 2 : i64} : tensor<4xf32>
+  %0 = tg.all_reduce %a on %w {op = "max"} : !tg.comm<ranks = 2>, tensor<4xf32>
   return
 }
 // -----
 func.func @f(%a: tensor<4xf32>) {
-  // expected-error @+1 {{'tg.all_reduce' op ranks must be at least 1, got 0}}
-  %0 = tg.all_reduce %a {op = "mean", ranks = 0 : i64} : tensor<4xf32>
+  // expected-error @+1 {{a communicator has at least 1 rank, got 0}}
+  %w = tg.comm_world : !tg.comm<ranks = 0>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>) {
+  // expected-note @+1 {{prior use here}}
+  %w = tg.comm_world : !tg.comm<ranks = 2>
+  // expected-error @+1 {{use of value '%w' expects different type than prior uses: '!tg.comm<ranks = 3>' vs '!tg.comm<ranks = 2>'}}
+  %0 = tg.all_reduce %a on %w {op = "mean"} : !tg.comm<ranks = 3>, tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.all_reduce' op operand #0 must be a communicator: the group of ranks a collective runs over, but got 'tensor<4xf32>'}}
+  %0 = "tg.all_reduce"(%a, %a) {op = "mean"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+// -----
+func.func @f(%a: tensor<4xf32>) {
+  %w = tg.comm_world : !tg.comm<ranks = 2>
+  // expected-error @+1 {{'tg.all_reduce' op bucket_offset must be a byte offset in the arena (at least 0), got -256}}
+  %0 = tg.all_reduce %a on %w {op = "mean", bucket_offset = -256 : i64} : !tg.comm<ranks = 2>, tensor<4xf32>
   return
 }
 // -----
@@ -793,61 +816,64 @@ func.func @f(%a: tensor<4xf32> {tg.shard_of = array<i64: -1>}) {
 }
 // -----
 func.func @f() {
+  %w = tg.comm_world : !tg.comm<ranks = 2>
   // expected-error @+1 {{'tg.reduce_scatter' op needs at least one tensor (a bucket is never empty)}}
-  "tg.reduce_scatter"() {op = "mean", ranks = 2 : i64} : () -> ()
+  "tg.reduce_scatter"(%w) {op = "mean"} : (!tg.comm<ranks = 2>) -> ()
   return
 }
 // -----
 func.func @f(%a: tensor<4xf32>) {
+  %w = tg.comm_world : !tg.comm<ranks = 2>
   // expected-error @+1 {{'tg.reduce_scatter' op op must be "sum" or "mean", got "max"}}
-  %0 = tg.reduce_scatter %a {op = "max", ranks = 2 : i64} : tensor<4xf32> -> tensor<2xf32>
+  %0 = tg.reduce_scatter %a on %w {op = "max"} : !tg.comm<ranks = 2>, tensor<4xf32> -> tensor<2xf32>
   return
 }
 // -----
 func.func @f(%a: tensor<4xf32>) {
-  // expected-error @+1 {{'tg.reduce_scatter' op ranks must be at least 1, got 0}}
-  %0 = tg.reduce_scatter %a {op = "mean", ranks = 0 : i64} : tensor<4xf32> -> tensor<4xf32>
+  %w = tg.comm_world : !tg.comm<ranks = 2>
+  // expected-error @+1 {{'tg.reduce_scatter' op bucket_offset must be a byte offset in the arena (at least 0), got -1}}
+  %0 = tg.reduce_scatter %a on %w {op = "mean", bucket_offset = -1 : i64} : !tg.comm<ranks = 2>, tensor<4xf32> -> tensor<2xf32>
   return
 }
 // -----
 func.func @f() {
+  %w = tg.comm_world : !tg.comm<ranks = 2>
   // expected-error @+1 {{'tg.all_gather' op needs at least one tensor (a bucket is never empty)}}
-  "tg.all_gather"() {ranks = 2 : i64} : () -> ()
+  "tg.all_gather"(%w) : (!tg.comm<ranks = 2>) -> ()
   return
 }
 // -----
 func.func @f(%a: tensor<4xf32>) {
-  // expected-error @+1 {{'tg.all_gather' op ranks must be at least 1, got 0}}
-  %0 = tg.all_gather %a {ranks = 0 : i64} : tensor<4xf32> -> tensor<4xf32>
-  return
-}
-// -----
-func.func @f(%a: tensor<4xf32>) {
+  %w = tg.comm_world : !tg.comm<ranks = 2>
   // expected-error @+1 {{'tg.all_gather' op has 2 whole tensors but 1 shards; each tensor has one shard}}
-  %0:2 = "tg.all_gather"(%a) {ranks = 2 : i64} : (tensor<4xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  %0:2 = "tg.all_gather"(%w, %a) : (!tg.comm<ranks = 2>, tensor<4xf32>) -> (tensor<8xf32>, tensor<8xf32>)
   return
 }
 // -----
 func.func @f(%a: tensor<4xf32>) {
+  %w = tg.comm_world : !tg.comm<ranks = 2>
   // expected-error @+1 {{'tg.all_gather' op shard #0 is 'tensor<4xf32>' but one of 2 shards of 'tensor<3x3xf32>' is 'tensor<5xf32>'}}
-  %0 = tg.all_gather %a {ranks = 2 : i64} : tensor<4xf32> -> tensor<3x3xf32>
+  %0 = tg.all_gather %a on %w : !tg.comm<ranks = 2>, tensor<4xf32> -> tensor<3x3xf32>
   return
 }
 // -----
 func.func @f(%a: tensor<4xf32>) {
-  // expected-error @+1 {{'tg.shard' op ranks must be at least 1, got 0}}
-  %0 = tg.shard %a {ranks = 0 : i64} : tensor<4xf32> -> tensor<4xf32>
+  %w = tg.comm_world : !tg.comm<ranks = 2>
+  // expected-error @+1 {{'tg.all_gather' op bucket_offset must be a byte offset in the arena (at least 0), got -4}}
+  %0 = tg.all_gather %a on %w {bucket_offset = -4 : i64} : !tg.comm<ranks = 2>, tensor<4xf32> -> tensor<8xf32>
   return
 }
 // -----
 func.func @f(%a: tensor<9xf32>) {
+  %w = tg.comm_world : !tg.comm<ranks = 2>
   // expected-error @+1 {{'tg.shard' op shard #0 is 'tensor<4xf32>' but one of 2 shards of 'tensor<9xf32>' is 'tensor<5xf32>'}}
-  %0 = tg.shard %a {ranks = 2 : i64} : tensor<9xf32> -> tensor<4xf32>
+  %0 = tg.shard %a on %w : !tg.comm<ranks = 2>, tensor<9xf32> -> tensor<4xf32>
   return
 }
 // -----
 func.func @f(%a: tensor<9xf32>) {
+  %w = tg.comm_world : !tg.comm<ranks = 3>
   // expected-error @+1 {{'tg.reduce_scatter' op shard #0 is 'tensor<9xf32>' but one of 3 shards of 'tensor<9xf32>' is 'tensor<3xf32>'}}
-  %0 = tg.reduce_scatter %a {op = "sum", ranks = 3 : i64} : tensor<9xf32> -> tensor<9xf32>
+  %0 = tg.reduce_scatter %a on %w {op = "sum"} : !tg.comm<ranks = 3>, tensor<9xf32> -> tensor<9xf32>
   return
 }

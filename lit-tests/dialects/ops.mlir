@@ -221,19 +221,27 @@ func.func @attention(%q: tensor<2x4x8x16xbf16>, %a: tensor<1x2x3x4xf32>, %b: ten
   return
 }
 
-// Collectives (docs/data-parallel.md): shards are flat, ceil(n / ranks)
-// elements, so 255 elements over 2 ranks give 128 each.
+// Collectives (docs/data-parallel.md) run over a communicator, whose type
+// carries the rank count: shards are flat, ceil(n / ranks) elements, so 255
+// elements over 2 ranks give 128 each. bucket_offset is where the memory
+// plan put the CPU backend's flat bucket buffer.
 // CHECK-LABEL: func.func @collectives
 // CHECK-SAME: tensor<128xf32> {tg.shard_of = array<i64: 255>}
-// CHECK: tg.all_reduce %{{.+}}, %{{.+}} {op = "mean", ranks = 2 : i64} : tensor<4x8xf32>, tensor<255xf32>
-// CHECK-NEXT: %[[S:.+]]:2 = tg.reduce_scatter %{{.+}}, %{{.+}} {op = "mean", ranks = 2 : i64} : tensor<4x8xf32>, tensor<255xf32> -> tensor<16xf32>, tensor<128xf32>
-// CHECK-NEXT: %[[P:.+]] = tg.shard %{{.+}} {ranks = 2 : i64} : tensor<255xf32> -> tensor<128xf32>
-// CHECK-NEXT: tg.all_gather %[[S]]#0, %[[P]] {ranks = 2 : i64} : tensor<16xf32>, tensor<128xf32> -> tensor<4x8xf32>, tensor<255xf32>
+// CHECK: %[[W:.+]] = tg.comm_world : !tg.comm<ranks = 2>
+// CHECK-NEXT: tg.all_reduce %{{.+}}, %{{.+}} on %[[W]] {op = "mean"} : !tg.comm<ranks = 2>, tensor<4x8xf32>, tensor<255xf32>
+// CHECK-NEXT: %[[S:.+]]:2 = tg.reduce_scatter %{{.+}}, %{{.+}} on %[[W]] {bucket_offset = 256 : i64, op = "mean"} : !tg.comm<ranks = 2>, tensor<4x8xf32>, tensor<255xf32> -> tensor<16xf32>, tensor<128xf32>
+// CHECK-NEXT: %[[P:.+]] = tg.shard %{{.+}} on %[[W]] : !tg.comm<ranks = 2>, tensor<255xf32> -> tensor<128xf32>
+// CHECK-NEXT: tg.all_gather %[[S]]#0, %[[P]] on %[[W]] : !tg.comm<ranks = 2>, tensor<16xf32>, tensor<128xf32> -> tensor<4x8xf32>, tensor<255xf32>
+// CHECK-NEXT: %[[ONE:.+]] = tg.comm_world : !tg.comm<ranks = 1>
+// CHECK-NEXT: tg.all_reduce %{{.+}} on %[[ONE]] {op = "sum"} : !tg.comm<ranks = 1>, tensor<128xf32>
 func.func @collectives(%a: tensor<4x8xf32>, %b: tensor<255xf32>,
                        %s: tensor<128xf32> {tg.shard_of = array<i64: 255>}) -> (tensor<128xf32>, tensor<4x8xf32>) {
-  %r:2 = tg.all_reduce %a, %b {op = "mean", ranks = 2 : i64} : tensor<4x8xf32>, tensor<255xf32>
-  %sh:2 = tg.reduce_scatter %a, %b {op = "mean", ranks = 2 : i64} : tensor<4x8xf32>, tensor<255xf32> -> tensor<16xf32>, tensor<128xf32>
-  %p = tg.shard %b {ranks = 2 : i64} : tensor<255xf32> -> tensor<128xf32>
-  %g:2 = tg.all_gather %sh#0, %p {ranks = 2 : i64} : tensor<16xf32>, tensor<128xf32> -> tensor<4x8xf32>, tensor<255xf32>
+  %world = tg.comm_world : !tg.comm<ranks = 2>
+  %r:2 = tg.all_reduce %a, %b on %world {op = "mean"} : !tg.comm<ranks = 2>, tensor<4x8xf32>, tensor<255xf32>
+  %sh:2 = tg.reduce_scatter %a, %b on %world {op = "mean", bucket_offset = 256 : i64} : !tg.comm<ranks = 2>, tensor<4x8xf32>, tensor<255xf32> -> tensor<16xf32>, tensor<128xf32>
+  %p = tg.shard %b on %world : !tg.comm<ranks = 2>, tensor<255xf32> -> tensor<128xf32>
+  %g:2 = tg.all_gather %sh#0, %p on %world : !tg.comm<ranks = 2>, tensor<16xf32>, tensor<128xf32> -> tensor<4x8xf32>, tensor<255xf32>
+  %one = tg.comm_world : !tg.comm<ranks = 1>
+  %u = tg.all_reduce %s on %one {op = "sum"} : !tg.comm<ranks = 1>, tensor<128xf32>
   return %sh#1, %g#0 : tensor<128xf32>, tensor<4x8xf32>
 }

@@ -58,7 +58,8 @@ func.func @unsupported(%x: tensor<2xf32>) -> tensor<2xf32> {
 func.func @all_reduce() -> (tensor<2xf32>, tensor<f32>) {
   %a = tg.constant dense<[1.0, 2.0]> : tensor<2xf32>
   %b = tg.constant dense<4.0> : tensor<f32>
-  %m = tg.all_reduce %a {op = "mean", ranks = 3 : i64} : tensor<2xf32>
-  %s = tg.all_reduce %b {op = "sum", ranks = 3 : i64} : tensor<f32>
+  %w = tg.comm_world : !tg.comm<ranks = 3>
+  %m = tg.all_reduce %a on %w {op = "mean"} : !tg.comm<ranks = 3>, tensor<2xf32>
+  %s = tg.all_reduce %b on %w {op = "sum"} : !tg.comm<ranks = 3>, tensor<f32>
   return %m, %s : tensor<2xf32>, tensor<f32>
 }

@@ -867,6 +867,8 @@ private:
   std::vector<cu::CUevent> commDone_;
 
 public:
+  bool communicates() const override { return schedule_.hasCollectives(); }
+
   bool bindCommunicator(Communicator &comm, std::string &err) override {
     // One done event per collective of the busiest entry, made here: none
     // is created while a graph is captured.

@@ -82,8 +82,9 @@ TEST_CASE("JIT runs collectives as the reference evaluator", "[cpu][jit]") {
     Harness h;
     h.check(R"(
 func.func @f(%a: tensor<3xf32>, %b: tensor<2x2xf32>) -> (tensor<3xf32>, tensor<2x2xf32>, tensor<3xf32>) {
-  %s:2 = tg.all_reduce %a, %b {op = "sum", ranks = 2 : i64} : tensor<3xf32>, tensor<2x2xf32>
-  %m = tg.all_reduce %a {op = "mean", ranks = 2 : i64} : tensor<3xf32>
+  %w = tg.comm_world : !tg.comm<ranks = 2>
+  %s:2 = tg.all_reduce %a, %b on %w {op = "sum"} : !tg.comm<ranks = 2>, tensor<3xf32>, tensor<2x2xf32>
+  %m = tg.all_reduce %a on %w {op = "mean"} : !tg.comm<ranks = 2>, tensor<3xf32>
   return %s#0, %s#1, %m : tensor<3xf32>, tensor<2x2xf32>, tensor<3xf32>
 })");
   }
@@ -93,10 +94,11 @@ func.func @f(%a: tensor<3xf32>, %b: tensor<2x2xf32>) -> (tensor<3xf32>, tensor<2
     Harness h;
     h.check(R"(
 func.func @f(%g: tensor<5xf32>, %w: tensor<5xf32>) -> (tensor<2xf32>, tensor<5xf32>) {
-  %s = tg.reduce_scatter %g {op = "sum", ranks = 3 : i64} : tensor<5xf32> -> tensor<2xf32>
-  %p = tg.shard %w {ranks = 3 : i64} : tensor<5xf32> -> tensor<2xf32>
+  %c = tg.comm_world : !tg.comm<ranks = 3>
+  %s = tg.reduce_scatter %g on %c {op = "sum"} : !tg.comm<ranks = 3>, tensor<5xf32> -> tensor<2xf32>
+  %p = tg.shard %w on %c : !tg.comm<ranks = 3>, tensor<5xf32> -> tensor<2xf32>
   %u = tg.add %p, %s : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
-  %a = tg.all_gather %u {ranks = 3 : i64} : tensor<2xf32> -> tensor<5xf32>
+  %a = tg.all_gather %u on %c : !tg.comm<ranks = 3>, tensor<2xf32> -> tensor<5xf32>
   return %s, %a : tensor<2xf32>, tensor<5xf32>
 })");
   }
@@ -104,13 +106,15 @@ func.func @f(%g: tensor<5xf32>, %w: tensor<5xf32>) -> (tensor<2xf32>, tensor<5xf
     Harness h;
     h.parse(R"(
 func.func @f(%a: tensor<3xf32>) -> tensor<3xf32> {
-  %s = tg.all_reduce %a {op = "sum", ranks = 2 : i64} : tensor<3xf32>
-  %r = tg.all_reduce %s {op = "sum", ranks = 4 : i64} : tensor<3xf32>
+  %two = tg.comm_world : !tg.comm<ranks = 2>
+  %four = tg.comm_world : !tg.comm<ranks = 4>
+  %s = tg.all_reduce %a on %two {op = "sum"} : !tg.comm<ranks = 2>, tensor<3xf32>
+  %r = tg.all_reduce %s on %four {op = "sum"} : !tg.comm<ranks = 4>, tensor<3xf32>
   return %r : tensor<3xf32>
 })");
     CHECK(mlir::failed(mlir::tg::cpu::JitModule::compile(*h.module)));
-    CHECK(h.diagnostics.find("JIT: collectives over 4 ranks and over 2 "
-                             "(tg.all_reduce) in one module") !=
+    CHECK(h.diagnostics.find("JIT: communicators of 4 ranks and of 2 in "
+                             "one module") !=
           std::string::npos);
   }
 }

@@ -36,9 +36,10 @@ func.func @train_step(
     -> (tensor<3x3xf32> {tg.name = "a", tg.role = #tg.role<output>},
         tensor<4xf32> {tg.name = "b", tg.role = #tg.role<output>},
         tensor<3x3xf32> {tg.name = "c", tg.role = #tg.role<output>}) {
-  %a:2 = tg.all_reduce %g, %h {op = "mean", ranks = 2 : i64} : tensor<3x3xf32>, tensor<4xf32>
-  %s = tg.reduce_scatter %g {op = "sum", ranks = 2 : i64} : tensor<3x3xf32> -> tensor<5xf32>
-  %w = tg.all_gather %s {ranks = 2 : i64} : tensor<5xf32> -> tensor<3x3xf32>
+  %c = tg.comm_world : !tg.comm<ranks = 2>
+  %a:2 = tg.all_reduce %g, %h on %c {op = "mean"} : !tg.comm<ranks = 2>, tensor<3x3xf32>, tensor<4xf32>
+  %s = tg.reduce_scatter %g on %c {op = "sum"} : !tg.comm<ranks = 2>, tensor<3x3xf32> -> tensor<5xf32>
+  %w = tg.all_gather %s on %c : !tg.comm<ranks = 2>, tensor<5xf32> -> tensor<3x3xf32>
   return %a#0, %a#1, %w : tensor<3x3xf32>, tensor<4xf32>, tensor<3x3xf32>
 }
 )mlir";
@@ -62,8 +63,11 @@ struct Fixture {
     REQUIRE(module);
     if (pad)
       padShardsForNccl(*module);
+    mlir::tg::PlanOptions gpu; // as buildGpuSchedule's callers plan
+    gpu.asyncCollectives = true;
+    gpu.flatBuckets = false;
     REQUIRE(succeeded(mlir::tg::planMemory(
-        module->lookupSymbol<func::FuncOp>("train_step"), {})));
+        module->lookupSymbol<func::FuncOp>("train_step"), gpu)));
   }
   FailureOr<GpuSchedule> build() {
     OwningOpRef<ModuleOp> kernels = ModuleOp::create(module->getLoc());
@@ -124,6 +128,7 @@ TEST_CASE("schedule: a bucket is one collective step", "[nvptx][schedule]") {
   CHECK(*first->getString("op") == "all_reduce");
   CHECK(*first->getString("reduce") == "mean");
   CHECK(*first->getString("dtype") == "f32");
+  CHECK(*first->getInteger("comm") == 0); // the world
   const llvm::json::Object *t0 = (*first->getArray("tensors"))[1].getAsObject();
   CHECK(*t0->getInteger("count") == 4);
   CHECK(*t0->getObject("src")->getString("buffer") == "arg");
@@ -140,7 +145,8 @@ TEST_CASE("schedule: unpadded shards and other dtypes are located errors",
   Fixture f64(R"mlir(
 func.func @train_step(%g: tensor<4xf64> {tg.name = "g", tg.role = #tg.role<input>})
     -> (tensor<4xf64> {tg.name = "a", tg.role = #tg.role<output>}) {
-  %a = tg.all_reduce %g {op = "sum", ranks = 2 : i64} : tensor<4xf64>
+  %c = tg.comm_world : !tg.comm<ranks = 2>
+  %a = tg.all_reduce %g on %c {op = "sum"} : !tg.comm<ranks = 2>, tensor<4xf64>
   return %a : tensor<4xf64>
 }
 )mlir",

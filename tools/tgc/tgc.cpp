@@ -127,6 +127,12 @@ struct DriverOptions {
                "without --zero, --memory-budget may choose it, --zero 0 "
                "forbids it"),
       cl::value_desc("STAGE"), cl::init(0), cl::cat(tgcCategory)};
+  cl::opt<bool> keepCollectives{
+      "keep-collectives",
+      cl::desc("with --ranks 1: keep the gradient all_reduces all the same, "
+               "over a communicator of one rank, to measure what "
+               "communicating costs (mpirun -n 1 tg-run)"),
+      cl::cat(tgcCategory)};
   cl::opt<bool> debugInfo{"mlir-print-debuginfo",
                           cl::desc("print source locations in the IR"),
                           cl::cat(tgcCategory)};
@@ -368,6 +374,7 @@ int main(int argc, char **argv) {
   settings.ranks = opts.ranks;
   settings.bucketBytes = *bucketBytes;
   settings.zero = opts.zero;
+  settings.keepCollectives = opts.keepCollectives;
   settings.mayShard = opts.zero.getNumOccurrences() == 0;
   // The step is fused (docs/fusion.md): the plan, the budget fit, the
   // printed training module and the artifact are all of the fused step.

@@ -10,6 +10,7 @@
  *
  *===----------------------------------------------------------------------===*/
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,7 +62,19 @@ void tgx_heap_reset(void) {
    its communicator with tgx_set_all_reduce before the first call: `sum`
    replaces data[0..n) by its sum over every rank of the job. Without one
    (a single process) the sum over the one rank is the data itself. The
-   artifact so depends on no communication library. */
+   artifact so depends on no communication library.
+   The compiled code names the communicator of each collective (the id of
+   its tg.comm_world: 0, the world, the one communicator a runtime
+   installs); any other id cannot come from tgc, and ends the process with
+   one line rather than communicating over the wrong group. */
+static void tgx_check_comm(int64_t comm) {
+  if (comm == 0)
+    return;
+  fprintf(stderr, "tgx: error: the code runs a collective over communicator "
+                  "%lld, but the runtime installs only the world (0)\n",
+          (long long)comm);
+  exit(1);
+}
 typedef void (*tgx_all_reduce_fn)(void *context, float *data, int64_t n);
 static tgx_all_reduce_fn tgx_comm_sum;
 static void *tgx_comm_context;
@@ -69,9 +82,10 @@ void tgx_set_all_reduce(tgx_all_reduce_fn sum, void *context) {
   tgx_comm_sum = sum;
   tgx_comm_context = context;
 }
-/* A bucket of n floats: summed over the ranks, then scaled (1/ranks for a
-   mean). */
-void tgx_all_reduce_f32(float *data, int64_t n, float scale) {
+/* A bucket of n floats: summed over the ranks of `comm`, then scaled
+   (1/ranks for a mean). */
+void tgx_all_reduce_f32(int64_t comm, float *data, int64_t n, float scale) {
+  tgx_check_comm(comm);
   if (tgx_comm_sum)
     tgx_comm_sum(tgx_comm_context, data, n);
   if (scale != 1.0f)
@@ -94,15 +108,21 @@ void tgx_set_sharded(tgx_rows_fn reduce_scatter, tgx_rows_fn all_gather,
   tgx_rows_context = context;
   tgx_comm_rank = rank;
 }
-int64_t tgx_rank(void) { return tgx_comm_rank; }
-void tgx_reduce_scatter_f32(float *data, int64_t block, float scale) {
+int64_t tgx_rank(int64_t comm) {
+  tgx_check_comm(comm);
+  return tgx_comm_rank;
+}
+void tgx_reduce_scatter_f32(int64_t comm, float *data, int64_t block,
+                            float scale) {
+  tgx_check_comm(comm);
   if (tgx_comm_reduce_scatter)
     tgx_comm_reduce_scatter(tgx_rows_context, data, block);
   if (scale != 1.0f)
     for (int64_t i = 0; i < block; ++i)
       data[i] *= scale;
 }
-void tgx_all_gather_f32(float *data, int64_t block) {
+void tgx_all_gather_f32(int64_t comm, float *data, int64_t block) {
+  tgx_check_comm(comm);
   if (tgx_comm_all_gather)
     tgx_comm_all_gather(tgx_rows_context, data, block);
 }
