@@ -1000,10 +1000,11 @@ FailureOr<MemoryPlan> mlir::tg::planMemory(func::FuncOp fn,
     plan.ranks = ranks.getInt();
   if (auto zero = tg.getZeroAttrHelper().getAttr(module))
     plan.zero = zero.getInt();
-  fn.walk([&](Operation *op) {
-    plan.bucketBufferBytes =
-        std::max(plan.bucketBufferBytes, flatBucketBytes(op));
-  });
+  if (opts.flatBuckets)
+    fn.walk([&](Operation *op) {
+      plan.bucketBufferBytes =
+          std::max(plan.bucketBufferBytes, flatBucketBytes(op));
+    });
 
   auto summary = MemoryPlanAttr::get(
       fn.getContext(), plan.bytesOf(BufferKind::Param),

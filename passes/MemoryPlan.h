@@ -68,7 +68,8 @@ struct MemoryPlan {
   /// The largest flat buffer a collective communicates (a bucket: an
   /// all_reduce's tensors, or ranks x a reduce_scatter's or all_gather's
   /// shards), which the CPU backend packs in its planned place in the
-  /// arena (PlanOptions::flatBuckets; a workspace buffer of the plan).
+  /// arena (PlanOptions::flatBuckets, without which it is 0; a workspace
+  /// buffer of the plan).
   int64_t bucketBufferBytes = 0;
 
   /// Bytes of the parameters' low-precision compute copies (tg.cast with

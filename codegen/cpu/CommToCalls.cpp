@@ -86,31 +86,31 @@ FailureOr<Value> commId(ConversionPatternRewriter &rw, Location loc,
 }
 
 /// The f32 buffer of `shape` a collective packs its bucket into: a view of
-/// the function's arena at the op's planned `bucketOffset`, or a fresh
-/// tensor where nothing was planned. `zeroed` fills it with zeros (the
-/// padding of ragged shards).
+/// the function's arena (tg-bind-arena's argument) at the op's planned
+/// `bucketOffset`, or a fresh tensor where nothing was planned or the code
+/// runs without the arena (as tg-bind-arena leaves tg.offset unbound
+/// then). `zeroed` fills it with zeros (the padding of ragged shards).
 FailureOr<Value> bucketBuffer(ConversionPatternRewriter &rw, Location loc,
                               Operation *op,
                               std::optional<uint64_t> bucketOffset,
                               ArrayRef<int64_t> shape, bool zeroed) {
   Type f32 = rw.getF32Type();
-  if (!bucketOffset)
-    return zeroed ? cpu::filledTensor(rw, loc, shape, f32, 0.0)
-                  : cpu::emptyTensor(rw, loc, shape, f32);
-  auto type = RankedTensorType::get(shape, f32);
-  int64_t bytes = type.getNumElements() * 4;
   auto fn = op->getParentOfType<func::FuncOp>();
   Value arena;
   for (unsigned i = 0; fn && i < fn.getNumArguments(); ++i)
     if (fn.getArgAttr(i, cpu::kArenaArgAttr))
       arena = fn.getArgument(i);
-  auto arenaType = arena ? dyn_cast<MemRefType>(arena.getType()) : nullptr;
+  if (!bucketOffset || !arena)
+    return zeroed ? cpu::filledTensor(rw, loc, shape, f32, 0.0)
+                  : cpu::emptyTensor(rw, loc, shape, f32);
+  auto type = RankedTensorType::get(shape, f32);
+  int64_t bytes = type.getNumElements() * 4;
+  auto arenaType = dyn_cast<MemRefType>(arena.getType());
   if (!arenaType || !arenaType.hasStaticShape() ||
       int64_t(*bucketOffset) + bytes > arenaType.getDimSize(0))
     return op->emitOpError("bucket_offset ")
            << *bucketOffset << " places the bucket's " << bytes
-           << "-byte buffer outside the function's arena (run tg-bind-arena "
-              "on the planned function)";
+           << "-byte buffer outside the function's arena";
   Value view = memref::ViewOp::create(
       rw, loc, MemRefType::get(shape, f32), arena,
       arith::ConstantIndexOp::create(rw, loc, *bucketOffset), ValueRange{});
