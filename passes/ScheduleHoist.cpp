@@ -51,12 +51,12 @@ bool isReplay(Operation *op) {
 
 void mlir::tg::hoistShrinkingOps(Block &block) {
   // Position in the schedule as given, and the order key an op ends up
-  // with: an op left in place has {pos}; a hoisted op its anchor's key
-  // followed by its results' bytes and its own pos, so it runs right
-  // after the anchor (and after ops hoisted to the same anchor with
-  // smaller results, or as large and earlier). Keys are
+  // with: an op left in place has {pos}; a hoisted op (and what it pulls
+  // along) its anchor's key followed by its own pos, so it runs right
+  // after the anchor (and after ops hoisted to the same anchor earlier in
+  // the schedule). Keys are
   // capped in length so a chain of hoists costs at most kMaxDepth per op.
-  constexpr size_t kMaxDepth = 12;
+  constexpr size_t kMaxDepth = 8;
   // Producers pulled along with one op: enough for a replay group and the
   // views between it and the op, few enough to keep the pass linear.
   constexpr size_t kMaxPulled = 6;
@@ -171,17 +171,10 @@ void mlir::tg::hoistShrinkingOps(Block &block) {
       if (key[anchor].size() >= kMaxDepth ||
           (pulled.empty() && anchor + 1 == i))
         return false;
-      // Ops hoisted to one anchor run the one with the smallest results
-      // first: the sums of a GEMM's epilogue products (1 KiB each) before
-      // the layer norm's backward that writes 1 MiB, while the products
-      // they free are live (2-layer GPT: 2 MiB less at its peak). No two
-      // of them depend on each other (a dependence would be the later
-      // one's anchor), and a pulled group shares its op's size, so it
-      // stays in order.
       for (Operation *member : group) {
         int64_t at = pos[member];
         key[at] = key[anchor];
-        key[at].append({results, at});
+        key[at].push_back(at);
       }
       moved = true;
       return true;
@@ -224,8 +217,8 @@ void mlir::tg::sinkReplays(Block &block) {
   // A view (reshape) of a replay's result that is its only reader goes
   // down with the replay: the replay's first reader is then the op that
   // reads the view, not the view placed right after it. The layer norms'
-  // replayed `xh s + b` lived from the view to the weight gradient, across
-  // the GEMM before it (2-layer GPT: 1 MiB at the peak).
+  // replayed `xh s + b` lived from their views to the weight gradients
+  // that read them (2-layer GPT: 0.5 MiB less at the peak).
   auto replayViewed = [&](Operation *op) -> Operation * {
     if (!isa<ReshapeOp>(op))
       return nullptr;
@@ -254,39 +247,21 @@ void mlir::tg::sinkReplays(Block &block) {
     if (!first)
       continue;
     double to = label[first];
-    // A value read is kept alive longer by the move unless it is read
-    // again at or after `first`. That costs nothing when another op reads
-    // it after the replay's place and the values so extended are no larger
-    // than the replay's results: each step in between then holds those
-    // values instead of the results, and the steps up to their last
-    // reader hold only them (the layer norms' replays, read by weight
-    // gradients past the GEMM that reads `xh` last: 1 MiB less in the
-    // 2-layer GPT). A value that the replay reads last stays where it dies.
+    // Every value read must be read again at or after `first`: moving the
+    // replay then extends no lifetime (the view's operand is the replay's
+    // result, which moves too).
     bool keepsAlive = false;
-    int64_t extended = 0, results = 0;
-    for (Value r : op->getResults())
-      results += tensorBytes(r.getType());
-    SmallVector<Value> seen;
     for (Value v : op->getOperands()) {
       Operation *def = v.getDefiningOp();
-      if (!def || def == source || isa<tg::ConstantOp>(def) ||
-          llvm::is_contained(seen, v))
+      if (!def || def == source || isa<tg::ConstantOp>(def))
         continue;
-      seen.push_back(v);
-      bool readThen = false, readAfter = false;
-      for (Operation *user : v.getUsers()) {
+      keepsAlive |= llvm::none_of(v.getUsers(), [&](Operation *user) {
         Operation *reader = inBlock(user, block);
-        if (!reader || reader == op)
-          continue;
-        readThen |= reader == terminator || label[reader] >= to;
-        readAfter |= reader == terminator || label[reader] > label[op];
-      }
-      if (readThen)
-        continue;
-      keepsAlive |= !readAfter;
-      extended += tensorBytes(v.getType());
+        return reader && reader != op &&
+               (reader == terminator || label[reader] >= to);
+      });
     }
-    if (keepsAlive || extended > results)
+    if (keepsAlive)
       continue;
     auto it = at.find(to);
     double before = std::prev(it)->first; // `op` itself at the latest

@@ -137,9 +137,9 @@ TEST_CASE("a replay that runs early stays, and the product moves to it",
           "[memory]") {
   // The 2-layer GPT's tied head: its replay %r runs early and reads %e,
   // which %b reads again later. Pulled along to after %b (the last other
-  // reader of %e), %r would itself move down, so it stays, and so do the
-  // views; %dw, the last reader of %g and %r, moves up to right after
-  // %gv, ahead of %b and %o.
+  // reader of %e), %r would itself move down, so it stays, and so does
+  // its view; %dw, the last reader of %g and %r, moves up with %gv to
+  // right after %da (behind %b, hoisted there earlier), ahead of %o.
   Harness h;
   h.parse(R"(
 func.func @f(%x: tensor<4x16x32xf32>, %w: tensor<32x32xf32>) -> (tensor<32x32xf32>, tensor<4x16x32xf32>) {
@@ -160,8 +160,8 @@ func.func @f(%x: tensor<4x16x32xf32>, %w: tensor<32x32xf32>) -> (tensor<32x32xf3
   REQUIRE(succeeded(verify(*h.module)));
   CHECK(opNames(*h.module) ==
         SmallVector<std::string>{"tg.exp", "tg.tanh", "tg.reshape", "tg.neg",
-                                 "tg.matmul", "tg.reshape", "tg.matmul",
-                                 "tg.add", "tg.mul"});
+                                 "tg.matmul", "tg.reshape", "tg.add",
+                                 "tg.matmul", "tg.mul"});
 }
 
 TEST_CASE("hoisting with replays pulled keeps random graphs' answers",
