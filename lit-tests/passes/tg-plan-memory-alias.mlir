@@ -44,3 +44,44 @@ func.func @residual(%a: tensor<4x4xf32> {tg.name = "a", tg.role = #tg.role<input
   } -> tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
 }
+
+// A group's result may take the buffer of an input it reads element by
+// element when the group's only other read of that result is a sum it
+// returns (the GELU derivative's product over `dy W^T`, and the bias
+// gradient summed from it): the sum reads what the buffer holds. A sum of
+// a value computed on the way is refused, as any non-elementwise reader
+// of the input's dependents is.
+// RUN: tg-opt %s --tg-plan-memory=func=sum_of_result | FileCheck %s --check-prefix=SUM
+// SUM-LABEL: func.func @sum_of_result
+// SUM: tg.exp {{.*}}tg.offset = 0 :
+// SUM: tg.fused <reduction> {{.*}}tg.offsets = array<i64: 0, {{[1-9][0-9]*}}>
+func.func @sum_of_result(%a: tensor<4x64xf32> {tg.name = "a", tg.role = #tg.role<input>})
+    -> (tensor<4x64xf32> {tg.name = "y", tg.role = #tg.role<output>},
+        tensor<64xf32> {tg.name = "s", tg.role = #tg.role<output>}) {
+  %d = tg.exp %a : tensor<4x64xf32>
+  %0:2 = tg.fused <reduction> ins(%a, %d : tensor<4x64xf32>, tensor<4x64xf32>) {
+  ^bb0(%x: tensor<4x64xf32>, %g: tensor<4x64xf32>):
+    %1 = tg.mul %g, %x : tensor<4x64xf32>, tensor<4x64xf32> -> tensor<4x64xf32>
+    %2 = tg.sum %1 axes = [0] : tensor<4x64xf32> -> tensor<64xf32>
+    tg.yield %1, %2 : tensor<4x64xf32>, tensor<64xf32>
+  } -> tensor<4x64xf32>, tensor<64xf32>
+  return %0#0, %0#1 : tensor<4x64xf32>, tensor<64xf32>
+}
+
+// RUN: tg-opt %s --tg-plan-memory=func=sum_on_the_way | FileCheck %s --check-prefix=WAY
+// WAY-LABEL: func.func @sum_on_the_way
+// WAY: tg.exp {{.*}}tg.offset = 0 :
+// WAY: tg.fused <reduction> {{.*}}tg.offsets = array<i64: {{[1-9][0-9]*}}, {{[1-9][0-9]*}}>
+func.func @sum_on_the_way(%a: tensor<4x64xf32> {tg.name = "a", tg.role = #tg.role<input>})
+    -> (tensor<4x64xf32> {tg.name = "y", tg.role = #tg.role<output>},
+        tensor<64xf32> {tg.name = "s", tg.role = #tg.role<output>}) {
+  %d = tg.exp %a : tensor<4x64xf32>
+  %0:2 = tg.fused <reduction> ins(%a, %d : tensor<4x64xf32>, tensor<4x64xf32>) {
+  ^bb0(%x: tensor<4x64xf32>, %g: tensor<4x64xf32>):
+    %1 = tg.mul %g, %x : tensor<4x64xf32>, tensor<4x64xf32> -> tensor<4x64xf32>
+    %2 = tg.add %1, %x : tensor<4x64xf32>, tensor<4x64xf32> -> tensor<4x64xf32>
+    %3 = tg.sum %1 axes = [0] : tensor<4x64xf32> -> tensor<64xf32>
+    tg.yield %2, %3 : tensor<4x64xf32>, tensor<64xf32>
+  } -> tensor<4x64xf32>, tensor<64xf32>
+  return %0#0, %0#1 : tensor<4x64xf32>, tensor<64xf32>
+}
