@@ -6,6 +6,8 @@
 #   params-train   tgc --emit=train     of N parameters (params.tg)
 #   params-report  tgc --report=memory  of N parameters
 #   chain-O0       tgc -O0 -o x.tgx     of a chain of N relus (chain.tg)
+#   chain-nofuse   tgc -O0 --no-fuse -o x.tgx of the same chain: the step
+#                  unfused, every op its own value and buffer
 #   chain-fuse     tg-opt --tg-convert-to-linalg on the fused step of N
 #                  relus (the lowering of the fusion groups alone: up to
 #                  256 ops a group grows with N; FusedToLoops.cpp)
@@ -30,6 +32,7 @@
 # to its first N in CPU time and the exponent k of time ~ N^k between them
 # (1 is linear, 2 quadratic). Environment: PARAM_NS (default
 # "500 1000 2000 4000 8000"), CHAIN_NS (default "250 500 1000 2000"),
+# NOFUSE_NS (default "500 1000 2000"),
 # FUSE_NS (default "16 32 64 128 256"), LOWER_NS
 # (default "250 500 1000 2000"), PLAN_NS (default "2000 4000 8000 16000"),
 # WIDE_NS (default "4000 8000 16000 32000 64000"), GPT_NS (default "4 8
@@ -42,6 +45,7 @@ build=${1:-$root/build}
 out=${2:-$root/bench/results/scaling-$(date -u +%Y-%m-%d).md}
 param_ns=${PARAM_NS-"500 1000 2000 4000 8000"}
 chain_ns=${CHAIN_NS-"250 500 1000 2000"}
+nofuse_ns=${NOFUSE_NS-"500 1000 2000"}
 fuse_ns=${FUSE_NS-"16 32 64 128 256"}
 lower_ns=${LOWER_NS-"250 500 1000 2000"}
 plan_ns=${PLAN_NS-"2000 4000 8000 16000"}
@@ -86,6 +90,9 @@ done
 for n in $chain_ns; do
   measure chain-O0 "$n" "$tgc" -D "n=$n" -O0 "$here/chain.tg" -o "$tmp/c.tgx"
 done
+for n in $nofuse_ns; do
+  measure chain-nofuse "$n" "$tgc" -D "n=$n" -O0 --no-fuse "$here/chain.tg" -o "$tmp/u.tgx"
+done
 for n in $fuse_ns; do
   "$tgc" -D "n=$n" --emit=train "$here/chain.tg" -o "$tmp/fused.mlir"
   measure chain-fuse "$n" "$tgopt" "$tmp/fused.mlir" --tg-convert-to-linalg -o /dev/null
@@ -118,7 +125,7 @@ done
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- machine: $(uname -m), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "- git: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "- command: bench/scaling/run.sh $build (PARAM_NS=\"$param_ns\" CHAIN_NS=\"$chain_ns\" FUSE_NS=\"$fuse_ns\" LOWER_NS=\"$lower_ns\" PLAN_NS=\"$plan_ns\" WIDE_NS=\"$wide_ns\" GPT_NS=\"$gpt_ns\" LAYER_NS=\"$layer_ns\")"
+  echo "- command: bench/scaling/run.sh $build (PARAM_NS=\"$param_ns\" CHAIN_NS=\"$chain_ns\" NOFUSE_NS=\"$nofuse_ns\" FUSE_NS=\"$fuse_ns\" LOWER_NS=\"$lower_ns\" PLAN_NS=\"$plan_ns\" WIDE_NS=\"$wide_ns\" GPT_NS=\"$gpt_ns\" LAYER_NS=\"$layer_ns\")"
   echo "- other builds and tests may have run beside it: wall times are upper"
   echo "  bounds; CPU time (user + system) is the compile's own cost"
   echo
@@ -129,6 +136,7 @@ done
   fit params-train
   fit params-report
   fit chain-O0
+  fit chain-nofuse
   fit chain-fuse
   fit chain-lower
   fit plan

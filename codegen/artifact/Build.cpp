@@ -15,13 +15,17 @@ using namespace mlir;
 FailureOr<tg::CpuArtifact>
 mlir::tg::buildCpuArtifact(ModuleOp module, const CpuObjectOptions &cpu,
                            const MemoryPlan *unplanned, std::string &error) {
-  // The code follows the plan: train_step and eval are planned in place and
-  // the CPU backend puts every planned value at its offset in one arena per
-  // call.
+  // The code follows the plan: train_step, eval and forward_grad are
+  // planned in place and the CPU backend puts every planned value at its
+  // offset in one arena per call (the runtime gives each entry the largest).
+  // An unplanned entry allocates every value on the heap with a dealloc of
+  // its own, and upstream's deallocation simplification is superlinear in
+  // their number: an unfused (--no-fuse) forward_grad of 2,000 ops took
+  // more CPU time than the rest of the compile (docs/hardening.md).
   std::optional<MemoryPlan> plan;
   if (unplanned)
     plan = *unplanned;
-  for (StringRef entry : {"train_step", "eval"})
+  for (StringRef entry : {"train_step", "eval", "forward_grad"})
     if (auto fn = cpu.arena ? module.lookupSymbol<func::FuncOp>(entry)
                             : func::FuncOp()) {
       FailureOr<MemoryPlan> p = planMemory(fn, {});

@@ -341,6 +341,14 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
   options.arena = opts.arena;
   options.genericAllocations = true;
   OwningOpRef<ModuleOp> lowered(cast<ModuleOp>(module->clone()));
+  // Only functions an entry point can call become code: the model's
+  // `forward` (no entry point; eval is its copy, and train_step's call of
+  // forward_grad is inlined by its plan) would be lowered and compiled for
+  // nothing, unplanned, as long as eval.
+  for (auto fn : llvm::make_early_inc_range(lowered->getOps<func::FuncOp>()))
+    if (!llvm::is_contained(kEntryPoints, fn.getSymName()) &&
+        SymbolTable::symbolKnownUseEmpty(fn, *lowered))
+      fn.erase();
   PassManager pm(ctx);
   cpu::buildCpuPipeline(pm, options);
   if (failed(pm.run(*lowered))) {

@@ -93,6 +93,20 @@ struct ConvShape {
   /// Its columns: the output positions (y, x).
   int64_t pix() const { return oh * ow; }
 
+  /// The shape of a convolution or of one of its gradients: the input
+  /// `x`, weight `wt` and output `y` each either an operand or the result.
+  static ConvShape of(Conv2dOp op, Conv2dOp::Adaptor a) {
+    return of(op, shapeOf(a.getInput()), shapeOf(a.getWeight()),
+              shapeOf(op.getResult()));
+  }
+  static ConvShape of(Conv2dGradWeightOp op, Conv2dGradWeightOp::Adaptor a) {
+    return of(op, shapeOf(a.getInput()), shapeOf(op.getResult()),
+              shapeOf(a.getGrad()));
+  }
+  static ConvShape of(Conv2dGradInputOp op, Conv2dGradInputOp::Adaptor a) {
+    return of(op, shapeOf(op.getResult()), shapeOf(a.getWeight()),
+              shapeOf(a.getGrad()));
+  }
   template <typename OpTy>
   static ConvShape of(OpTy op, ArrayRef<int64_t> x, ArrayRef<int64_t> wt,
                       ArrayRef<int64_t> y) {
@@ -226,56 +240,74 @@ Value weightRows(OpBuilder &b, Location loc, Value w, const ConvShape &c,
   return reshaped(b, loc, convertTensor(b, loc, w, acc), {c.g, c.og(), c.k()});
 }
 
+/// The maps of a product over the loops (g, l1, l2, l3) of one group's
+/// matrices: lhs, rhs and out are each [G, rows, cols], read at (g, l[r],
+/// l[c]) for the pair (r, c) of loop numbers (1 to 3) given for each.
+SmallVector<AffineMap> groupMaps(MLIRContext *ctx,
+                                 ArrayRef<std::pair<unsigned, unsigned>> dims) {
+  Loops L{ctx, 4};
+  SmallVector<AffineMap> maps;
+  for (auto [r, c] : dims)
+    maps.push_back(L.map({L.d(0), L.d(r), L.d(c)}));
+  return maps;
+}
+
+/// The loops of a group product whose third loop is the reduction: the
+/// matmul's order, with the contiguous P innermost.
+SmallVector<utils::IteratorType> gemmLoops() {
+  auto loops = iterators(4);
+  loops[2] = utils::IteratorType::reduction;
+  return loops;
+}
+
+/// What the three convolution patterns share: the result's compute type,
+/// the ConvShape of the op, and the result computed in that type
+/// (`Derived::lower`) converted to the op's element type.
+template <typename OpTy, typename Derived>
+struct ConvPattern : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rw) const final {
+    Type acc = computeType(elementType(op.getResult()));
+    return replaceWithConverted(
+        rw, op,
+        Derived::lower(rw, op.getLoc(), adaptor, ConvShape::of(op, adaptor),
+                       acc));
+  }
+};
+
 /// y[n, g, og, p] = sum over k of W[g, og, k] * col[g, k, p]; loops
 /// (g, og, k | p).
-struct Conv2dLowering final : OpConversionPattern<Conv2dOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(Conv2dOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
-    Type acc = computeType(type.getElementType());
-    ConvShape c = ConvShape::of(op, shapeOf(adaptor.getInput()),
-                                shapeOf(adaptor.getWeight()), type.getShape());
+struct Conv2dLowering final : ConvPattern<Conv2dOp, Conv2dLowering> {
+  using ConvPattern::ConvPattern;
+  static Value lower(OpBuilder &rw, Location loc, Conv2dOp::Adaptor adaptor,
+                     const ConvShape &c, Type acc) {
     Value w = weightRows(rw, loc, adaptor.getWeight(), c, acc);
-    Loops L{rw.getContext(), 4};
-    SmallVector<AffineMap> maps = {L.map({L.d(0), L.d(1), L.d(2)}),
-                                   L.map({L.d(0), L.d(2), L.d(3)}),
-                                   L.map({L.d(0), L.d(1), L.d(3)})};
-    auto loops = iterators(4);
-    loops[2] = utils::IteratorType::reduction;
-    Value r = overImages(
-        rw, loc, c.n, emptyTensor(rw, loc, type.getShape(), acc),
+    SmallVector<AffineMap> maps =
+        groupMaps(rw.getContext(), {{1, 2}, {2, 3}, {1, 3}});
+    return overImages(
+        rw, loc, c.n, emptyTensor(rw, loc, {c.n, c.o, c.oh, c.ow}, acc),
         [&](OpBuilder &b, Location l, Value i, ValueRange out) {
           Value col = im2col(b, l, adaptor.getInput(), i, c);
           Value y = zeroed(b, l, groupRows(b, l, out[0], i, c.g, acc));
-          y = contract(b, l, w, col, y, maps, loops);
+          y = contract(b, l, w, col, y, maps, gemmLoops());
           y = reshaped(b, l, y, {c.o, c.oh, c.ow});
           return SmallVector<Value>{withImage(b, l, y, out[0], i)};
         })[0];
-    rw.replaceOp(op, convertTensor(rw, loc, r, type.getElementType()));
-    return success();
   }
 };
 
 /// dW[g, og, k] = sum over the images of sum over p of dy[n, g, og, p] *
 /// col[g, k, p]; loops (g, og, k | p), a dot product innermost.
 struct Conv2dGradWeightLowering final
-    : OpConversionPattern<Conv2dGradWeightOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(Conv2dGradWeightOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
-    Type acc = computeType(type.getElementType());
-    ConvShape c = ConvShape::of(op, shapeOf(adaptor.getInput()),
-                                type.getShape(), shapeOf(adaptor.getGrad()));
-    Loops L{rw.getContext(), 4};
-    SmallVector<AffineMap> maps = {L.map({L.d(0), L.d(1), L.d(3)}),
-                                   L.map({L.d(0), L.d(2), L.d(3)}),
-                                   L.map({L.d(0), L.d(1), L.d(2)})};
+    : ConvPattern<Conv2dGradWeightOp, Conv2dGradWeightLowering> {
+  using ConvPattern::ConvPattern;
+  static Value lower(OpBuilder &rw, Location loc,
+                     Conv2dGradWeightOp::Adaptor adaptor, const ConvShape &c,
+                     Type acc) {
+    SmallVector<AffineMap> maps =
+        groupMaps(rw.getContext(), {{1, 3}, {2, 3}, {1, 2}});
     Value r = overImages(
         rw, loc, c.n, filledTensor(rw, loc, {c.g, c.og(), c.k()}, acc, 0),
         [&](OpBuilder &b, Location l, Value i, ValueRange dw) {
@@ -284,9 +316,7 @@ struct Conv2dGradWeightLowering final
           return SmallVector<Value>{
               contract(b, l, dy, col, dw[0], maps, iterators(3, 1))};
         })[0];
-    r = reshaped(rw, loc, r, type.getShape());
-    rw.replaceOp(op, convertTensor(rw, loc, r, type.getElementType()));
-    return success();
+    return reshaped(rw, loc, r, {c.o, c.cg(), c.kh, c.kw});
   }
 };
 
@@ -300,24 +330,14 @@ struct Conv2dGradWeightLowering final
 /// t = iy + ph - i*dh. Only the positions written change, so `z` is
 /// zeroed once for all images (carried by the loop).
 struct Conv2dGradInputLowering final
-    : OpConversionPattern<Conv2dGradInputOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(Conv2dGradInputOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
-    Type acc = computeType(type.getElementType());
-    ConvShape c = ConvShape::of(op, type.getShape(),
-                                shapeOf(adaptor.getWeight()),
-                                shapeOf(adaptor.getGrad()));
+    : ConvPattern<Conv2dGradInputOp, Conv2dGradInputLowering> {
+  using ConvPattern::ConvPattern;
+  static Value lower(OpBuilder &rw, Location loc,
+                     Conv2dGradInputOp::Adaptor adaptor, const ConvShape &c,
+                     Type acc) {
     Value w = weightRows(rw, loc, adaptor.getWeight(), c, acc);
-    Loops L{rw.getContext(), 4};
-    SmallVector<AffineMap> gemm = {L.map({L.d(0), L.d(2), L.d(1)}),
-                                   L.map({L.d(0), L.d(2), L.d(3)}),
-                                   L.map({L.d(0), L.d(1), L.d(3)})};
-    auto gemmLoops = iterators(4);
-    gemmLoops[2] = utils::IteratorType::reduction;
+    SmallVector<AffineMap> gemm =
+        groupMaps(rw.getContext(), {{2, 1}, {2, 3}, {1, 3}});
 
     // The padded, scattered dcol: spatial extent covers every t + lo.
     int64_t loY = std::max<int64_t>(0, (c.kh - 1) * c.d[0] - c.p[0]);
@@ -344,14 +364,14 @@ struct Conv2dGradInputLowering final
 
     ValueRange r = overImages(
         rw, loc, c.n,
-        {emptyTensor(rw, loc, type.getShape(), acc),
+        {emptyTensor(rw, loc, {c.n, c.c, c.h, c.w}, acc),
          filledTensor(rw, loc, zShape, acc, 0)},
         [&](OpBuilder &b, Location l, Value i, ValueRange carried) {
           Value dy = groupRows(b, l, adaptor.getGrad(), i, c.g, acc);
           Value dcol = contract(
               b, l, w, dy,
               zeroed(b, l, emptyTensor(b, l, {c.g, c.k(), c.pix()}, acc)),
-              gemm, gemmLoops);
+              gemm, gemmLoops());
           dcol = reshaped(b, l, dcol, {c.g, c.cg(), c.kh, c.kw, c.oh, c.ow});
           Value z = linalg::GenericOp::create(
                         b, l, TypeRange{carried[1].getType()}, dcol,
@@ -374,8 +394,7 @@ struct Conv2dGradInputLowering final
           dx = reshaped(b, l, dx, {c.c, c.h, c.w});
           return SmallVector<Value>{withImage(b, l, dx, carried[0], i), z};
         });
-    rw.replaceOp(op, convertTensor(rw, loc, r[0], type.getElementType()));
-    return success();
+    return r[0];
   }
 };
 
@@ -485,10 +504,8 @@ struct PoolLowering final : OpConversionPattern<OpTy> {
                     linalg::YieldOp::create(b, l, v);
                   })
                   .getResult(0);
-    if (isMax) {
-      rw.replaceOp(op, convertTensor(rw, loc, r, type.getElementType()));
-      return success();
-    }
+    if (isMax)
+      return replaceWithConverted(rw, op, r);
     // Divide each window's sum by its count (see Idx::avgDivisor).
     r = buildElementwise(
         rw, loc, type, r, [&](OpBuilder &b, Location l, ValueRange a) {
@@ -618,8 +635,7 @@ struct MaxPoolGradLowering final : OpConversionPattern<MaxPool2dGradOp> {
                     ValueRange{I.pick(hit, convertScalar(b, l, a[2], acc), a[3])});
               })
               .getResult(0);
-      rw.replaceOp(op, convertTensor(rw, loc, r, type.getElementType()));
-      return success();
+      return replaceWithConverted(rw, op, r);
     }
     Value r =
         linalg::GenericOp::create(
@@ -646,8 +662,7 @@ struct MaxPoolGradLowering final : OpConversionPattern<MaxPool2dGradOp> {
               linalg::YieldOp::create(b, l, ValueRange{I.pick(ok, add, a[1])});
             })
             .getResult(0);
-    rw.replaceOp(op, convertTensor(rw, loc, r, type.getElementType()));
-    return success();
+    return replaceWithConverted(rw, op, r);
   }
 };
 
@@ -690,8 +705,7 @@ struct AvgPoolGradLowering final : OpConversionPattern<AvgPool2dGradOp> {
                   b, l, ValueRange{I.pick(I.both(okY, okX), add, a[1])});
             })
             .getResult(0);
-    rw.replaceOp(op, convertTensor(rw, loc, r, type.getElementType()));
-    return success();
+    return replaceWithConverted(rw, op, r);
   }
 };
 

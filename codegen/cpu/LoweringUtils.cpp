@@ -149,6 +149,14 @@ Value mlir::tg::cpu::convertTensor(OpBuilder &b, Location loc, Value t,
                           });
 }
 
+LogicalResult mlir::tg::cpu::replaceWithConverted(RewriterBase &rw,
+                                                  Operation *op, Value r) {
+  Type elt = cast<RankedTensorType>(op->getResult(0).getType())
+                 .getElementType();
+  rw.replaceOp(op, convertTensor(rw, op->getLoc(), r, elt));
+  return success();
+}
+
 Value mlir::tg::cpu::linearIndex(OpBuilder &b, Location loc,
                                  ArrayRef<int64_t> shape) {
   Value linear = indexConstant(b, loc, 0);

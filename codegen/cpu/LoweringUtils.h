@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/PatternMatch.h"
 
 namespace mlir::tg::cpu {
 
@@ -63,6 +64,11 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
 
 /// `t` with its elements converted to `elt` (`t` itself when equal).
 Value convertTensor(OpBuilder &b, Location loc, Value t, Type elt);
+
+/// Replaces `op`, of one ranked tensor result, with `r` (computed in the
+/// compute type) converted to that result's element type: the end of every
+/// conversion that accumulates in a wider type. Returns success().
+LogicalResult replaceWithConverted(RewriterBase &rw, Operation *op, Value r);
 
 /// Row-major reshape of `v` to `type` (same element count): a collapse to
 /// rank 1, then an expand; `v` itself when the types are equal.

@@ -160,9 +160,7 @@ struct EmbeddingGradLowering final : OpConversionPattern<EmbeddingGradOp> {
               });
           scf::YieldOp::create(b, l, inner.getResults());
         });
-    rw.replaceOp(op, convertTensor(rw, loc, outer.getResult(0),
-                                   type.getElementType()));
-    return success();
+    return replaceWithConverted(rw, op, outer.getResult(0));
   }
 };
 

@@ -17,8 +17,6 @@ namespace tg::nvptx::detail {
 using namespace mlir;
 
 namespace {
-constexpr double kLog2e = 1.4426950408889634;
-
 ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
@@ -127,6 +125,29 @@ void AttnBase::onlineSoftmax(std::vector<Quad> &x, Value row, Value col0,
         l[h] = w.fadd(l[h], t[e]);
       }
   }
+}
+
+Value AttnBase::rowDot(Value gdO, Value gO, Value row, Value part,
+                       int perRow) {
+  int cols = static_cast<int>(s.d) / perRow;
+  Type v8 = VectorType::get({8}, elt), v8f = VectorType::get({8}, w.f32);
+  Value base = w.add(w.mul(w.zext64(row), w.i64c(s.d)),
+                     w.zext64(w.muli(part, cols)));
+  Value sum = w.zero(v8f);
+  for (int c = 0; c < cols; c += 8) {
+    Value at = w.add(base, w.i64c(c));
+    Value x = LLVM::LoadOp::create(b, loc, v8, w.gep(gdO, at, elt), 16);
+    Value y = LLVM::LoadOp::create(b, loc, v8, w.gep(gO, at, elt), 16);
+    x = LLVM::FPExtOp::create(b, loc, v8f, x);
+    y = LLVM::FPExtOp::create(b, loc, v8f, y);
+    sum = LLVM::FMAOp::create(b, loc, x, y, sum);
+  }
+  Value d = w.f32c(0);
+  for (int i = 0; i < 8; ++i)
+    d = w.fadd(d, LLVM::ExtractElementOp::create(b, loc, sum, w.i32c(i)));
+  for (int m = 1; m < perRow; m *= 2)
+    d = w.fadd(d, shflXor(d, m));
+  return d;
 }
 
 void AttnBase::rescale(std::vector<Quad> &acc, const Value alpha[2]) {

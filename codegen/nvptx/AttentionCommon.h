@@ -35,6 +35,10 @@ struct AttnShape {
 /// (attentionKernelRefusal said nothing).
 AttnShape attentionShape(mlir::Operation *op);
 
+/// log2(e): both kernels compute the softmax in base 2 (ex2), so scores
+/// are scaled by it and the log-sum-exp is stored and read in base e.
+inline constexpr double kLog2e = 1.4426950408889634;
+
 /// The four f32 values of one m16n8 accumulator tile a thread holds:
 /// (row g, col q2), (g, q2+1), (g+8, q2), (g+8, q2+1).
 using Quad = std::array<mlir::Value, 4>;
@@ -72,6 +76,13 @@ protected:
   /// rescaled.
   void onlineSoftmax(std::vector<Quad> &x, mlir::Value row, mlir::Value col0,
                      mlir::Value m[2], mlir::Value l[2], mlir::Value alpha[2]);
+  /// rowsum(dO * O) of row `row` of the `[rows, d]` matrices `gdO` and `gO`
+  /// (FlashAttention-2's D before dLSE is subtracted), over the `perRow`
+  /// consecutive lanes that share the row: this one reads part `part`, d /
+  /// perRow contiguous columns as 16-byte vectors, and every one of them
+  /// gets the row's sum (butterfly shuffles).
+  mlir::Value rowDot(mlir::Value gdO, mlir::Value gO, mlir::Value row,
+                     mlir::Value part, int perRow);
   /// Multiplies the rows of `acc` by alpha (row g: alpha[0], g+8: alpha[1]).
   void rescale(std::vector<Quad> &acc, const mlir::Value alpha[2]);
   /// After the last key block: reduces the partial sums over the quad of

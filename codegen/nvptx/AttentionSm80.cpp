@@ -63,7 +63,7 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 /// Rows of the block a CTA owns (queries, or keys for dK/dV): 16 per warp.
 constexpr int kOwnRows = 16 * kWarps;
-constexpr double kLog2e = 1.4426950408889634;
+using detail::kLog2e;
 
 /// Four 32-bit ldmatrix registers (or, for f16, four vector<2xf16>).
 using Frag4 = std::array<Value, 4>;
@@ -292,29 +292,12 @@ void AttnGen::rowStats(Value off, Value gdO, Value gO, Value gLse, Value gDLse,
   // threads / rows threads per row, each a contiguous run of columns read
   // as 16-byte vectors, summed across the row's threads by shuffles.
   int perRow = kThreads / rows;
-  int cols = static_cast<int>(s.d) / perRow;
   Value r = w.udiv(tid, w.i32c(perRow));
   Value part = w.urem(tid, w.i32c(perRow));
   Value gr = w.add(row0, r);
   Value valid = w.ult(gr, w.i32c(s.tq));
   Value safe = w.select(valid, gr, w.i32c(0));
-  Type v8 = VectorType::get({8}, elt), v8f = VectorType::get({8}, w.f32);
-  Value base = w.add(w.mul(w.zext64(safe), w.i64c(s.d)),
-                     w.zext64(w.muli(part, cols)));
-  Value sum = w.zero(v8f);
-  for (int c = 0; c < cols; c += 8) {
-    Value at = w.add(base, w.i64c(c));
-    Value x = LLVM::LoadOp::create(b, loc, v8, w.gep(gdO, at, elt), 16);
-    Value y = LLVM::LoadOp::create(b, loc, v8, w.gep(gO, at, elt), 16);
-    x = LLVM::FPExtOp::create(b, loc, v8f, x);
-    y = LLVM::FPExtOp::create(b, loc, v8f, y);
-    sum = LLVM::FMAOp::create(b, loc, x, y, sum);
-  }
-  Value d = w.f32c(0);
-  for (int i = 0; i < 8; ++i)
-    d = w.fadd(d, LLVM::ExtractElementOp::create(b, loc, sum, w.i32c(i)));
-  for (int m = 1; m < perRow; m *= 2)
-    d = w.fadd(d, shflXor(d, m));
+  Value d = rowDot(gdO, gO, safe, part, perRow);
   Value l = LLVM::LoadOp::create(b, loc, w.f32, w.gep(gLse, w.zext64(safe), w.f32));
   Value dl = LLVM::LoadOp::create(b, loc, w.f32, w.gep(gDLse, w.zext64(safe), w.f32));
   Value zero = w.f32c(0);

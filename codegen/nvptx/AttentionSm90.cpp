@@ -80,7 +80,6 @@ constexpr int kStages = 2;
 constexpr int kRow = 128;
 /// Rows per CTA of the delta kernel: four threads per row.
 constexpr int kDeltaRows = 32;
-constexpr double kLog2e = 1.4426950408889634;
 
 /// Byte offsets of the shared-memory regions of one kernel: `own` tiles of
 /// ownRows() rows, a ring of kStages slots of two tiles of `streamed` rows,
@@ -376,24 +375,7 @@ Value Sm90Base::lse2(Value lse, Value row) {
 
 Value Sm90Base::rowDelta(Value gdO, Value gO, Value gDLse, Value row,
                          Value part) {
-  int cols = static_cast<int>(s.d / 4);
-  Type v8 = VectorType::get({8}, elt), v8f = VectorType::get({8}, w.f32);
-  Value base = w.add(w.mul(w.zext64(row), w.i64c(s.d)),
-                     w.zext64(w.muli(part, cols)));
-  Value sum = w.zero(v8f);
-  for (int c = 0; c < cols; c += 8) {
-    Value at = w.add(base, w.i64c(c));
-    Value x = LLVM::LoadOp::create(b, loc, v8, w.gep(gdO, at, elt), 16);
-    Value y = LLVM::LoadOp::create(b, loc, v8, w.gep(gO, at, elt), 16);
-    x = LLVM::FPExtOp::create(b, loc, v8f, x);
-    y = LLVM::FPExtOp::create(b, loc, v8f, y);
-    sum = LLVM::FMAOp::create(b, loc, x, y, sum);
-  }
-  Value d = w.f32c(0);
-  for (int i = 0; i < 8; ++i)
-    d = w.fadd(d, LLVM::ExtractElementOp::create(b, loc, sum, w.i32c(i)));
-  d = w.fadd(d, shflXor(d, 1));
-  d = w.fadd(d, shflXor(d, 2));
+  Value d = rowDot(gdO, gO, row, part, 4);
   Value dl = LLVM::LoadOp::create(b, loc, w.f32, w.gep(gDLse, w.zext64(row), w.f32));
   return fsub(d, dl);
 }

@@ -48,6 +48,21 @@ private:
     Value sc = w.xor_(ch, x);
     return w.add(w.muli(r, t.cpr * 16), w.muli(sc, 16));
   }
+  /// Operand `isA`'s tile of K step `kt` in global coordinates: its first
+  /// row and column, the matrix's row and column counts, its row pitch and
+  /// base pointer. A K-major operand is [MN][K], an MN-major one [K][MN].
+  struct GlobalTile {
+    bool kMajor;
+    Value rowOrigin, colOrigin, rowBound, colBound, ld, base;
+  };
+  GlobalTile globalTile(bool isA, Value kt) {
+    bool kMajor = isA ? aKMajor : bKMajor;
+    Value mnOrigin = isA ? m0 : n0, mnBound = isA ? a.m : a.n;
+    Value kOrigin = w.muli(kt, c.bk);
+    if (kMajor)
+      return {kMajor, mnOrigin, kOrigin, mnBound, a.k, a.k, isA ? a.a : a.b};
+    return {kMajor, kOrigin, mnOrigin, a.k, mnBound, mnBound, isA ? a.a : a.b};
+  }
   void emitLoadOperand(bool isA, Value kt, Value slot);
   void emitLoadWindows(bool isA, Value kt, Value slot);
   void emitRealign(bool isA, Value kt, Value slot);
@@ -95,17 +110,9 @@ private:
 void Sm80Gen::emitLoadOperand(bool isA, Value kt, Value slot) {
   if (isA ? oddA : oddB)
     return emitLoadWindows(isA, kt, slot);
-  bool kMajor = isA ? aKMajor : bKMajor;
   const SmemTile &t = isA ? ta : tb;
-  // Tile rows/cols in global coordinates: a K-major operand is [MN][K].
-  Value mnOrigin = isA ? m0 : n0, mnBound = isA ? a.m : a.n;
-  Value kOrigin = w.muli(kt, c.bk);
-  Value rowOrigin = kMajor ? mnOrigin : kOrigin;
-  Value colOrigin = kMajor ? kOrigin : mnOrigin;
-  Value rowBound = kMajor ? mnBound : a.k;
-  Value colBound = kMajor ? a.k : mnBound;
-  Value ld = kMajor ? a.k : mnBound;
-  Value base = isA ? a.a : a.b;
+  auto [kMajor, rowOrigin, colOrigin, rowBound, colBound, ld, base] =
+      globalTile(isA, kt);
   Value slotOff = tileBase(isA, slot);
   int chunks = t.rows * t.cpr;
   Value ldw = w.zext64(ld);
@@ -152,16 +159,9 @@ void Sm80Gen::emitLoadWindows(bool isA, Value kt, Value slot) {
   // zeros outside the matrix as the aligned path's does; the s elements
   // before the row (the previous row's tail, or up to 14 bytes of the
   // operand's 16-byte aligned buffer) are copied and never read.
-  bool kMajor = isA ? aKMajor : bKMajor;
   const SmemTile &t = isA ? ta : tb;
-  Value mnOrigin = isA ? m0 : n0, mnBound = isA ? a.m : a.n;
-  Value kOrigin = w.muli(kt, c.bk);
-  Value rowOrigin = kMajor ? mnOrigin : kOrigin;
-  Value colOrigin = kMajor ? kOrigin : mnOrigin;
-  Value rowBound = kMajor ? mnBound : a.k;
-  Value colBound = kMajor ? a.k : mnBound;
-  Value ld = kMajor ? a.k : mnBound;
-  Value base = isA ? a.a : a.b;
+  auto [kMajor, rowOrigin, colOrigin, rowBound, colBound, ld, base] =
+      globalTile(isA, kt);
   Type elt = mlirType(b.getContext(), p.in);
   int winBytes = t.rows * (t.cpr + 1) * 16;
   Value ringOff = w.addi(w.muli(slot, winBytes), t.bytes());
