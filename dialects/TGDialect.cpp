@@ -218,6 +218,11 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
     return expect(isa<DenseI64ArrayAttr>(value), "an i64 array");
   if (name == attr::memory)
     return expect(isa<MemoryPlanAttr>(value), "a #tg.memory<...> plan");
+  // Op scratch (tg-size-scratch, tg-plan-memory): bytes and arena offset.
+  if (name == attr::scratch || name == attr::scratchOffset) {
+    auto n = dyn_cast<IntegerAttr>(value);
+    return expect(n && !n.getValue().isNegative(), "a non-negative integer");
+  }
   // Rematerialisation (tg-rematerialize).
   if (name == attr::recomputed)
     return expect(isa<UnitAttr>(value), "a unit attribute");

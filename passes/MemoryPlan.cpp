@@ -33,13 +33,15 @@ StringRef mlir::tg::kindName(BufferKind kind) {
     return "activations";
   case BufferKind::Workspace:
     return "workspace";
+  case BufferKind::Scratch:
+    return "scratch";
   }
   return "workspace";
 }
 
 int64_t MemoryPlan::bytesOf(BufferKind kind) const {
   if (kind == BufferKind::Gradient || kind == BufferKind::Activation ||
-      kind == BufferKind::Workspace) {
+      kind == BufferKind::Workspace || kind == BufferKind::Scratch) {
     auto it = peakByKind.find(kind);
     return it == peakByKind.end() ? 0 : it->second;
   }
@@ -598,7 +600,7 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     // schedules) must not survive into this one.
     for (StringRef stale :
          {attr::offset, attr::offsets, attr::aliasArg, attr::aliasArgs,
-          attr::bytes})
+          attr::bytes, attr::scratchOffset})
       op.removeAttr(stale);
   }
   DenseMap<Operation *, int64_t> step;
@@ -680,6 +682,7 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
   };
   DenseMap<Value, size_t> bufferOf;
   DenseMap<size_t, Value> endsWith; // buffer -> the value read last from it
+  std::vector<std::pair<Operation *, size_t>> scratchOf; // op -> its scratch
   DenseSet<size_t> viewed; // buffers that a reshape reads as a view
   // Nested regions, planned separately and placed after offsets are known.
   std::vector<std::pair<size_t, BlockPlan>> nestedPlans;
@@ -768,6 +771,7 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
       endsWith[plan.buffers.size()] = r;
       plan.buffers.push_back(buf);
     }
+    addScratchBuffer(op, step[op], plan.buffers, scratchOf);
   }
   for (auto [id, v] : endsWith)
     if (plan.buffers[id].kind == BufferKind::Activation)
@@ -779,6 +783,7 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     if (!buf.persistent)
       plan.naive += buf.bytes;
   plan.size = assignOffsets(plan.buffers, opts.alignment);
+  recordScratchOffsets(scratchOf, plan.buffers);
   for (auto [v, id] : bufferOf)
     if (Operation *def = v.getDefiningOp()) {
       const Buffer &buf = plan.buffers[id];
@@ -859,9 +864,12 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     // (A holder starts at its loop's step, and ops are indexed by step.)
     auto offsetAttr = dialect(b.getContext()).getOffsetAttrHelper();
     auto offsetsAttr = dialect(b.getContext()).getOffsetsAttrHelper();
+    auto scratchAttr = dialect(b.getContext()).getScratchOffsetAttrHelper();
     ops[plan.buffers[id].start]->getRegion(0).walk([&](Operation *inner) {
       if (auto off = offsetAttr.getAttr(inner))
         offsetAttr.setAttr(inner, b.getI64IntegerAttr(off.getInt() + base));
+      if (auto off = scratchAttr.getAttr(inner))
+        scratchAttr.setAttr(inner, b.getI64IntegerAttr(off.getInt() + base));
       if (auto offs = offsetsAttr.getAttr(inner)) {
         SmallVector<int64_t> shifted(offs.asArrayRef());
         for (int64_t &o : shifted)
@@ -952,7 +960,10 @@ FailureOr<MemoryPlan> mlir::tg::planMemory(func::FuncOp fn,
       fn.getContext(), plan.bytesOf(BufferKind::Param),
       plan.bytesOf(BufferKind::Optimizer), plan.bytesOf(BufferKind::Input),
       plan.bytesOf(BufferKind::Gradient), plan.bytesOf(BufferKind::Activation),
-      plan.bytesOf(BufferKind::Workspace), plan.persistentBytes,
+      // Op scratch is workspace of single ops: the summary's kinds then
+      // still add up to the lower bound.
+      plan.bytesOf(BufferKind::Workspace) + plan.bytesOf(BufferKind::Scratch),
+      plan.persistentBytes,
       plan.transientBytes, plan.peakBytes(),
       plan.persistentBytes + plan.lowerBoundBytes,
       plan.persistentBytes + plan.naiveBytes);

@@ -27,6 +27,11 @@
 // The plan, not bufferization, guarantees that simultaneously live values
 // never share bytes; `restrict` states exactly that to the analysis.
 //
+// An op's own scratch (tg.scratch bytes at tg.scratch_offset, planned at
+// the op's moment) is no value to bind: the op and every op nested in it
+// get the place in their location (withScratchPlace), which the buffers of
+// their lowering inherit, and tg-plan-scratch puts those buffers there.
+//
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
@@ -187,6 +192,18 @@ public:
            aliasAttr.isAttrPresent(op) || aliasesAttr.isAttrPresent(op)) &&
           !isView(op))
         planned.push_back(op);
+    });
+    auto scratchOffset = tgd.getScratchOffsetAttrHelper();
+    auto scratchBytes = tgd.getScratchAttrHelper();
+    fn.walk([&](Operation *op) {
+      auto offset = scratchOffset.getAttr(op);
+      auto bytes = scratchBytes.getAttr(op);
+      if (!arena || !offset || !bytes)
+        return;
+      tg::cpu::ScratchPlace place{offset.getInt(), bytes.getInt()};
+      op->walk([&](Operation *inner) {
+        inner->setLoc(tg::cpu::withScratchPlace(inner->getLoc(), place));
+      });
     });
     for (Operation *op : planned) {
       if (auto loop = dyn_cast<scf::ForOp>(op)) {

@@ -164,6 +164,11 @@ struct CpuPipelineCLOptions
                           llvm::cl::desc("Each tg.fused group as few loop "
                                          "nests as linalg fusion allows"),
                           llvm::cl::init(true)};
+  Option<bool> stopAfterScratch{
+      *this, "stop-after-scratch",
+      llvm::cl::desc("With arena: stop after tg-plan-scratch (buffers, "
+                     "each function's arena size in tg.arena_bytes)"),
+      llvm::cl::init(false)};
   Option<bool> vectorGemm{*this, "vector-gemm",
                           llvm::cl::desc("f32 contractions as register-"
                                          "blocked vector kernels"),
@@ -185,6 +190,7 @@ void mlir::tg::cpu::registerCpuPasses() {
         options.outline = cl.outline;
         options.fuseGroups = cl.fuseGroups;
         options.vectorGemm = cl.vectorGemm;
+        options.stopAfterScratch = cl.stopAfterScratch;
         buildCpuPipeline(pm, options);
       });
 }
