@@ -26,8 +26,8 @@ models=(
   echo "- command: bench/memory.sh (tgc MODEL --report=memory --format=json)"
   echo "- git: $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo
-  echo "| model | params | peak | op scratch at the peak (in the plan) | op scratch after the plan | lower bound | peak / lower bound (goal <= 1.05) | naive sum | peak / naive | report time |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| model | params | peak | op scratch after the plan | lower bound | peak / lower bound (goal <= 1.05) | naive sum | peak / naive | report time |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
   for entry in "${models[@]}"; do
     IFS='|' read -r name file flags <<<"$entry"
     start=$(date +%s.%N)
@@ -40,9 +40,8 @@ name, start, end = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 p = json.load(open(sys.argv[4]))
 gib = lambda b: f"{b / 2**30:.2f} GiB" if b >= 2**30 else f"{b / 2**20:.2f} MiB"
 peak, lb, naive = p["peak_bytes"], p["lower_bound_bytes"], p["naive_bytes"]
-inplan = p.get("op_scratch_bytes", 0)
 above = p.get("scratch_bytes", 0)
-print(f"| {name} | {gib(p['params_bytes'])} | {gib(peak)} | {gib(inplan) if inplan else '-'} | {gib(above) if above else '-'} | {gib(lb)} | {peak / lb:.3f} | {gib(naive)} | {peak / naive:.3f} | {end - start:.1f} s |")
+print(f"| {name} | {gib(p['params_bytes'])} | {gib(peak)} | {gib(above) if above else '-'} | {gib(lb)} | {peak / lb:.3f} | {gib(naive)} | {peak / naive:.3f} | {end - start:.1f} s |")
 PY
   done
   echo

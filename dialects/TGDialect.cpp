@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/TGOps.h"
+#include "dialects/OpScratch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -218,8 +219,9 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
     return expect(isa<DenseI64ArrayAttr>(value), "an i64 array");
   if (name == attr::memory)
     return expect(isa<MemoryPlanAttr>(value), "a #tg.memory<...> plan");
-  // Op scratch (tg-size-scratch, tg-plan-memory): bytes and arena offset.
-  if (name == attr::scratch || name == attr::scratchOffset) {
+  // Op scratch (tg-size-scratch, tg-plan-memory): bytes and arena offset
+  // (dialects/OpScratch.h).
+  if (name == kScratchAttr || name == kScratchOffsetAttr) {
     auto n = dyn_cast<IntegerAttr>(value);
     return expect(n && !n.getValue().isNegative(), "a non-negative integer");
   }

@@ -53,14 +53,6 @@ def TG_Dialect : Dialect {
     // result lives in place of (-1: none).
     "::mlir::DenseI64ArrayAttr":$alias_args,
     "::mlir::tg::MemoryPlanAttr":$memory,
-    // Op scratch: the bytes a backend's lowering of one op allocates for
-    // itself while the op runs (the CPU's f32 accumulators of bf16
-    // contractions, padded inputs, argmax indices, row-tiled temporaries,
-    // attention's block buffers), measured by tg-size-scratch; and its
-    // arena offset, which tg-plan-memory chooses like a buffer's, live at
-    // the op's moment of the schedule only.
-    "::mlir::IntegerAttr":$scratch,
-    "::mlir::IntegerAttr":$scratch_offset,
     // Rematerialisation (tg-rematerialize): a recomputed op, and the record
     // on the gradient function.
     "::mlir::UnitAttr":$recomputed,

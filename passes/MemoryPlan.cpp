@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/MemoryPlan.h"
+#include "passes/MemoryPlanScratch.h"
 #include "passes/ScheduleHoist.h"
 #include "passes/Passes.h"
 
@@ -33,15 +34,13 @@ StringRef mlir::tg::kindName(BufferKind kind) {
     return "activations";
   case BufferKind::Workspace:
     return "workspace";
-  case BufferKind::Scratch:
-    return "scratch";
   }
   return "workspace";
 }
 
 int64_t MemoryPlan::bytesOf(BufferKind kind) const {
   if (kind == BufferKind::Gradient || kind == BufferKind::Activation ||
-      kind == BufferKind::Workspace || kind == BufferKind::Scratch) {
+      kind == BufferKind::Workspace) {
     auto it = peakByKind.find(kind);
     return it == peakByKind.end() ? 0 : it->second;
   }
@@ -600,7 +599,7 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     // schedules) must not survive into this one.
     for (StringRef stale :
          {attr::offset, attr::offsets, attr::aliasArg, attr::aliasArgs,
-          attr::bytes, attr::scratchOffset})
+          attr::bytes, kScratchOffsetAttr})
       op.removeAttr(stale);
   }
   DenseMap<Operation *, int64_t> step;
@@ -864,12 +863,11 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     // (A holder starts at its loop's step, and ops are indexed by step.)
     auto offsetAttr = dialect(b.getContext()).getOffsetAttrHelper();
     auto offsetsAttr = dialect(b.getContext()).getOffsetsAttrHelper();
-    auto scratchAttr = dialect(b.getContext()).getScratchOffsetAttrHelper();
     ops[plan.buffers[id].start]->getRegion(0).walk([&](Operation *inner) {
       if (auto off = offsetAttr.getAttr(inner))
         offsetAttr.setAttr(inner, b.getI64IntegerAttr(off.getInt() + base));
-      if (auto off = scratchAttr.getAttr(inner))
-        scratchAttr.setAttr(inner, b.getI64IntegerAttr(off.getInt() + base));
+      if (auto off = getScratchOffset(inner))
+        setScratchOffset(inner, off.getInt() + base);
       if (auto offs = offsetsAttr.getAttr(inner)) {
         SmallVector<int64_t> shifted(offs.asArrayRef());
         for (int64_t &o : shifted)
@@ -960,10 +958,7 @@ FailureOr<MemoryPlan> mlir::tg::planMemory(func::FuncOp fn,
       fn.getContext(), plan.bytesOf(BufferKind::Param),
       plan.bytesOf(BufferKind::Optimizer), plan.bytesOf(BufferKind::Input),
       plan.bytesOf(BufferKind::Gradient), plan.bytesOf(BufferKind::Activation),
-      // Op scratch is workspace of single ops: the summary's kinds then
-      // still add up to the lower bound.
-      plan.bytesOf(BufferKind::Workspace) + plan.bytesOf(BufferKind::Scratch),
-      plan.persistentBytes,
+      plan.bytesOf(BufferKind::Workspace), plan.persistentBytes,
       plan.transientBytes, plan.peakBytes(),
       plan.persistentBytes + plan.lowerBoundBytes,
       plan.persistentBytes + plan.naiveBytes);

@@ -21,17 +21,7 @@
 namespace mlir::tg {
 
 /// What a buffer holds, for the report.
-/// Scratch is an op's own scratch (tg.scratch): live at the op's moment of
-/// the schedule only, placed in the arena like any buffer.
-enum class BufferKind {
-  Param,
-  Optimizer,
-  Input,
-  Gradient,
-  Activation,
-  Workspace,
-  Scratch
-};
+enum class BufferKind { Param, Optimizer, Input, Gradient, Activation, Workspace };
 
 /// Name used in reports and JSON ("params", "gradients", ...).
 llvm::StringRef kindName(BufferKind kind);
@@ -67,11 +57,9 @@ struct MemoryPlan {
   /// Transient bytes live at the worst moment of the schedule, by kind.
   std::map<BufferKind, int64_t> peakByKind;
 
-  /// Scratch of a backend's lowering of single ops that is NOT in the plan
-  /// (no tg.scratch on the op, so the lowering appends it after the
-  /// transient region); 0 when every op's scratch was sized and planned as
-  /// a BufferKind::Scratch buffer, which the transient region and the lower
-  /// bound then include.
+  /// Scratch that a backend's lowering of single ops needs (padded conv
+  /// inputs, argmax indices), placed after the transient region; 0 until a
+  /// backend reports it (tgc fills it in for the CPU).
   int64_t scratchBytes = 0;
 
   /// Data parallelism (tg-data-parallel): the plan is each rank's; with
@@ -91,8 +79,8 @@ struct MemoryPlan {
     return persistentBytes + transientBytes + scratchBytes;
   }
   /// Bytes of `kind` in the report: persistent kinds in full, transient
-  /// kinds (gradients, activations, workspace, op scratch) as live at the
-  /// worst moment, so that the rows add up to the lower bound.
+  /// kinds (gradients, activations, workspace) as live at the worst moment,
+  /// so that the rows add up to the lower bound.
   int64_t bytesOf(BufferKind kind) const;
   /// Sum of every buffer of `kind`, as if none were ever freed.
   int64_t totalBytesOf(BufferKind kind) const;
@@ -112,30 +100,12 @@ struct PlanOptions {
 
 /// Inlines calls, reorders `fn`'s body to keep the peak low, assigns
 /// offsets, and records the plan as attributes: `tg.offset`/`tg.bytes` on
-/// ops, `tg.memory` (a dictionary summary) on the function. An op with a
-/// `tg.scratch` of N bytes gets an N-byte BufferKind::Scratch buffer live at
-/// its own step only, so it fills a hole of the graph's buffers and counts
-/// in the lower bound; its offset is recorded as `tg.scratch_offset`.
-/// Returns the plan.
+/// ops, `tg.memory` (a dictionary summary) on the function. Returns the plan.
 FailureOr<MemoryPlan> planMemory(func::FuncOp fn, const PlanOptions &opts);
 
 /// Offsets for `buffers` (bytes/start/end set; persistent ones skipped):
 /// greedy by size, best fit, `alignment`-aligned. Returns the region size.
 int64_t assignOffsets(std::vector<Buffer> &buffers, int64_t alignment);
-
-/// The scratch a backend's lowering of `op` needs (tg.scratch, from
-/// tg-size-scratch) as a BufferKind::Scratch buffer of its own, live at the
-/// op's step `at` only: the op's operands and results are live then too,
-/// so it never shares bytes with them, and between ops it fills the holes
-/// of the graph's buffers. Appended to `buffers`; `scratchOf` says whose.
-void addScratchBuffer(Operation *op, int64_t at, std::vector<Buffer> &buffers,
-                      std::vector<std::pair<Operation *, size_t>> &scratchOf);
-
-/// Records the offset that assignOffsets gave each op's scratch buffer as
-/// the op's tg.scratch_offset (relative to the block's region, like
-/// tg.offset, until planMemory shifts a loop body's offsets).
-void recordScratchOffsets(ArrayRef<std::pair<Operation *, size_t>> scratchOf,
-                          const std::vector<Buffer> &buffers);
 
 /// "1.50 GiB", "12.00 MiB", "512 B": sizes as the reports print them.
 std::string formatBytes(int64_t bytes);

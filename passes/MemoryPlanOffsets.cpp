@@ -12,7 +12,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/MemoryPlan.h"
-#include "dialects/TGDialect.h"
+#include "passes/MemoryPlanScratch.h"
+#include "dialects/OpScratch.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -175,18 +176,18 @@ int64_t mlir::tg::assignOffsets(std::vector<Buffer> &buffers,
   return top;
 }
 
-// Op scratch: one buffer per op, live at its step (MemoryPlan.h).
+// Op scratch: one buffer per op, live at its step (MemoryPlanScratch.h).
 void mlir::tg::addScratchBuffer(
     Operation *op, int64_t at, std::vector<Buffer> &buffers,
     std::vector<std::pair<Operation *, size_t>> &scratchOf) {
-  auto bytes = dialect(op->getContext()).getScratchAttrHelper().getAttr(op);
+  IntegerAttr bytes = getScratchBytes(op);
   if (!bytes || bytes.getInt() <= 0)
     return;
   Buffer buf;
   buf.op = op->getName().getStringRef().str();
   buf.loc = locString(op->getLoc());
   buf.name = buf.op + "#" + std::to_string(at) + " scratch";
-  buf.kind = BufferKind::Scratch;
+  buf.kind = BufferKind::Workspace;
   buf.bytes = bytes.getInt();
   buf.start = buf.end = at;
   scratchOf.push_back({op, buffers.size()});
@@ -197,8 +198,5 @@ void mlir::tg::recordScratchOffsets(
     ArrayRef<std::pair<Operation *, size_t>> scratchOf,
     const std::vector<Buffer> &buffers) {
   for (auto [op, id] : scratchOf)
-    dialect(op->getContext())
-        .getScratchOffsetAttrHelper()
-        .setAttr(op, IntegerAttr::get(IntegerType::get(op->getContext(), 64),
-                                      buffers[id].offset));
+    setScratchOffset(op, buffers[id].offset);
 }

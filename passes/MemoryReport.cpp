@@ -68,11 +68,6 @@ void mlir::tg::printMemoryTable(const MemoryPlan &plan, llvm::raw_ostream &os) {
   row("inputs", plan.bytesOf(BufferKind::Input));
   row("activations", plan.bytesOf(BufferKind::Activation));
   row("workspace", plan.bytesOf(BufferKind::Workspace));
-  // Each op's scratch is a buffer of the plan (tg.scratch): counted here as
-  // live at the worst moment, like the transient kinds above.
-  if (plan.bytesOf(BufferKind::Scratch))
-    row("op scratch", plan.bytesOf(BufferKind::Scratch));
-  // Scratch of ops the backend could not size, appended after the plan.
   if (plan.scratchBytes)
     row("op scratch (cpu)", plan.scratchBytes);
   if (plan.bucketBufferBytes)
@@ -124,7 +119,6 @@ llvm::json::Object mlir::tg::memorySummaryJson(const MemoryPlan &plan) {
       {"inputs_bytes", plan.bytesOf(BufferKind::Input)},
       {"activations_bytes", plan.bytesOf(BufferKind::Activation)},
       {"workspace_bytes", plan.bytesOf(BufferKind::Workspace)},
-      {"op_scratch_bytes", plan.bytesOf(BufferKind::Scratch)},
       {"persistent_bytes", plan.persistentBytes},
       {"transient_bytes", plan.transientBytes},
       {"scratch_bytes", plan.scratchBytes},
@@ -169,7 +163,6 @@ void mlir::tg::printMemorySvg(const MemoryPlan &plan, llvm::raw_ostream &os) {
     case BufferKind::Gradient: return "#e15759";
     case BufferKind::Activation: return "#59a14f";
     case BufferKind::Workspace: return "#f28e2b";
-    case BufferKind::Scratch: return "#b07aa1";
     }
     return "#888888";
   };
@@ -204,7 +197,7 @@ void mlir::tg::printMemorySvg(const MemoryPlan &plan, llvm::raw_ostream &os) {
   double ly = top + 10;
   for (BufferKind k : {BufferKind::Param, BufferKind::Optimizer, BufferKind::Input,
                        BufferKind::Gradient, BufferKind::Activation,
-                       BufferKind::Workspace, BufferKind::Scratch}) {
+                       BufferKind::Workspace}) {
     os << "<rect x=\"" << width - 160 << "\" y=\"" << ly << "\" width=\"14\" "
        << "height=\"14\" fill=\"" << colour(k) << "\"/><text x=\""
        << width - 140 << "\" y=\"" << ly + 12 << "\">" << kindName(k) << " ("

@@ -35,6 +35,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
+#include "dialects/OpScratch.h"
 #include "dialects/TGOps.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -193,11 +194,9 @@ public:
           !isView(op))
         planned.push_back(op);
     });
-    auto scratchOffset = tgd.getScratchOffsetAttrHelper();
-    auto scratchBytes = tgd.getScratchAttrHelper();
     fn.walk([&](Operation *op) {
-      auto offset = scratchOffset.getAttr(op);
-      auto bytes = scratchBytes.getAttr(op);
+      IntegerAttr offset = tg::getScratchOffset(op);
+      IntegerAttr bytes = tg::getScratchBytes(op);
       if (!arena || !offset || !bytes)
         return;
       tg::cpu::ScratchPlace place{offset.getInt(), bytes.getInt()};

@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
+#include "dialects/OpScratch.h"
 #include "passes/MemoryPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -222,19 +223,15 @@ struct PlanScratchPass final
 
 Location mlir::tg::cpu::withScratchPlace(Location loc, ScratchPlace place) {
   MLIRContext *ctx = loc.getContext();
-  TGDialect &tgd = dialect(ctx);
   Builder b(ctx);
   auto metadata = b.getDictionaryAttr(
-      {NamedAttribute(tgd.getScratchOffsetAttrHelper().getName(),
-                      b.getI64IntegerAttr(place.offset)),
-       NamedAttribute(tgd.getScratchAttrHelper().getName(),
-                      b.getI64IntegerAttr(place.bytes))});
+      {b.getNamedAttr(kScratchOffsetAttr, b.getI64IntegerAttr(place.offset)),
+       b.getNamedAttr(kScratchAttr, b.getI64IntegerAttr(place.bytes))});
   return FusedLoc::get(ctx, {loc}, metadata);
 }
 
 std::optional<tg::cpu::ScratchPlace>
 mlir::tg::cpu::scratchPlaceOf(Location loc) {
-  TGDialect &tgd = dialect(loc.getContext());
   // A location fused from the ops of two places (a fold of both) is no
   // one op's: no place.
   std::optional<ScratchPlace> found;
@@ -243,12 +240,9 @@ mlir::tg::cpu::scratchPlaceOf(Location loc) {
     auto fused = dyn_cast<FusedLoc>(inner);
     auto dict = fused ? dyn_cast_if_present<DictionaryAttr>(fused.getMetadata())
                       : DictionaryAttr();
-    auto offset = dict ? dict.getAs<IntegerAttr>(
-                             tgd.getScratchOffsetAttrHelper().getName())
-                       : IntegerAttr();
-    auto bytes = dict ? dict.getAs<IntegerAttr>(
-                            tgd.getScratchAttrHelper().getName())
-                      : IntegerAttr();
+    auto offset =
+        dict ? dict.getAs<IntegerAttr>(kScratchOffsetAttr) : IntegerAttr();
+    auto bytes = dict ? dict.getAs<IntegerAttr>(kScratchAttr) : IntegerAttr();
     if (!offset || !bytes)
       return WalkResult::advance();
     if (found && found->offset != offset.getInt())

@@ -18,9 +18,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
+#include "dialects/OpScratch.h"
 #include "dialects/TGOps.h"
 #include "passes/MemoryPlan.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
@@ -47,8 +49,9 @@ FailureOr<int64_t> mlir::tg::cpu::sizeOpScratch(ModuleOp module) {
   const StringAttr planAttrs[] = {
       tgd.getOffsetAttrHelper().getName(), tgd.getOffsetsAttrHelper().getName(),
       tgd.getBytesAttrHelper().getName(), tgd.getAliasArgAttrHelper().getName(),
-      tgd.getAliasArgsAttrHelper().getName(), tgd.getScratchAttrHelper().getName(),
-      tgd.getScratchOffsetAttrHelper().getName()};
+      tgd.getAliasArgsAttrHelper().getName(),
+      StringAttr::get(ctx, kScratchAttr),
+      StringAttr::get(ctx, kScratchOffsetAttr)};
   OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
   (*kernels)->setDiscardableAttrs(module->getDiscardableAttrDictionary());
   OpBuilder b = OpBuilder::atBlockEnd(kernels->getBody());
@@ -141,13 +144,11 @@ FailureOr<int64_t> mlir::tg::cpu::sizeOpScratch(ModuleOp module) {
     scratch[i] = arena ? arena - llvm::alignTo(transient[i], 256) : 0;
   }
   int64_t unsized = 0;
-  auto scratchAttr = tgd.getScratchAttrHelper();
-  Builder attrs(ctx);
   for (auto [op, k] : kernelOf) {
     if (scratch[k] > 0)
-      scratchAttr.setAttr(op, attrs.getI64IntegerAttr(scratch[k]));
+      setScratchBytes(op, scratch[k]);
     else
-      op->removeAttr(scratchAttr.getName());
+      op->removeAttr(kScratchAttr);
     unsized += scratch[k] < 0;
   }
   return unsized;
