@@ -46,9 +46,10 @@ gib = lambda b: "%.2f GiB" % (b / 2**30)
 try:
     d = json.load(open(out))
 except ValueError:
-    print(f"| {model} | {p} | {budget} | - | - | - | - | - | - | {secs} s | {note} |")
+    print(f"| {model} | {p} | {budget} | - | - | - | - | - | - | - | {secs} s | {note} |")
     sys.exit()
 print(f"| {model} | {p} | {budget} | {gib(d['peak_bytes'])} | {gib(d['lower_bound_bytes'])} "
+      f"| {d['peak_bytes'] / d['lower_bound_bytes']:.3f} "
       f"| {gib(d['activations_bytes'])} | {gib(d['workspace_bytes'])} "
       f"| {gib(d['compute_copy_bytes'])} | {gib(d['scratch_bytes'])} | {secs} s | {note} |")
 PY
@@ -56,8 +57,8 @@ PY
 
 header() {
   echo
-  echo "| model | precision | budget | peak | lower bound | activations | workspace | compute copies | op scratch (cpu) | compile | fitter's note |"
-  echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"
+  echo "| model | precision | budget | peak | lower bound | peak / lower bound | activations | workspace (op scratch in the plan included) | compute copies | op scratch after the plan | compile | fitter's note |"
+  echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 }
 
 echo

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/TGOps.h"
+#include "dialects/OpScratch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -237,6 +238,12 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
     return expect(isa<DenseI64ArrayAttr>(value), "an i64 array");
   if (name == attr::memory)
     return expect(isa<MemoryPlanAttr>(value), "a #tg.memory<...> plan");
+  // Op scratch (tg-size-scratch, tg-plan-memory): bytes and arena offset
+  // (dialects/OpScratch.h).
+  if (name == kScratchAttr || name == kScratchOffsetAttr) {
+    auto n = dyn_cast<IntegerAttr>(value);
+    return expect(n && !n.getValue().isNegative(), "a non-negative integer");
+  }
   // Rematerialisation (tg-rematerialize).
   if (name == attr::recomputed)
     return expect(isa<UnitAttr>(value), "a unit attribute");

@@ -15,12 +15,8 @@
 #include "passes/Pipelines.h"
 #include "frontend/Sema.h"
 
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/ADT/SetVector.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -118,18 +114,6 @@ bool tgc::buildTraining(ModuleOp module, const BuildSettings &settings,
   return succeeded(pm.run(module));
 }
 
-/// Plans @train_step of a copy of `module` (its training step built first
-/// if it has none); `copy` keeps the planned module.
-static FailureOr<tg::MemoryPlan>
-planCopy(ModuleOp module, const tgc::BuildSettings &settings, bool remat,
-         OwningOpRef<ModuleOp> &copy) {
-  copy = cast<ModuleOp>(module->clone());
-  if (!copy->lookupSymbol("train_step") &&
-      !tgc::buildTraining(*copy, settings, remat))
-    return failure();
-  return tg::planMemory(copy->lookupSymbol<func::FuncOp>("train_step"), {});
-}
-
 /// Lowers the planned functions `entries` of `module` in place as far as
 /// tg-plan-scratch, which records each one's final arena size.
 static LogicalResult lowerToScratch(ModuleOp module,
@@ -146,130 +130,32 @@ static LogicalResult lowerToScratch(ModuleOp module,
   return pm.run(module);
 }
 
-/// The scratch above a planned function's region: its lowered arena less
-/// its transient bytes rounded up as tg-plan-scratch places the region.
-static int64_t scratchAbove(ModuleOp lowered, StringRef fn, int64_t transient) {
-  int64_t arena = tg::cpu::loweredArenaBytes(lowered, fn);
-  return arena ? arena - llvm::alignTo(transient, 256) : 0;
-}
-
-/// Bytes of op scratch the CPU backend places after the planned region of
-/// `planned`'s train_step (tg-plan-scratch; 0 for models without
-/// convolutions, pooling or materialised splats).
-///
-/// Lowering and bufferizing the whole step costs time superlinear in its
-/// length (upstream's empty-tensor elimination, one-shot analysis and
-/// deallocation simplification: 60 s for 2,000 parameters), so each op is
-/// lowered alone instead, through the same pipeline and tg-plan-scratch, in
-/// a function of its own that is planned like the step: its operands are
-/// arguments (constants are cloned), its results planned values. Equal ops
-/// (the same printed kernel) are lowered once. An op's scratch lives only
-/// while the op runs, so the scratch of different ops never overlaps and
-/// the step's scratch region is the largest op's (the lowering fills a
-/// splat constant right before each op that reads it, so a fill is that
-/// op's scratch too). Where an op alone allocates what its own plan cannot
-/// place, the step is lowered whole, as before.
-static FailureOr<int64_t> cpuScratchBytes(ModuleOp planned,
-                                          const tg::MemoryPlan &plan) {
-  auto step = planned.lookupSymbol<func::FuncOp>("train_step");
-  auto whole = [&]() -> FailureOr<int64_t> {
-    if (failed(lowerToScratch(planned, {"train_step"})))
-      return failure();
-    return scratchAbove(planned, "train_step", plan.transientBytes);
-  };
-  if (!step)
-    return whole();
-
-  MLIRContext *ctx = planned.getContext();
-  OwningOpRef<ModuleOp> kernels = ModuleOp::create(planned.getLoc());
-  (*kernels)->setDiscardableAttrs(planned->getDiscardableAttrDictionary());
-  OpBuilder b = OpBuilder::atBlockEnd(kernels->getBody());
-  tg::TGDialect &tgd = tg::dialect(ctx);
-  const StringAttr planAttrs[] = {
-      tgd.getOffsetAttrHelper().getName(), tgd.getOffsetsAttrHelper().getName(),
-      tgd.getBytesAttrHelper().getName(), tgd.getAliasArgAttrHelper().getName(),
-      tgd.getAliasArgsAttrHelper().getName()};
-  llvm::StringSet<> byText; // printed kernels
-  std::vector<std::string> names;
-  std::vector<tg::MemoryPlan> plans;
-  auto isConstant = [](Value v) {
-    Operation *def = v.getDefiningOp();
-    return def && def->hasTrait<OpTrait::ConstantLike>();
-  };
-  // A fusion group is lowered as one kernel, as the backend lowers it: the
-  // values it leaves unfused inside are its scratch.
-  step.walk<WalkOrder::PreOrder>([&](Operation *op) {
-    bool group = isa<tg::FusedOp>(op);
-    if ((op->getNumRegions() && !group) ||
-        op->hasTrait<OpTrait::ConstantLike>() ||
-        op->hasTrait<OpTrait::IsTerminator>() ||
-        llvm::none_of(op->getResultTypes(), llvm::IsaPred<RankedTensorType>))
-      return WalkResult::advance();
-    llvm::SetVector<Value> inputs;
-    for (Value v : op->getOperands())
-      if (!isConstant(v))
-        inputs.insert(v);
-    auto fn = func::FuncOp::create(
-        b, op->getLoc(), "kernel",
-        b.getFunctionType(ValueRange(inputs.getArrayRef()).getTypes(),
-                          op->getResultTypes()));
-    OpBuilder fb = OpBuilder::atBlockEnd(fn.addEntryBlock());
-    IRMapping map;
-    map.map(inputs.getArrayRef(), fn.getArguments());
-    for (Value v : op->getOperands())
-      if (!map.contains(v))
-        map.map(v, fb.clone(*v.getDefiningOp())
-                       ->getResult(cast<OpResult>(v).getResultNumber()));
-    Operation *copy = fb.clone(*op, map);
-    for (StringAttr a : planAttrs)
-      copy->removeDiscardableAttr(a);
-    func::ReturnOp::create(fb, op->getLoc(), copy->getResults());
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    fn->print(os, OpPrintingFlags().useLocalScope());
-    if (!byText.insert(text).second) {
-      fn->erase();
-      return group ? WalkResult::skip() : WalkResult::advance();
-    }
-    names.push_back("kernel" + std::to_string(names.size()));
-    fn.setSymName(names.back());
-    return group ? WalkResult::skip() : WalkResult::advance();
-  });
-  for (auto fn : kernels->getOps<func::FuncOp>()) {
-    FailureOr<tg::MemoryPlan> p = tg::planMemory(fn, {});
-    if (failed(p))
-      return whole();
-    plans.push_back(std::move(*p));
-  }
-  if (failed(lowerToScratch(*kernels, names)))
-    return failure();
-  // An allocation left in a kernel is one its own plan could not place:
-  // the isolated lowering is not the step's, so ask the step.
-  if (kernels->walk([](memref::AllocOp) { return WalkResult::interrupt(); })
-          .wasInterrupted())
-    return whole();
-  int64_t largest = 0;
-  for (auto [name, p] : llvm::zip(names, plans))
-    largest = std::max(largest, scratchAbove(*kernels, name, p.transientBytes));
-  if (largest == 0)
-    return 0;
-  return llvm::alignTo(plan.transientBytes, 256) + largest -
-         plan.transientBytes;
-}
-
 FailureOr<tg::MemoryPlan> tgc::planTraining(ModuleOp module,
                                             const BuildSettings &settings,
                                             bool remat) {
-  OwningOpRef<ModuleOp> copy;
-  FailureOr<tg::MemoryPlan> plan = planCopy(module, settings, remat, copy);
-  if (failed(plan))
-    return failure();
   // What the budget and the report cover is what the runtime allocates:
-  // the CPU backend's scratch included.
-  FailureOr<int64_t> scratch = cpuScratchBytes(*copy, *plan);
-  if (failed(scratch))
+  // the CPU backend's op scratch included. tg-size-scratch records each
+  // op's (tg.scratch, each distinct op lowered alone), and the plan places
+  // it at the op's moment like any buffer, so the lower bound counts it.
+  OwningOpRef<ModuleOp> copy = cast<ModuleOp>(module->clone());
+  if (!copy->lookupSymbol("train_step") &&
+      !tgc::buildTraining(*copy, settings, remat))
     return failure();
-  plan->scratchBytes = *scratch;
+  FailureOr<int64_t> unsized = tg::cpu::sizeOpScratch(*copy);
+  if (failed(unsized))
+    return failure();
+  FailureOr<tg::MemoryPlan> plan =
+      tg::planMemory(copy->lookupSymbol<func::FuncOp>("train_step"), {});
+  if (failed(plan) || *unsized == 0)
+    return plan;
+  // Some op's lowering alone allocates what its own plan cannot place: the
+  // step's lowering appends that op's scratch after the plan, so lower the
+  // whole step as far as tg-plan-scratch to learn how much (superlinear
+  // in the step's length, hence only here).
+  if (failed(lowerToScratch(*copy, {"train_step"})))
+    return failure();
+  int64_t arena = tg::cpu::loweredArenaBytes(*copy, "train_step");
+  plan->scratchBytes = arena ? arena - plan->transientBytes : 0;
   return plan;
 }
 
@@ -422,7 +308,9 @@ std::optional<tgc::BudgetFit> tgc::fitBudget(const CompileFn &compile,
             return std::nullopt;
           if (plan->peakBytes() <= *budget)
             break;
-          reserve = plan->scratchBytes;
+          // What the fused step with its op scratch needs beyond the
+          // graph's plan that the fit weighed.
+          reserve = plan->peakBytes() - fit.getPeak();
           fit = tg::BudgetFitAttr();
         }
         if (fit)

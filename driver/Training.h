@@ -92,7 +92,9 @@ bool buildTraining(mlir::ModuleOp module, const BuildSettings &settings,
                    bool remat = false);
 
 /// Plans the memory of @train_step in a copy of `module`, with the CPU
-/// backend's op scratch (MemoryPlan::scratchBytes) that its arena adds.
+/// backend's op scratch: each op's (tg-size-scratch) as a buffer of the
+/// plan at the op's moment, and in MemoryPlan::scratchBytes what the arena
+/// adds after the plan for ops that could not be sized alone.
 mlir::FailureOr<mlir::tg::MemoryPlan>
 planTraining(mlir::ModuleOp module, const BuildSettings &settings,
              bool remat = false);

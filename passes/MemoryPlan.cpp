@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/MemoryPlan.h"
+#include "passes/MemoryPlanScratch.h"
 #include "passes/ScheduleHoist.h"
 #include "passes/Passes.h"
 
@@ -653,7 +654,7 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     // schedules) must not survive into this one.
     for (StringRef stale :
          {attr::offset, attr::offsets, attr::aliasArg, attr::aliasArgs,
-          attr::bytes})
+          attr::bytes, kScratchOffsetAttr})
       op.removeAttr(stale);
     setBucketOffset(&op, std::nullopt);
   }
@@ -736,6 +737,7 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
   };
   DenseMap<Value, size_t> bufferOf;
   DenseMap<size_t, Value> endsWith; // buffer -> the value read last from it
+  std::vector<std::pair<Operation *, size_t>> scratchOf; // op -> its scratch
   DenseSet<size_t> viewed; // buffers that a reshape reads as a view
   // Nested regions, planned separately and placed after offsets are known.
   std::vector<std::pair<size_t, BlockPlan>> nestedPlans;
@@ -840,6 +842,7 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
       buckets.push_back({op, plan.buffers.size()});
       plan.buffers.push_back(buf);
     }
+    addScratchBuffer(op, step[op], plan.buffers, scratchOf);
   }
   for (auto [id, v] : endsWith)
     if (plan.buffers[id].kind == BufferKind::Activation)
@@ -853,6 +856,7 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
   plan.size = assignOffsets(plan.buffers, opts.alignment);
   for (auto [op, id] : buckets)
     setBucketOffset(op, plan.buffers[id].offset);
+  recordScratchOffsets(scratchOf, plan.buffers);
   for (auto [v, id] : bufferOf)
     if (Operation *def = v.getDefiningOp()) {
       const Buffer &buf = plan.buffers[id];
@@ -936,6 +940,8 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     ops[plan.buffers[id].start]->getRegion(0).walk([&](Operation *inner) {
       if (auto off = offsetAttr.getAttr(inner))
         offsetAttr.setAttr(inner, b.getI64IntegerAttr(off.getInt() + base));
+      if (auto off = getScratchOffset(inner))
+        setScratchOffset(inner, off.getInt() + base);
       if (auto offs = offsetsAttr.getAttr(inner)) {
         SmallVector<int64_t> shifted(offs.asArrayRef());
         for (int64_t &o : shifted)

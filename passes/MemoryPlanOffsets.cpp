@@ -6,10 +6,14 @@
 // runs of the placed buffers, so a query reads runs, not buffers
 // (docs/hardening.md, "The planner's offset search"). Kept apart from the
 // scheduling and liveness of MemoryPlan.cpp: it only sees lifetimes and sizes.
+// Op scratch (tg.scratch) enters the search here too, as one buffer per op
+// live at that op's step, and leaves it as tg.scratch_offset.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/MemoryPlan.h"
+#include "passes/MemoryPlanScratch.h"
+#include "dialects/OpScratch.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -170,4 +174,29 @@ int64_t mlir::tg::assignOffsets(std::vector<Buffer> &buffers,
       placed.insert(b.start, b.end, b.offset, b.offset + size);
   }
   return top;
+}
+
+// Op scratch: one buffer per op, live at its step (MemoryPlanScratch.h).
+void mlir::tg::addScratchBuffer(
+    Operation *op, int64_t at, std::vector<Buffer> &buffers,
+    std::vector<std::pair<Operation *, size_t>> &scratchOf) {
+  IntegerAttr bytes = getScratchBytes(op);
+  if (!bytes || bytes.getInt() <= 0)
+    return;
+  Buffer buf;
+  buf.op = op->getName().getStringRef().str();
+  buf.loc = locString(op->getLoc());
+  buf.name = buf.op + "#" + std::to_string(at) + " scratch";
+  buf.kind = BufferKind::Workspace;
+  buf.bytes = bytes.getInt();
+  buf.start = buf.end = at;
+  scratchOf.push_back({op, buffers.size()});
+  buffers.push_back(buf);
+}
+
+void mlir::tg::recordScratchOffsets(
+    ArrayRef<std::pair<Operation *, size_t>> scratchOf,
+    const std::vector<Buffer> &buffers) {
+  for (auto [op, id] : scratchOf)
+    setScratchOffset(op, buffers[id].offset);
 }

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/artifact/Manifest.h"
+#include "codegen/cpu/Passes.h"
 #include "dialects/TGDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -25,6 +26,12 @@ mlir::tg::buildCpuArtifact(ModuleOp module, const CpuObjectOptions &cpu,
   std::optional<MemoryPlan> plan;
   if (unplanned)
     plan = *unplanned;
+  // Each op's CPU scratch (tg.scratch) first, so that the plan places it at
+  // the op's moment inside the arena instead of after it.
+  if (cpu.arena && failed(cpu::sizeOpScratch(module))) {
+    error = "measuring the ops' CPU scratch failed (see the diagnostics above)";
+    return failure();
+  }
   for (StringRef entry : {"train_step", "eval", "forward_grad"})
     if (auto fn = cpu.arena ? module.lookupSymbol<func::FuncOp>(entry)
                             : func::FuncOp()) {

@@ -27,9 +27,15 @@
 // The plan, not bufferization, guarantees that simultaneously live values
 // never share bytes; `restrict` states exactly that to the analysis.
 //
+// An op's own scratch (tg.scratch bytes at tg.scratch_offset, planned at
+// the op's moment) is no value to bind: the op and every op nested in it
+// get the place in their location (withScratchPlace), which the buffers of
+// their lowering inherit, and tg-plan-scratch puts those buffers there.
+//
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
+#include "dialects/OpScratch.h"
 #include "dialects/TGOps.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -187,6 +193,16 @@ public:
            aliasAttr.isAttrPresent(op) || aliasesAttr.isAttrPresent(op)) &&
           !isView(op))
         planned.push_back(op);
+    });
+    fn.walk([&](Operation *op) {
+      IntegerAttr offset = tg::getScratchOffset(op);
+      IntegerAttr bytes = tg::getScratchBytes(op);
+      if (!arena || !offset || !bytes)
+        return;
+      tg::cpu::ScratchPlace place{offset.getInt(), bytes.getInt()};
+      op->walk([&](Operation *inner) {
+        inner->setLoc(tg::cpu::withScratchPlace(inner->getLoc(), place));
+      });
     });
     for (Operation *op : planned) {
       if (auto loop = dyn_cast<scf::ForOp>(op)) {

@@ -50,8 +50,12 @@ void fillSplatsAtReaders(Operation *root) {
   });
   for (ConstantOp c : splats) {
     for (OpOperand &use : llvm::make_early_inc_range(c->getUses())) {
+      // At the reader's location: the fill is the reader's scratch, and
+      // tg-plan-scratch finds where the plan put it by that location.
       OpBuilder b(use.getOwner());
-      use.set(b.clone(*c)->getResult(0));
+      Operation *copy = b.clone(*c);
+      copy->setLoc(use.getOwner()->getLoc());
+      use.set(copy->getResult(0));
     }
     c->erase();
   }

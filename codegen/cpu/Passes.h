@@ -39,6 +39,27 @@ inline constexpr llvm::StringLiteral kArenaBytesAttr = attr::arenaBytes;
 /// plan's transient bytes plus its ops' scratch), or 0 if it has none.
 int64_t loweredArenaBytes(ModuleOp lowered, StringRef function);
 
+/// Where tg-plan-memory put an op's scratch: its arena offset and bytes
+/// (tg.scratch_offset, tg.scratch).
+struct ScratchPlace {
+  int64_t offset = 0, bytes = 0;
+};
+
+/// `loc` carrying `place` as FusedLoc metadata: tg-bind-arena gives it to
+/// an op with a tg.scratch_offset and to every op nested in it, so that
+/// the buffers its lowering allocates (created at its location) tell
+/// tg-plan-scratch where their op's scratch is.
+Location withScratchPlace(Location loc, ScratchPlace place);
+/// The place that withScratchPlace recorded in `loc` (or in a location
+/// fused into it), if any.
+std::optional<ScratchPlace> scratchPlaceOf(Location loc);
+
+/// The work of tg-size-scratch (Passes.td): sets tg.scratch on every tg op
+/// of `module`'s functions whose lowering alone needs scratch. Returns how
+/// many ops it could not size (their scratch will be appended after the
+/// plan), or failure if the isolated lowering failed (diagnosed).
+FailureOr<int64_t> sizeOpScratch(ModuleOp module);
+
 /// Conversion patterns of tg-convert-to-linalg, one populator per op family
 /// (each in the .cpp named after it). Composite ops are not covered: run
 /// tg::populateDecomposeCompositesPatterns first.

@@ -103,17 +103,53 @@ def BindArenaPass : Pass<"tg-bind-arena", "::mlir::ModuleOp"> {
   ];
 }
 
+def SizeScratchPass : Pass<"tg-size-scratch", "::mlir::ModuleOp"> {
+  let summary = "Record each op's CPU scratch bytes as tg.scratch";
+  let description = [{
+    Runs on tg ops, before tg-plan-memory. Every tg op with tensor results
+    (a `tg.fused` group as one) is lowered alone, in a function of its own
+    that is planned like the step (its operands arguments, constants
+    cloned, its results planned values), through tg-cpu-pipeline as far as
+    tg-plan-scratch; equal ops (the same printed kernel) are lowered once.
+    What that lowering still allocates besides the planned values is the
+    op's scratch: the f32 accumulator of a bf16 contraction, a
+    convolution's padded input, a pooling gradient's argmax values, a
+    row-tiled group's row temporaries, attention's block buffers, the fill
+    of a splat operand. Its size (as tg-plan-scratch packs it, 256-byte
+    aligned) becomes the op's `tg.scratch`, which tg-plan-memory plans as a
+    buffer live at the op's moment. An op whose lowering leaves an
+    allocation its own plan cannot place gets no `tg.scratch`: its scratch
+    stays after the plan's region, where tg-plan-scratch appends it.
+
+    ```mlir
+    %y = tg.max_pool2d_grad %dy, %x ... : ... -> tensor<8x6x28x28xf32>
+    // becomes
+    %y = tg.max_pool2d_grad %dy, %x ... {tg.scratch = 150528 : i64} : ...
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def PlanScratchPass : Pass<"tg-plan-scratch", "::mlir::ModuleOp"> {
   let summary = "Place the buffers ops still allocate in the arena";
   let description = [{
     Runs after bufferization on functions with an arena argument (from
     tg-bind-arena). Each remaining static `memref.alloc` is scratch of one
-    op's lowering (a padded input, argmax indices); their lifetimes over the
-    function's ops are planned with best fit into a region appended to the
-    arena, and each becomes a `memref.view` of it. The arena argument grows
-    accordingly and the module attribute `tg.arena_bytes` records every
-    function's arena size. Buffers that escape (returned, yielded, passed to
-    a call) stay allocations.
+    op's lowering (a padded input, argmax indices, an f32 accumulator).
+    Where the op had a `tg.scratch_offset` (tg-plan-memory placed its
+    `tg.scratch` bytes in the plan; tg-bind-arena carries offset and bytes
+    to its lowering in the location of every op it becomes), its buffers
+    are packed by lifetime (best fit, 256-byte aligned) into those bytes at
+    that offset of the arena. The others, and an op's buffers that do not
+    fit its `tg.scratch`, are packed likewise into a region appended to the
+    arena, which grows accordingly. Each allocation becomes a
+    `memref.view` of the arena, and the module attribute `tg.arena_bytes`
+    records every function's arena size. Buffers that escape (returned,
+    yielded, passed to a call) stay allocations.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"

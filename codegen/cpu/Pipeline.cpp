@@ -189,6 +189,11 @@ struct CpuPipelineCLOptions
                           llvm::cl::desc("Each tg.fused group as few loop "
                                          "nests as linalg fusion allows"),
                           llvm::cl::init(true)};
+  Option<bool> stopAfterScratch{
+      *this, "stop-after-scratch",
+      llvm::cl::desc("With arena: stop after tg-plan-scratch (buffers, "
+                     "each function's arena size in tg.arena_bytes)"),
+      llvm::cl::init(false)};
   Option<bool> vectorGemm{*this, "vector-gemm",
                           llvm::cl::desc("f32 contractions as register-"
                                          "blocked vector kernels"),
@@ -226,6 +231,7 @@ void mlir::tg::cpu::registerCpuPasses() {
         options.vectorElementwise = cl.vectorElementwise;
         options.vectorLanes = cl.vectorLanes;
         options.approximateMath = cl.approximateMath;
+        options.stopAfterScratch = cl.stopAfterScratch;
         buildCpuPipeline(pm, options);
       });
 }

@@ -2,25 +2,34 @@
 //
 // The tg-plan-scratch pass: after bufferization, the buffers a planned
 // function still allocates are the scratch of single ops' lowerings (a
-// convolution's padded input, a pooling gradient's argmax indices, a
-// pooling window's shape operand). Their lifetimes are short and known, so
-// they are planned like the graph's values: liveness over the function's
-// ops (in pre-order, a loop counting as all of its body), best-fit offsets
-// (tg::assignOffsets, 256-byte aligned) in a scratch region appended to the
-// arena, and each `memref.alloc` becomes a `memref.view` of it. The arena
-// argument grows by the scratch region; the module attribute
-// `tg.arena_bytes` records each function's final arena size for the
-// artifact writer. A buffer that escapes (returned, yielded, passed to a
-// call) stays on the heap, where the artifact's allocator counts it.
+// convolution's padded input, a pooling gradient's argmax indices, the f32
+// accumulator of a bf16 contraction, a row-tiled group's row temporaries).
+// tg-plan-memory has given each op that tg-size-scratch sized its own
+// bytes of the arena at its moment of the schedule (tg.scratch_offset),
+// and tg-bind-arena put offset and bytes into the location of everything
+// the op lowers to, so each buffer's location says whose it is. The
+// buffers of one op are planned among themselves: liveness over the
+// function's ops (in pre-order, a loop counting as all of its body),
+// best-fit offsets (tg::assignOffsets, 256-byte aligned), placed at the
+// op's offset when they fit its bytes. Buffers of no sized op, or more
+// than their op was sized for, are planned alike into a region appended
+// to the arena, which grows by it. Each `memref.alloc` becomes a
+// `memref.view` of the arena; the module attribute `tg.arena_bytes`
+// records each function's final arena size for the artifact writer. A
+// buffer that escapes (returned, yielded, passed to a call) stays on the
+// heap, where the artifact's allocator counts it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
+#include "dialects/OpScratch.h"
 #include "passes/MemoryPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+
+#include <map>
 
 namespace mlir::tg::cpu {
 #define GEN_PASS_DEF_PLANSCRATCHPASS
@@ -83,6 +92,8 @@ struct PlanScratchPass final
 
     SmallVector<memref::AllocOp> allocs;
     std::vector<tg::Buffer> buffers;
+    // Where the plan put each buffer's op's scratch, if it did.
+    SmallVector<std::optional<tg::cpu::ScratchPlace>> places;
     fn.walk([&](memref::AllocOp alloc) {
       MemRefType type = alloc.getType();
       if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
@@ -93,6 +104,11 @@ struct PlanScratchPass final
       Block *block = alloc->getBlock();
       int64_t end = pos[alloc];
       bool escapes = false;
+      // The place is the op's only while nothing but that op's code (the
+      // same place in its location) touches the buffer: the plan left the
+      // bytes free at that op's moment, not at another's.
+      std::optional<tg::cpu::ScratchPlace> place =
+          tg::cpu::scratchPlaceOf(alloc.getLoc());
       SmallVector<Value> worklist{alloc.getResult()};
       while (!worklist.empty() && !escapes) {
         Value v = worklist.pop_back_val();
@@ -109,6 +125,12 @@ struct PlanScratchPass final
               user->getNumOperands() > 0 && user->getOperand(0) == v)
             for (Value r : user->getResults())
               worklist.push_back(r);
+          if (place) {
+            std::optional<tg::cpu::ScratchPlace> other =
+                tg::cpu::scratchPlaceOf(user->getLoc());
+            if (!other || other->offset != place->offset)
+              place.reset();
+          }
           Operation *anc = block->findAncestorOpInBlock(*user);
           if (!anc) {
             escapes = true;
@@ -127,24 +149,61 @@ struct PlanScratchPass final
       buf.kind = tg::BufferKind::Workspace;
       buffers.push_back(buf);
       allocs.push_back(alloc);
+      places.push_back(place);
     });
     if (allocs.empty())
       return base;
-    int64_t scratch = tg::assignOffsets(buffers, 256);
-    int64_t start = (base + 255) / 256 * 256;
-    int64_t total = start + scratch;
+    // The buffers of each sized op, by its scratch offset (ops placed at
+    // one offset run at different moments, so their buffers never live
+    // together and are packed as one set, each op's as it would be alone).
+    std::map<int64_t, SmallVector<size_t>> byOp;
+    SmallVector<size_t> above;
+    for (auto [i, place] : llvm::enumerate(places)) {
+      if (place)
+        byOp[place->offset].push_back(i);
+      else
+        above.push_back(i);
+    }
+    SmallVector<int64_t> at(allocs.size(), -1); // final arena offsets
+    for (auto &[offset, ids] : byOp) {
+      std::vector<tg::Buffer> group;
+      for (size_t i : ids)
+        group.push_back(buffers[i]);
+      tg::assignOffsets(group, 256);
+      bool fits = true;
+      for (auto [i, buf] : llvm::zip(ids, group))
+        fits &= buf.offset + buf.bytes <= places[i]->bytes &&
+                offset + places[i]->bytes <= base;
+      if (!fits) {
+        llvm::append_range(above, ids);
+        continue;
+      }
+      for (auto [i, buf] : llvm::zip(ids, group))
+        at[i] = offset + buf.offset;
+    }
+    int64_t total = base;
+    if (!above.empty()) {
+      std::vector<tg::Buffer> rest;
+      for (size_t i : above)
+        rest.push_back(buffers[i]);
+      int64_t scratch = tg::assignOffsets(rest, 256);
+      int64_t start = (base + 255) / 256 * 256;
+      for (auto [i, buf] : llvm::zip(above, rest))
+        at[i] = start + buf.offset;
+      total = start + scratch;
+    }
 
-    // The arena grows; its uses (views) keep their result types.
+    // The arena grows (if anything went above the plan); its uses (views)
+    // keep their result types.
     auto grown = MemRefType::get({total}, arenaType.getElementType());
     arena.setType(grown);
     SmallVector<Type> inputs(fn.getArgumentTypes());
     inputs[arena.getArgNumber()] = grown;
     fn.setType(FunctionType::get(&getContext(), inputs, fn.getResultTypes()));
 
-    for (auto [alloc, buf] : llvm::zip(allocs, buffers)) {
+    for (auto [alloc, offset] : llvm::zip(allocs, at)) {
       OpBuilder b(alloc);
-      Value shift =
-          arith::ConstantIndexOp::create(b, alloc.getLoc(), start + buf.offset);
+      Value shift = arith::ConstantIndexOp::create(b, alloc.getLoc(), offset);
       Value view = memref::ViewOp::create(b, alloc.getLoc(), alloc.getType(),
                                           arena, shift, ValueRange{});
       SmallVector<Operation *> deallocs;
@@ -161,6 +220,38 @@ struct PlanScratchPass final
 };
 
 } // namespace
+
+Location mlir::tg::cpu::withScratchPlace(Location loc, ScratchPlace place) {
+  MLIRContext *ctx = loc.getContext();
+  Builder b(ctx);
+  auto metadata = b.getDictionaryAttr(
+      {b.getNamedAttr(kScratchOffsetAttr, b.getI64IntegerAttr(place.offset)),
+       b.getNamedAttr(kScratchAttr, b.getI64IntegerAttr(place.bytes))});
+  return FusedLoc::get(ctx, {loc}, metadata);
+}
+
+std::optional<tg::cpu::ScratchPlace>
+mlir::tg::cpu::scratchPlaceOf(Location loc) {
+  // A location fused from the ops of two places (a fold of both) is no
+  // one op's: no place.
+  std::optional<ScratchPlace> found;
+  bool ambiguous = false;
+  loc->walk([&](Location inner) {
+    auto fused = dyn_cast<FusedLoc>(inner);
+    auto dict = fused ? dyn_cast_if_present<DictionaryAttr>(fused.getMetadata())
+                      : DictionaryAttr();
+    auto offset =
+        dict ? dict.getAs<IntegerAttr>(kScratchOffsetAttr) : IntegerAttr();
+    auto bytes = dict ? dict.getAs<IntegerAttr>(kScratchAttr) : IntegerAttr();
+    if (!offset || !bytes)
+      return WalkResult::advance();
+    if (found && found->offset != offset.getInt())
+      ambiguous = true;
+    found = ScratchPlace{offset.getInt(), bytes.getInt()};
+    return WalkResult::advance();
+  });
+  return ambiguous ? std::nullopt : found;
+}
 
 int64_t mlir::tg::cpu::loweredArenaBytes(ModuleOp lowered, StringRef function) {
   auto sizes = lowered->getAttrOfType<DictionaryAttr>(kArenaBytesAttr);

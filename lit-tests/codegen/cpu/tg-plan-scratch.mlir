@@ -1,15 +1,15 @@
 // RUN: tg-opt %s --tg-plan-scratch | FileCheck %s
 
-// Buffers a planned function still allocates after bufferization go into a
-// region appended to its arena (marked {tg.arena}): two whose lifetimes
-// overlap get disjoint slots, a later one reuses the first slot, deallocs
-// go, the arena grows, and the module records the final size. A buffer
-// that escapes (returned) stays an allocation; functions without an arena
-// are left alone.
+// Buffers a planned function still allocates after bufferization, of ops
+// that no tg.scratch_offset placed, go into a region appended to its arena
+// (marked {tg.arena}): two whose lifetimes overlap get disjoint slots, a
+// later one reuses the first slot, deallocs go, the arena grows, and the
+// module records the final size. A buffer that escapes (returned) stays an
+// allocation; functions without an arena are left alone.
 
 // The arena of 1000 bytes is rounded up to 1024; %a and %b (live together)
 // take 256 bytes each after it, %c reuses %a's slot.
-// CHECK: module attributes {tg.arena_bytes = {step = 1536 : i64}}
+// CHECK: module attributes {tg.arena_bytes = {placed = 4608 : i64, step = 1536 : i64}}
 // CHECK-LABEL: func.func @step(
 // CHECK-SAME: %[[ARENA:[a-z0-9_]+]]: memref<1536xi8> {tg.arena}
 // CHECK: %[[C1024:.+]] = arith.constant 1024 : index
@@ -43,5 +43,47 @@ func.func @step(%x: memref<4xf32>, %arena: memref<1000xi8> {tg.arena}) -> memref
 func.func @unplanned() {
   %a = memref.alloc() : memref<64xf32>
   memref.dealloc %a : memref<64xf32>
+  return
+}
+
+// Buffers whose location carries their op's planned scratch (tg-bind-arena:
+// tg.scratch_offset and tg.scratch as FusedLoc metadata, also inside a
+// location fused around it), and that only that op's code uses, go there,
+// packed by lifetime: %a and %b, live together, at 1024 and 1280, inside
+// the arena, which does not grow for them. %c needs 512 bytes where its op
+// was sized for 256 (the step's lowering is not the isolated op's) and %d
+// is read by another op's code (a copy at another location): both go
+// after the plan, at 4096 (%d after %c is dead, in its slot), and the
+// arena grows to 4608.
+// CHECK-LABEL: func.func @placed(
+// CHECK-SAME: %[[ARENA:[a-z0-9_]+]]: memref<4608xi8> {tg.arena}
+// CHECK: %[[C1024:.+]] = arith.constant 1024 : index
+// CHECK: memref.view %[[ARENA]][%[[C1024]]][] : memref<4608xi8> to memref<64xf32>
+// CHECK: %[[C1280:.+]] = arith.constant 1280 : index
+// CHECK: memref.view %[[ARENA]][%[[C1280]]][] : memref<4608xi8> to memref<64xf32>
+// CHECK: %[[C4096:.+]] = arith.constant 4096 : index
+// CHECK: memref.view %[[ARENA]][%[[C4096]]][] : memref<4608xi8> to memref<128xf32>
+// CHECK: %[[C4096B:.+]] = arith.constant 4096 : index
+// CHECK: memref.view %[[ARENA]][%[[C4096B]]][] : memref<4608xi8> to memref<64xf32>
+// CHECK-NOT: memref.alloc
+// CHECK: return
+#op3 = loc(fused<{tg.scratch = 512 : i64, tg.scratch_offset = 1024 : i64}>["model.tg":3:7])
+#op4 = loc(fused<{tg.scratch = 256 : i64, tg.scratch_offset = 2048 : i64}>["model.tg":4:7])
+#op5 = loc(fused<{tg.scratch = 256 : i64, tg.scratch_offset = 3072 : i64}>["model.tg":5:7])
+func.func @placed(%arena: memref<4096xi8> {tg.arena}, %out: memref<64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %a = memref.alloc() : memref<64xf32> loc(#op3)
+  %b = memref.alloc() : memref<64xf32> loc(fused["other.mlir":1:1, #op3])
+  linalg.fill ins(%zero : f32) outs(%a : memref<64xf32>) loc(#op3)
+  linalg.fill ins(%zero : f32) outs(%b : memref<64xf32>) loc(#op3)
+  memref.dealloc %a : memref<64xf32>
+  memref.dealloc %b : memref<64xf32>
+  %c = memref.alloc() : memref<128xf32> loc(#op4)
+  linalg.fill ins(%zero : f32) outs(%c : memref<128xf32>) loc(#op4)
+  memref.dealloc %c : memref<128xf32>
+  %d = memref.alloc() : memref<64xf32> loc(#op5)
+  linalg.fill ins(%zero : f32) outs(%d : memref<64xf32>) loc(#op5)
+  memref.copy %d, %out : memref<64xf32> to memref<64xf32>
+  memref.dealloc %d : memref<64xf32>
   return
 }

@@ -130,3 +130,17 @@ func.func @tiny_k(%a: tensor<64x3xbf16>, %b: tensor<3x64xbf16>) -> tensor<64x64x
   %c = tg.matmul %a, %b {tg.acc = f32} : tensor<64x3xbf16>, tensor<3x64xbf16> -> tensor<64x64xbf16>
   return %c : tensor<64x64xbf16>
 }
+
+// An accumulator other than f32 (tg.acc = f64, which the verifier allows:
+// at least as wide as the result) has no tensor-core kernel: no config
+// here, and the GEMM lowering refuses the op by name ("cannot become a
+// tensor-core GEMM: it accumulates in a type other than f32",
+// test/nvptx/GemmLoweringTest.cpp) instead of accumulating in f32.
+// CHECK-LABEL: func.func @acc_not_f32
+// CHECK: tg.matmul
+// CHECK-NOT: tg.tile_configs
+// CHECK: return
+func.func @acc_not_f32(%a: tensor<256x512xbf16>, %b: tensor<512x1024xbf16>) -> tensor<256x1024xbf16> {
+  %c = tg.matmul %a, %b {tg.acc = f64} : tensor<256x512xbf16>, tensor<512x1024xbf16> -> tensor<256x1024xbf16>
+  return %c : tensor<256x1024xbf16>
+}
