@@ -126,7 +126,17 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange g,
     Value counted = t.select(valid, one, zero);
     count = MaximumOp::create(
         b, getLoc(), t.sum(counted, TB::allAxes(counted), false), one);
-    Value weight = t.mul(counted, t.sum(onehot, last, false));
+    // In range (0 <= y < C, where the one-hot row is not all zeros), from
+    // the labels alone: the row's scale is then known before the pass over
+    // the logits row, which the loss's row reduction and this gradient's
+    // share in one kernel (tg-fuse's sibling merge, docs/fusion.md).
+    Type labelType = TB::elt(labels);
+    Value belowEnd = t.cmp(CmpPredicate::lt, labels,
+                           t.integer(labelType, type.getShape()[last]));
+    Value notNegative =
+        t.cmp(CmpPredicate::ge, labels, t.integer(labelType, 0));
+    Value weight = t.select(notNegative, t.select(belowEnd, counted, zero),
+                            zero);
     auto keptType = RankedTensorType::get(
         llvm::to_vector(llvm::concat<const int64_t>(
             TB::typeOf(weight).getShape(), ArrayRef<int64_t>{1})),

@@ -14,7 +14,9 @@
 #include "passes/Fusion.h"
 #include "passes/Passes.h"
 
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/CSE.h"
 
 #include <queue>
 
@@ -232,6 +234,9 @@ struct Group {
   SmallVector<Operation *> ops; ///< in program order
   KernelKind kind = KernelKind::elementwise;
   bool fixed = false; ///< the optimizer group: nothing merges into it
+  /// The loss's row reduction merged with its gradient's
+  /// (mergeLossWithGradient): the body is deduplicated when it is formed.
+  bool siblings = false;
 };
 
 /// Forms the groups of one block and rewrites them into tg.fused ops.
@@ -294,6 +299,7 @@ public:
         tryMerge(groupOf[def], groupOf[&op]);
       }
     }
+    mergeLossWithGradient();
     return materialize();
   }
 
@@ -498,12 +504,13 @@ private:
            llvm::any_of(ops, inBackward);
   }
 
+  // A merge re-sorts and re-classifies the whole group, so unbounded
+  // groups made the pass quadratic (the clipping norm's sum over 2,000
+  // gradients: one group grown op by op, 2.6 s). A kernel of this many
+  // ops already keeps its values out of memory; past it, a new group.
+  static constexpr size_t kMaxGroupOps = 256;
+
   void tryMerge(unsigned a, unsigned b) {
-    // A merge re-sorts and re-classifies the whole group, so unbounded
-    // groups made the pass quadratic (the clipping norm's sum over 2,000
-    // gradients: one group grown op by op, 2.6 s). A kernel of this many
-    // ops already keeps its values out of memory; past it, a new group.
-    constexpr size_t kMaxGroupOps = 256;
     if (a == b || groups[a].fixed || groups[b].fixed ||
         groups[a].ops.size() + groups[b].ops.size() > kMaxGroupOps ||
         pullsReplayForward(groups[a], groups[b]) ||
@@ -523,6 +530,110 @@ private:
     groups[b].ops = std::move(ops);
     groups[b].kind = *kind;
     groups[a].ops.clear();
+  }
+
+  /// The reduction domain of a row-reduction group (its first reduction's).
+  std::optional<Domain> rowDomain(const Group &g) {
+    for (Operation *op : g.ops)
+      if (std::optional<Domain> d = reductionDomain(op))
+        return d->trailing() ? d : std::nullopt;
+    return std::nullopt;
+  }
+
+  /// The sibling merge of a gradient function (issue 14): a row reduction
+  /// of the forward pass (cross-entropy's log-softmax of the logits, the
+  /// loss) with a row reduction of the backward pass over the same rows of
+  /// the same input (the logits' gradient: the softmax, replayed, minus the
+  /// one-hot labels, times the row's scale). Producer-into-consumer merging
+  /// never joins them (neither reads the other) and rule 4 (joinsPasses)
+  /// refuses a kernel of both passes, because such a kernel writes backward
+  /// values in the forward pass, stored until the backward reads them. Here
+  /// the backward value is the one the backward pass needs first, right
+  /// after the loss: the merge is taken only when every op between the two
+  /// groups (the loss's tail: the mean over the rows; the gradient's scale:
+  /// 1 / the number of counted targets, from the labels) computes at most
+  /// one value per row, so the gradient is stored across nothing larger
+  /// than that. Merged, each row is read once, and the forward's max, exp
+  /// and sum serve the gradient too (the replays are deduplicated when the
+  /// group is formed). The merge must still be legal (one row-reduction
+  /// kernel) and acyclic: the scale must not depend on the loss.
+  void mergeLossWithGradient() {
+    if (forward.empty())
+      return;
+    auto ofPass = [&](const Group &g, bool fwd) {
+      return g.kind == KernelKind::row_reduction && !g.fixed &&
+             !g.ops.empty() && llvm::all_of(g.ops, [&](Operation *op) {
+               return op->hasTrait<OpTrait::ConstantLike>() ||
+                      forward.contains(op) == fwd;
+             });
+    };
+    for (unsigned f = 0; f < groups.size(); ++f) {
+      if (!ofPass(groups[f], true))
+        continue;
+      for (unsigned g = 0; g < groups.size(); ++g)
+        if (g != f && ofPass(groups[g], false) && mergeSiblings(f, g))
+          break;
+    }
+  }
+
+  /// Merges row-reduction groups `f` (forward) and `g` (backward) as
+  /// mergeLossWithGradient allows; returns true if merged.
+  bool mergeSiblings(unsigned f, unsigned g) {
+    Group &a = groups[f], &b = groups[g];
+    std::optional<Domain> domain = rowDomain(a);
+    if (!domain || !(domain == rowDomain(b)) ||
+        a.ops.size() + b.ops.size() > kMaxGroupOps)
+      return false;
+    DenseSet<Operation *> members(a.ops.begin(), a.ops.end());
+    members.insert(b.ops.begin(), b.ops.end());
+    // The benefit: a whole input both read row by row is read once.
+    auto wholeInputs = [&](const Group &x) {
+      DenseSet<Value> in;
+      for (Operation *op : x.ops)
+        for (Value v : op->getOperands()) {
+          Operation *def = v.getDefiningOp();
+          if (!(def && members.contains(def)) &&
+              shapeOf(v) == ArrayRef<int64_t>(domain->shape))
+            in.insert(v);
+        }
+      return in;
+    };
+    DenseSet<Value> inA = wholeInputs(a);
+    if (llvm::none_of(wholeInputs(b), [&](Value v) { return inA.contains(v); }))
+      return false;
+    // Between the two groups, at most one value per row.
+    int64_t rows = 1;
+    for (auto [i, n] : llvm::enumerate(domain->shape))
+      if (!llvm::is_contained(domain->axes, static_cast<int64_t>(i)))
+        rows *= n;
+    unsigned lo = ~0u, hi = 0;
+    for (Operation *op : members) {
+      lo = std::min(lo, pos.lookup(op));
+      hi = std::max(hi, pos.lookup(op));
+    }
+    for (Operation &op : block.without_terminator()) {
+      unsigned p = pos.lookup(&op);
+      if (p <= lo || p >= hi || members.contains(&op))
+        continue;
+      for (Type t : op.getResultTypes()) {
+        auto type = dyn_cast<RankedTensorType>(t);
+        if (!type || type.getNumElements() > rows)
+          return false;
+      }
+    }
+    SmallVector<Operation *> ops(a.ops);
+    ops.append(b.ops);
+    sortOps(ops);
+    std::optional<KernelKind> kind = classify(ops, members);
+    if (kind != KernelKind::row_reduction || pathOutside(f, g) ||
+        pathOutside(g, f))
+      return false;
+    for (Operation *op : a.ops)
+      groupOf[op] = g;
+    b.ops = std::move(ops);
+    b.siblings = true;
+    a.ops.clear();
+    return true;
   }
 
   /// Orders the block so that each group's ops are contiguous (a
@@ -631,6 +742,16 @@ private:
     for (Value v : outputs)
       yielded.push_back(map.lookup(v));
     YieldOp::create(body, fused.getLoc(), yielded);
+    if (g.siblings) {
+      // One kernel runs both passes' ops on each row: a replay of a value
+      // the forward's ops compute in it is that value (the softmax's max,
+      // exp and sum are the log-softmax's), so the copies are merged.
+      for (Operation &op : fused.getBodyBlock())
+        op.removeAttr(attr::recomputed);
+      IRRewriter rewriter(fused.getContext());
+      DominanceInfo dominance;
+      eliminateCommonSubExpressions(rewriter, dominance, fused);
+    }
     // The cost model's record: what the kernel computes, reads and writes.
     int64_t read = 0, written = 0;
     for (Value v : inputs)

@@ -20,6 +20,10 @@
 //    rows runs all of the group's loop nests on one row, so such a value is
 //    a row-sized temporary, not a buffer over the whole tensor.
 //
+// The row loop is marked `tg_cpu.kernel` (kKernelLoopAttr), so that
+// tg-outline-kernels makes it one kernel function whose loop runs the
+// group's loop nests row after row, rather than one call per op per row.
+//
 // The body is isolated from above, so fusion never crosses a group: the
 // groups (and the cost model that chose them) decide what shares a loop
 // nest, and fused values get no buffer, as the memory planner assumed.
@@ -382,6 +386,9 @@ void tileRows(tg::FusedOp group) {
     nest.loops.front()->erase();
     return;
   }
+  // The whole row loop is one kernel (tg-outline-kernels): a row costs one
+  // iteration, not a call of a small kernel per op of the group.
+  nest.loops.front()->setAttr(tg::cpu::kKernelLoopAttr, b.getUnitAttr());
   for (auto [v, result] : llvm::zip(yielded, nest.results))
     v.replaceUsesWithIf(result, [&](OpOperand &use) {
       return use.getOwner() == yield;

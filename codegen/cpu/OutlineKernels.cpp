@@ -1,18 +1,22 @@
-//===- OutlineKernels.cpp - one function per linalg op ----------*- C++ -*-===//
+//===- OutlineKernels.cpp - one function per kernel -------------*- C++ -*-===//
 //
-// The tg-outline-kernels pass (see Passes.td): every linalg op on buffers
-// moves into a private `noinline` function, and identical functions are
-// shared. A kernel is identified by its printed form (op, types, attributes,
-// body; locations are not printed), so the key is exactly what the code
-// generator sees.
+// The tg-outline-kernels pass (see Passes.td): every linalg op on buffers,
+// and every loop nest the lowering marked as one kernel (kKernelLoopAttr:
+// the row loop of a row-reduction group), moves into a private `noinline`
+// function, and identical functions are shared. A kernel is identified by
+// its printed form (op, types, attributes, body; locations are not
+// printed), so the key is exactly what the code generator sees.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::tg::cpu {
@@ -31,6 +35,22 @@ bool cloneIntoKernel(Value v) {
   Operation *def = v.getDefiningOp();
   return def && def->getNumOperands() == 0 && def->getNumRegions() == 0 &&
          def->hasTrait<OpTrait::ConstantLike>();
+}
+
+/// True if `op` is a loop nest marked as one kernel that can move whole: it
+/// returns nothing and works on buffers only (on tensors, a marked loop is
+/// left alone, as linalg ops on tensors are).
+bool isKernelLoop(Operation *op) {
+  if (!op->hasAttr(tg::cpu::kKernelLoopAttr) || op->getNumResults() != 0)
+    return false;
+  auto isTensor = [](Type t) { return isa<TensorType>(t); };
+  WalkResult onTensors = op->walk([&](Operation *inner) {
+    if (llvm::any_of(inner->getOperandTypes(), isTensor) ||
+        llvm::any_of(inner->getResultTypes(), isTensor))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !onTensors.wasInterrupted();
 }
 
 /// Builds, unlinked, the kernel that runs `op`: its arguments are `args`
@@ -57,20 +77,45 @@ func::FuncOp buildKernel(Operation *op, ArrayRef<Value> args,
   return kernel;
 }
 
+/// Drops the copies that bufferizing a loop nest's row-by-row results left
+/// in a kernel: each row's result is computed in its slice of the
+/// destination and then copied from one subview onto an equal one (the
+/// pipeline runs no CSE after bufferization, so the two stay apart and
+/// each became a memrefCopy call per row and result). Equal subviews are
+/// merged first, so the key that deduplicates kernels sees the clean form.
+void dropSelfCopies(func::FuncOp kernel) {
+  IRRewriter rewriter(kernel.getContext());
+  DominanceInfo dominance;
+  eliminateCommonSubExpressions(rewriter, dominance, kernel);
+  SmallVector<memref::CopyOp> copies;
+  kernel.walk([&](memref::CopyOp copy) {
+    if (copy.getSource() == copy.getTarget())
+      copies.push_back(copy);
+  });
+  for (memref::CopyOp copy : copies)
+    copy.erase();
+}
+
 struct OutlineKernelsPass final
     : tg::cpu::impl::OutlineKernelsPassBase<OutlineKernelsPass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<linalg::LinalgOp> ops;
-    module.walk([&](linalg::LinalgOp op) {
-      if (op.hasPureBufferSemantics() && op->getNumResults() == 0)
+    // In program order: a marked loop nest whole (its linalg ops with it),
+    // every other linalg op on buffers on its own.
+    SmallVector<Operation *> ops;
+    module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+      if (isKernelLoop(op) || (linalgOp && linalgOp.hasPureBufferSemantics() &&
+                               op->getNumResults() == 0)) {
         ops.push_back(op);
+        return WalkResult::skip();
+      }
+      return WalkResult::advance();
     });
     SymbolTable symbols(module);
     llvm::StringMap<func::FuncOp> kernels; // printed form -> kernel
-    for (linalg::LinalgOp linalgOp : ops) {
-      Operation *op = linalgOp;
+    for (Operation *op : ops) {
       // Operands first, then what the body reads from above, each once.
       llvm::SetVector<Value> reads(op->operand_begin(), op->operand_end());
       getUsedValuesDefinedAbove(op->getRegions(), reads);
@@ -78,6 +123,8 @@ struct OutlineKernelsPass final
       for (Value v : reads)
         (cloneIntoKernel(v) ? constants : args).push_back(v);
       func::FuncOp kernel = buildKernel(op, args, constants);
+      if (!isa<linalg::LinalgOp>(op))
+        dropSelfCopies(kernel);
       std::string key;
       llvm::raw_string_ostream os(key);
       kernel->print(os, OpPrintingFlags().useLocalScope());

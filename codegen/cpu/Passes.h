@@ -34,6 +34,12 @@ namespace mlir::tg::cpu {
 inline constexpr llvm::StringLiteral kArenaArgAttr = attr::arena;
 /// The module attribute where tg-plan-scratch records final arena sizes.
 inline constexpr llvm::StringLiteral kArenaBytesAttr = attr::arenaBytes;
+/// On a loop nest that the CPU lowering made one kernel (the row loop of a
+/// row-reduction group, FusedToLoops.cpp): tg-outline-kernels outlines the
+/// whole nest as one function, not each linalg op inside it. Made and read
+/// by the CPU pipeline only, never on a tg op, so it is not one of the tg
+/// dialect's attributes (TGDialect.td).
+inline constexpr llvm::StringLiteral kKernelLoopAttr = "tg_cpu.kernel";
 
 /// The arena size of `function` in a module lowered with `arena` (the
 /// plan's transient bytes plus its ops' scratch), or 0 if it has none.

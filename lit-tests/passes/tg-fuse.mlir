@@ -193,3 +193,135 @@ func.func @no_grad(%x: tensor<4x8xf32>) -> (tensor<f32>, tensor<4x8xf32>) {
   %g = tg.mul %d, %e : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
   return %l, %g : tensor<f32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Cross-entropy forward and backward in ONE pass over each row (issue 14,
+// the sibling merge): the loss's row reduction (log-softmax, the picked
+// log-probability) and the gradient's (the softmax replayed minus the
+// one-hot, times the row's scale) read the same logits; between them only
+// per-row values are computed (the loss's mean, the scale from the
+// labels), so they are one row_reduction kernel. Its replays are the
+// forward values they replay: one max, one exp, one sum, one one_hot, no
+// tg.recomputed inside. The scale is computed before it, from the labels.
+// CHECK-LABEL: func.func @cross_entropy_grad
+// CHECK: tg.fused <reduction> ins(%arg1 : tensor<4xi64>)
+// CHECK: tg.reshape
+// CHECK: %[[CE:.+]]:3 = tg.fused <row_reduction> ins(%arg0, %arg1, %{{.+}}, %{{.+}} : tensor<4x8xf32>, tensor<4xi64>, tensor<4x1xf32>, tensor<f32>)
+// CHECK-NOT: tg.recomputed
+// CHECK: tg.max
+// CHECK-NOT: tg.max
+// CHECK: %[[E:.+]] = tg.exp
+// CHECK-NOT: tg.exp
+// CHECK: %[[S:.+]] = tg.sum %[[E]] axes = [1] keepdims
+// CHECK: tg.log %[[S]]
+// CHECK: %[[OH:.+]] = tg.one_hot
+// CHECK-NOT: tg.one_hot
+// CHECK: %[[P:.+]] = tg.div %[[E]], %[[S]]
+// CHECK: %[[D:.+]] = tg.sub %[[P]], %[[OH]]
+// CHECK: %[[G:.+]] = tg.mul %[[D]], %{{.+}} : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+// CHECK: tg.yield %{{.+}}, %{{.+}}, %[[G]] : tensor<4xf32>, tensor<4xf32>, tensor<4x8xf32>
+// CHECK-NOT: tg.fused <row_reduction>
+// CHECK: return %{{.+}}, %[[CE]]#2
+func.func @cross_entropy_grad(%x: tensor<4x8xf32>, %y: tensor<4xi64>) -> (tensor<f32> {tg.role = #tg.role<loss>}, tensor<4x8xf32> {tg.name = "x", tg.role = #tg.role<grad>}) {
+  %zero = tg.constant dense<0.000000e+00> : tensor<f32>
+  %one = tg.constant dense<1.000000e+00> : tensor<f32>
+  %ignore = tg.constant dense<-100> : tensor<i64>
+  %c0 = tg.constant dense<0> : tensor<i64>
+  %c8 = tg.constant dense<8> : tensor<i64>
+  %m = tg.max %x axes = [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+  %s = tg.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %e = tg.exp %s : tensor<4x8xf32>
+  %z = tg.sum %e axes = [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+  %l = tg.log %z : tensor<4x1xf32>
+  %lp = tg.sub %s, %l : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %oh = tg.one_hot %y : tensor<4xi64> -> tensor<4x8xf32>
+  %is = tg.cmp ne %oh, %zero : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xi1>
+  %pk = tg.select %is, %lp, %zero : tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %picked = tg.sum %pk axes = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %valid = tg.cmp ne %y, %ignore : tensor<4xi64>, tensor<i64> -> tensor<4xi1>
+  %neg = tg.neg %picked : tensor<4xf32>
+  %nll = tg.select %valid, %neg, %zero : tensor<4xi1>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  %cnt = tg.select %valid, %one, %zero : tensor<4xi1>, tensor<f32>, tensor<f32> -> tensor<4xf32>
+  %tot = tg.sum %nll axes = [0] : tensor<4xf32> -> tensor<f32>
+  %n = tg.sum %cnt axes = [0] : tensor<4xf32> -> tensor<f32>
+  %nm = tg.maximum %n, %one : tensor<f32>, tensor<f32> -> tensor<f32>
+  %loss = tg.div %tot, %nm : tensor<f32>, tensor<f32> -> tensor<f32>
+  %m2 = tg.max %x axes = [1] keepdims {tg.recomputed} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %s2 = tg.sub %x, %m2 {tg.recomputed} : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %e2 = tg.exp %s2 {tg.recomputed} : tensor<4x8xf32>
+  %z2 = tg.sum %e2 axes = [1] keepdims {tg.recomputed} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %p = tg.div %e2, %z2 {tg.recomputed} : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %oh2 = tg.one_hot %y {tg.recomputed} : tensor<4xi64> -> tensor<4x8xf32>
+  %valid2 = tg.cmp ne %y, %ignore {tg.recomputed} : tensor<4xi64>, tensor<i64> -> tensor<4xi1>
+  %cnt2 = tg.select %valid2, %one, %zero {tg.recomputed} : tensor<4xi1>, tensor<f32>, tensor<f32> -> tensor<4xf32>
+  %n2 = tg.sum %cnt2 axes = [0] {tg.recomputed} : tensor<4xf32> -> tensor<f32>
+  %nm2 = tg.maximum %n2, %one {tg.recomputed} : tensor<f32>, tensor<f32> -> tensor<f32>
+  %lt = tg.cmp lt %y, %c8 {tg.recomputed} : tensor<4xi64>, tensor<i64> -> tensor<4xi1>
+  %ge = tg.cmp ge %y, %c0 {tg.recomputed} : tensor<4xi64>, tensor<i64> -> tensor<4xi1>
+  %w1 = tg.select %lt, %cnt2, %zero {tg.recomputed} : tensor<4xi1>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  %w = tg.select %ge, %w1, %zero {tg.recomputed} : tensor<4xi1>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  %rows = tg.reshape %w {tg.recomputed} : tensor<4xf32> to tensor<4x1xf32>
+  %diff = tg.sub %p, %oh2 {tg.recomputed} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %scale = tg.div %one, %nm2 : tensor<f32>, tensor<f32> -> tensor<f32>
+  %rw = tg.mul %rows, %scale : tensor<4x1xf32>, tensor<f32> -> tensor<4x1xf32>
+  %g = tg.mul %diff, %rw : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  return %loss, %g : tensor<f32>, tensor<4x8xf32>
+}
+
+// -----
+
+// The same pair with a logits-sized value computed between them (here the
+// gradient of another input, in the backward pass before the logits'):
+// merged, the logits' gradient would be stored across it, so the two row
+// reductions stay apart (rule 4).
+// CHECK-LABEL: func.func @cross_entropy_grad_late
+// CHECK-COUNT-2: tg.fused <row_reduction>
+// CHECK-NOT: tg.fused <row_reduction>
+// CHECK: return
+func.func @cross_entropy_grad_late(%x: tensor<4x8xf32>, %y: tensor<4xi64>, %u: tensor<4x8xf32>) -> (tensor<f32> {tg.role = #tg.role<loss>}, tensor<4x8xf32> {tg.name = "x", tg.role = #tg.role<grad>}, tensor<4x8xf32> {tg.name = "u", tg.role = #tg.role<grad>}) {
+  %zero = tg.constant dense<0.000000e+00> : tensor<f32>
+  %one = tg.constant dense<1.000000e+00> : tensor<f32>
+  %ignore = tg.constant dense<-100> : tensor<i64>
+  %c0 = tg.constant dense<0> : tensor<i64>
+  %c8 = tg.constant dense<8> : tensor<i64>
+  %m = tg.max %x axes = [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+  %s = tg.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %e = tg.exp %s : tensor<4x8xf32>
+  %z = tg.sum %e axes = [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+  %l = tg.log %z : tensor<4x1xf32>
+  %lp = tg.sub %s, %l : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %oh = tg.one_hot %y : tensor<4xi64> -> tensor<4x8xf32>
+  %is = tg.cmp ne %oh, %zero : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xi1>
+  %pk = tg.select %is, %lp, %zero : tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %picked = tg.sum %pk axes = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %valid = tg.cmp ne %y, %ignore : tensor<4xi64>, tensor<i64> -> tensor<4xi1>
+  %neg = tg.neg %picked : tensor<4xf32>
+  %nll = tg.select %valid, %neg, %zero : tensor<4xi1>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  %cnt = tg.select %valid, %one, %zero : tensor<4xi1>, tensor<f32>, tensor<f32> -> tensor<4xf32>
+  %tot = tg.sum %nll axes = [0] : tensor<4xf32> -> tensor<f32>
+  %n = tg.sum %cnt axes = [0] : tensor<4xf32> -> tensor<f32>
+  %nm = tg.maximum %n, %one : tensor<f32>, tensor<f32> -> tensor<f32>
+  %loss = tg.div %tot, %nm : tensor<f32>, tensor<f32> -> tensor<f32>
+  %du = tg.mul %u, %u : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %m2 = tg.max %x axes = [1] keepdims {tg.recomputed} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %s2 = tg.sub %x, %m2 {tg.recomputed} : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %e2 = tg.exp %s2 {tg.recomputed} : tensor<4x8xf32>
+  %z2 = tg.sum %e2 axes = [1] keepdims {tg.recomputed} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %p = tg.div %e2, %z2 {tg.recomputed} : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %oh2 = tg.one_hot %y {tg.recomputed} : tensor<4xi64> -> tensor<4x8xf32>
+  %valid2 = tg.cmp ne %y, %ignore {tg.recomputed} : tensor<4xi64>, tensor<i64> -> tensor<4xi1>
+  %cnt2 = tg.select %valid2, %one, %zero {tg.recomputed} : tensor<4xi1>, tensor<f32>, tensor<f32> -> tensor<4xf32>
+  %n2 = tg.sum %cnt2 axes = [0] {tg.recomputed} : tensor<4xf32> -> tensor<f32>
+  %nm2 = tg.maximum %n2, %one {tg.recomputed} : tensor<f32>, tensor<f32> -> tensor<f32>
+  %lt = tg.cmp lt %y, %c8 {tg.recomputed} : tensor<4xi64>, tensor<i64> -> tensor<4xi1>
+  %ge = tg.cmp ge %y, %c0 {tg.recomputed} : tensor<4xi64>, tensor<i64> -> tensor<4xi1>
+  %w1 = tg.select %lt, %cnt2, %zero {tg.recomputed} : tensor<4xi1>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  %w = tg.select %ge, %w1, %zero {tg.recomputed} : tensor<4xi1>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  %rows = tg.reshape %w {tg.recomputed} : tensor<4xf32> to tensor<4x1xf32>
+  %diff = tg.sub %p, %oh2 {tg.recomputed} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %scale = tg.div %one, %nm2 : tensor<f32>, tensor<f32> -> tensor<f32>
+  %rw = tg.mul %rows, %scale : tensor<4x1xf32>, tensor<f32> -> tensor<4x1xf32>
+  %g = tg.mul %diff, %rw : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  return %loss, %g, %du : tensor<f32>, tensor<4x8xf32>, tensor<4x8xf32>
+}

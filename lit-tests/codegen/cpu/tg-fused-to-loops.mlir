@@ -69,7 +69,8 @@ func.func @gemm(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>)
 // computes the row's max, exp(x - max), sum and output. exp(x - max) is read
 // by the sum and by the output after it, so it stays a loop nest of its own,
 // but over one row (a 1x10 temporary), not the whole tensor; the output is
-// written into the loop-carried result, row by row.
+// written into the loop-carried result, row by row. The loop is marked
+// tg_cpu.kernel: tg-outline-kernels makes it one kernel.
 // CHECK-LABEL: func.func @softmax
 // CHECK-SAME: (%[[X:.+]]: tensor<4x10xf32>)
 // CHECK: %[[R:.+]] = scf.for %[[I:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}}) -> (tensor<4x10xf32>)
@@ -93,6 +94,7 @@ func.func @gemm(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>)
 // CHECK: arith.divf
 // CHECK: %[[INS:.+]] = tensor.insert_slice %[[P]] into %[[ACC]][%[[I]], 0] [1, 10] [1, 1]
 // CHECK: scf.yield %[[INS]]
+// CHECK-NEXT: } {tg_cpu.kernel}
 // CHECK-NOT: linalg.generic
 // CHECK: return %[[R]]
 // UNFUSED-LABEL: func.func @softmax
@@ -118,7 +120,7 @@ func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
 // A layer norm over rows of a 3-D tensor yielding its row statistic too:
 // one loop per row dimension (2 x 3 rows), the mean's fill and sum written
 // into the loop-carried mean result in place, the output into its own; the
-// weight (read by every row) is read whole.
+// weight (read by every row) is read whole. The outer loop is the kernel.
 // CHECK-LABEL: func.func @layer_norm
 // CHECK-SAME: (%[[X:.+]]: tensor<2x3x8xf32>, %[[W:.+]]: tensor<8xf32>)
 // CHECK: %[[R:.+]]:2 = scf.for %[[I:.+]] = {{.+}} iter_args(%[[Y0:.+]] = %{{.+}}, %[[M0:.+]] = %{{.+}}) -> (tensor<2x3x8xf32>, tensor<2x3x1xf32>)
@@ -141,7 +143,9 @@ func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
 // CHECK: %[[Y1:.+]] = tensor.insert_slice %[[OUT]] into %[[Y]][%[[I]], %[[J]], 0] [1, 1, 8] [1, 1, 1]
 // CHECK: %[[M1:.+]] = tensor.insert_slice %[[MEAN]] into %[[M]][%[[I]], %[[J]], 0] [1, 1, 1] [1, 1, 1]
 // CHECK: scf.yield %[[Y1]], %[[M1]]
-// CHECK: scf.yield %[[IN]]#0, %[[IN]]#1
+// CHECK-NEXT: }{{$}}
+// CHECK-NEXT: scf.yield %[[IN]]#0, %[[IN]]#1
+// CHECK-NEXT: } {tg_cpu.kernel}
 // CHECK-NOT: linalg.generic
 // CHECK: return %[[R]]#0, %[[R]]#1
 func.func @layer_norm(%x: tensor<2x3x8xf32>, %w: tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x1xf32>) {
