@@ -34,6 +34,12 @@ namespace mlir::tg::cpu {
 inline constexpr llvm::StringLiteral kArenaArgAttr = attr::arena;
 /// The module attribute where tg-plan-scratch records final arena sizes.
 inline constexpr llvm::StringLiteral kArenaBytesAttr = attr::arenaBytes;
+/// The attribute tg-parallelize-loops puts on each loop it keeps parallel
+/// (`{iterations, work}`: its decision, for tg-opt and lit; nothing reads
+/// it back, since convert-scf-to-openmp takes every scf.parallel left).
+/// Spelled only here: not under `tg.`, whose names the dialect verifies
+/// against TGDialect.td's list (moving it there rebuilds the whole tree).
+inline constexpr llvm::StringLiteral kParallelAttr = "tg_cpu.parallel";
 
 /// The arena size of `function` in a module lowered with `arena` (the
 /// plan's transient bytes plus its ops' scratch), or 0 if it has none.
@@ -97,6 +103,11 @@ struct CpuPipelineOptions {
   /// (tg-vectorize-contractions). Off: LLVM vectorises the scalar loops'
   /// innermost loop only (to compare speed and numerics).
   bool vectorGemm = true;
+  /// Loops with enough work run on several threads: tg-parallelize-loops
+  /// chooses them, convert-scf-to-openmp makes them OpenMP worksharing
+  /// loops, and the code then needs the LLVM OpenMP runtime (libomp.so.5)
+  /// at load time. Off: every loop runs on the calling thread.
+  bool parallel = true;
 };
 
 /// tg on tensors → LLVM dialect: decompose, convert to linalg, canonicalize,

@@ -26,12 +26,14 @@
 #include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -97,8 +99,20 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   if (options.vectorGemm)
     pm.addPass(createVectorizeContractionsPass());
 
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // With `parallel`, the parallel iterators of every linalg op become
+  // scf.parallel loops (the order of the loops is the same as
+  // convert-linalg-to-loops'), tg-parallelize-loops keeps those worth a
+  // fork and join (one dimension each) and makes the others sequential, and
+  // OpenMP runs the rest on the threads the runtime sets (tgx_set_threads).
+  if (options.parallel)
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  else
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createCanonicalizerPass());
+  if (options.parallel) {
+    pm.addPass(createParallelizeLoopsPass());
+    pm.addPass(createConvertSCFToOpenMPPass());
+  }
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
@@ -119,13 +133,16 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
+  // The OpenMP regions' block arguments and operands (index, memrefs).
+  if (options.parallel)
+    pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
 void mlir::tg::cpu::registerCpuDialects(DialectRegistry &registry) {
   registry.insert<arith::ArithDialect, bufferization::BufferizationDialect,
                   linalg::LinalgDialect, LLVM::LLVMDialect, math::MathDialect,
-                  memref::MemRefDialect, scf::SCFDialect,
+                  memref::MemRefDialect, omp::OpenMPDialect, scf::SCFDialect,
                   tensor::TensorDialect, vector::VectorDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
@@ -137,6 +154,7 @@ void mlir::tg::cpu::registerCpuDialects(DialectRegistry &registry) {
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
 }
 
 namespace {
@@ -168,11 +186,17 @@ struct CpuPipelineCLOptions
                           llvm::cl::desc("f32 contractions as register-"
                                          "blocked vector kernels"),
                           llvm::cl::init(true)};
+  Option<bool> parallel{*this, "parallel",
+                        llvm::cl::desc("Loops with enough work run on "
+                                       "several threads (OpenMP)"),
+                        llvm::cl::init(true)};
 };
 } // namespace
 
 void mlir::tg::cpu::registerCpuPasses() {
   registerTGCpuPasses();
+  // The lowering of the loops tg-parallelize-loops keeps, for tg-opt.
+  registerConvertSCFToOpenMPPass();
   PassPipelineRegistration<CpuPipelineCLOptions>(
       "tg-cpu-pipeline", "Lower tg to the LLVM dialect for the CPU",
       [](OpPassManager &pm, const CpuPipelineCLOptions &cl) {
@@ -185,6 +209,7 @@ void mlir::tg::cpu::registerCpuPasses() {
         options.outline = cl.outline;
         options.fuseGroups = cl.fuseGroups;
         options.vectorGemm = cl.vectorGemm;
+        options.parallel = cl.parallel;
         buildCpuPipeline(pm, options);
       });
 }
