@@ -104,13 +104,15 @@ int64_t workOf(Block &block) {
 }
 
 /// Whether the iterations of `loop` may run on other threads: no
-/// reductions, and nothing in the body allocates, frees or calls.
+/// reductions, and nothing in the body allocates (also on the stack: the
+/// OpenMP body's alloca scope must fold away before scf-to-cf), frees or
+/// calls.
 bool mayRunOnThreads(scf::ParallelOp loop) {
   if (!loop.getInitVals().empty())
     return false;
   WalkResult r = loop.getBody()->walk([](Operation *op) {
-    if (isa<memref::AllocOp, memref::DeallocOp, memref::ReallocOp,
-            CallOpInterface>(op))
+    if (isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
+            memref::ReallocOp, CallOpInterface>(op))
       return WalkResult::interrupt();
     return WalkResult::advance();
   });

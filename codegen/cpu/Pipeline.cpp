@@ -112,6 +112,10 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   if (options.parallel) {
     pm.addPass(createParallelizeLoopsPass());
     pm.addPass(createConvertSCFToOpenMPPass());
+    // Inlines the memref.alloca_scope that convert-scf-to-openmp wraps
+    // each body in (its bodies hold no alloca, tg-parallelize-loops sees
+    // to it): scf-to-cf would give it several blocks, which it may not have.
+    pm.addPass(createCanonicalizerPass());
   }
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
