@@ -10,7 +10,9 @@
 # tgc's step time is what tg-run's step costs without loading: tg-run
 # --batch B --steps N is timed for N = WARM and N = WARM + STEPS, and the
 # difference divided by STEPS (loading, init and the first steps cancel);
-# the median of REPEATS such pairs. Writes OUT (default
+# the median of REPEATS such pairs. tgc runs on THREADS threads (default:
+# every core, `nproc`; tg-run --threads), and the fused step once more on
+# one thread, to show what the parallel loops bring. Writes OUT (default
 # bench/results/cpu-speed-<date>.md) and prints it. A report, never a
 # pass/fail. ONLY="mlp gpt" runs some of the models (mlp, lenet, gpt).
 # Needs Debian's python3-torch (TGC_SETUP_BENCH=1 scripts/setup.sh).
@@ -22,6 +24,7 @@ out=${2:-$here/results/cpu-speed-$(date -u +%Y-%m-%d).md}
 steps=${STEPS:-20}
 warm=${WARM:-2}
 repeats=${REPEATS:-3}
+threads=${THREADS:-$(nproc)}
 source "$here/torch_common.sh" cpu_speed
 batchpy=$root/lit-tests/tgc/Inputs/batch.py
 models=(
@@ -30,22 +33,23 @@ models=(
   "2-layer GPT (d 256, seq 128, batch 8)|$tmp/gpt-fp32.tg|gpt|layers=2 d_model=256 heads=4 seq=128 batch=8 vocab=512 ctx=128|tokens=i64[8,128]:text targets=i64[8,128]:text+1"
 )
 
-# Seconds of one `tg-run ARTIFACT --batch B --steps N`.
+# Seconds of one `tg-run ARTIFACT --batch B --steps N [--threads T]`
+# (T: $threads unless given).
 run_s() {
   local t0 t1
   t0=$(date +%s.%N)
-  "$build/bin/tg-run" "$1" --batch "$2" --steps "$3" >/dev/null
+  "$build/bin/tg-run" "$1" --batch "$2" --steps "$3" --threads "${4:-$threads}" >/dev/null
   t1=$(date +%s.%N)
   echo "$t1 - $t0" | bc -l
 }
 
-# Median milliseconds per step of ARTIFACT on BATCH.
+# Median milliseconds per step of ARTIFACT on BATCH [on THREADS threads].
 step_ms() {
   local r samples=()
   for ((r = 0; r < repeats; r++)); do
     local a b
-    a=$(run_s "$1" "$2" "$warm")
-    b=$(run_s "$1" "$2" $((warm + steps)))
+    a=$(run_s "$1" "$2" "$warm" "${3:-}")
+    b=$(run_s "$1" "$2" $((warm + steps)) "${3:-}")
     samples+=("$(echo "($b - $a) * 1000 / $steps" | bc -l)")
   done
   printf '%s\n' "${samples[@]}" | sort -g | awk '{v[NR] = $1} END {printf "%.1f", v[int((NR + 1) / 2)]}'
@@ -61,10 +65,10 @@ load1=$(cut -d' ' -f1 /proc/loadavg)
   echo "- git: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "- load before: $(uptime | sed 's/.*load average/load average/')"
   echo "- peer: $("$py" -c 'import torch; print("PyTorch", torch.__version__, "(OpenBLAS)")') eager, fp32, AdamW(foreach=True), median of $steps steps at each of 1..$(nproc) threads; torch.compile does not exist in 1.13, so eager is the peer"
-  echo "- tgc: tgc -O3 artifact run by tg-run on one thread; median over $repeats of (time of $((warm + steps)) steps - time of $warm steps) / $steps"
+  echo "- tgc: tgc -O3 artifact run by tg-run with --threads $threads (all $(nproc) cores unless THREADS says otherwise; the parallel loops of docs/cpu-backend.md), the fused step also with --threads 1; median over $repeats of (time of $((warm + steps)) steps - time of $warm steps) / $steps"
   echo
-  echo "| model | tgc fused (ms) | tgc --no-fuse (ms) | fused speedup | PyTorch (ms, by threads) | PyTorch best (ms) | PyTorch / tgc fused (goal >= 1.2) |"
-  echo "|---|---:|---:|---:|---|---:|---:|"
+  echo "| model | tgc fused (ms, $threads thr) | tgc fused (ms, 1 thr) | tgc --no-fuse (ms, $threads thr) | fused speedup | PyTorch (ms, by threads) | PyTorch best (ms) | PyTorch / tgc fused (goal >= 1.2) |"
+  echo "|---|---:|---:|---:|---:|---|---:|---:|"
   for entry in "${models[@]}"; do
     IFS='|' read -r name file peer defs inputs <<<"$entry"
     [[ -z ${ONLY:-} || " $ONLY " == *" $peer "* ]] || continue
@@ -76,14 +80,15 @@ load1=$(cut -d' ' -f1 /proc/loadavg)
     "$build/bin/tgc" "$file" "${dflags[@]}" -o "$tmp/$peer.tgx"
     "$build/bin/tgc" "$file" "${dflags[@]}" --no-fuse -o "$tmp/$peer-nofuse.tgx"
     fused=$(step_ms "$tmp/$peer.tgx" "$tmp/$peer.safetensors")
+    fused1=$(step_ms "$tmp/$peer.tgx" "$tmp/$peer.safetensors" 1)
     unfused=$(step_ms "$tmp/$peer-nofuse.tgx" "$tmp/$peer.safetensors")
     # shellcheck disable=SC2086
     torch=$("$py" "$here/torch_peers.py" time "$peer" $defs steps=$steps)
-    "$py" - "$name" "$fused" "$unfused" "$torch" <<'PY'
+    "$py" - "$name" "$fused" "$fused1" "$unfused" "$torch" <<'PY'
 import json, sys
-name, fused, unfused, torch = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), json.loads(sys.argv[4])
+name, fused, fused1, unfused, torch = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), json.loads(sys.argv[5])
 by = ", ".join(f"{t}: {ms:.1f}" for t, ms in sorted(torch["by_threads"].items()))
-print(f"| {name} | {fused:.1f} | {unfused:.1f} | {unfused / fused:.2f}x | {by} "
+print(f"| {name} | {fused:.1f} | {fused1:.1f} | {unfused:.1f} | {unfused / fused:.2f}x | {by} "
       f"| {torch['step_ms']:.1f} ({torch['threads']} thr) | {torch['step_ms'] / fused:.2f}x |")
 PY
   done

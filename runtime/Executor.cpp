@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -330,7 +331,31 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
       dlsym(ex->handle_, "tgx_heap_stats"));
   ex->heapReset_ =
       reinterpret_cast<void (*)()>(dlsym(ex->handle_, "tgx_heap_reset"));
+  if (dlsym(ex->handle_, "tgx_parallel_loops")) {
+    ex->setThreads_ = reinterpret_cast<int (*)(int)>(
+        dlsym(ex->handle_, "tgx_set_threads"));
+    // cpu.so brought in the OpenMP runtime (its DT_NEEDED libomp.so.5);
+    // keep it loaded when cpu.so is closed: unloading it while its idle
+    // threads still wait for work is not something it supports.
+    dlopen("libomp.so.5", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  }
+  ex->setThreads(0);
   return ex;
+}
+
+int Executor::availableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? int(n) : 1;
+}
+
+int Executor::setThreads(int n) {
+  if (device_ || !setThreads_)
+    return threads_ = 1;
+  return threads_ = setThreads_(n > 0 ? n : availableCores());
 }
 
 Executor::~Executor() {

@@ -53,6 +53,16 @@ public:
            : fallback_.empty() ? "cpu"
                                : "cpu (no CUDA: " + fallback_ + ")";
   }
+  /// Threads the CPU code's parallel loops run on: 1 where the code has
+  /// none (or a GPU device runs the entries), else what setThreads set.
+  int threads() const { return threads_; }
+  /// Sets the threads of the CPU code's parallel loops (OpenMP, through
+  /// the artifact's tgx_set_threads): n >= 1, or 0 for the cores this
+  /// process may use (its CPU affinity). load() sets the default. Call it
+  /// from the thread that calls the entries. Returns threads().
+  int setThreads(int n);
+  /// The cores this process may run on (sched_getaffinity), at least 1.
+  static int availableCores();
   /// The device keeps the persistent block in its memory (Device.h).
   bool resident() const { return device_ && device_->resident(); }
   /// Brings the host copy of the persistent block up to date with a
@@ -189,6 +199,10 @@ private:
   Bytes arena_; ///< one allocation shared by every planned entry
   void (*heapStats_)(int64_t *) = nullptr;
   void (*heapReset_)() = nullptr;
+  /// tgx_set_threads of the artifact's support code; null where the code
+  /// has no parallel loops (no tgx_parallel_loops) or is older.
+  int (*setThreads_)(int) = nullptr;
+  int threads_ = 1;
   /// tgx_set_all_reduce of the artifact's support code (absent in
   /// artifacts built before collectives existed).
   void (*setAllReduce_)(void (*)(void *, float *, int64_t), void *) = nullptr;

@@ -364,6 +364,15 @@ bool entryInputs(const Executor &ex, std::string_view entry,
   return true;
 }
 
+/// ", N threads" where the CPU code runs the entries (docs/cpu-backend.md:
+/// its parallel loops' thread count; 1 where it has none), else nothing.
+static std::string threadsNote(const Executor &ex) {
+  if (ex.deviceDescription().rfind("cpu", 0) != 0)
+    return "";
+  int n = ex.threads();
+  return ", " + std::to_string(n) + (n == 1 ? " thread" : " threads");
+}
+
 std::string memoryLine(const Executor &ex) {
   const Json &plan = ex.manifest().memory;
   auto planned = [&](const char *key) -> int64_t {
@@ -489,9 +498,9 @@ TrainResult Trainer::train(DataSource &src) {
   bool tty = opts_.liveProgress;
   const std::string &model = ex_.manifest().model;
   say("%s: %" PRId64 " steps per epoch, batch %" PRId64 ", %zu tensors "
-      "of state, starting at step %" PRId64 "\n",
+      "of state, starting at step %" PRId64 "%s\n",
       model.empty() ? label.c_str() : model.c_str(), steps, B,
-      ex_.state().size(), ex_.step());
+      ex_.state().size(), ex_.step(), threadsNote(ex_).c_str());
 
   TrainResult result;
   // A stop at a step boundary: the checkpoint (if any steps ran), closed
@@ -665,8 +674,9 @@ TrainResult Trainer::repeat(const TensorMap &batch, int64_t steps,
     return failed(err);
   if (printTime && printed > 1) {
     double seconds = now() - firstDone;
-    say("time: steps 2-%" PRId64 " in %.6f s, %.3f ms/step\n", printed,
-        seconds, 1e3 * seconds / double(printed - 1));
+    say("time: steps 2-%" PRId64 " in %.6f s, %.3f ms/step%s\n", printed,
+        seconds, 1e3 * seconds / double(printed - 1),
+        threadsNote(ex_).c_str());
   }
   return TrainResult();
 }

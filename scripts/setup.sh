@@ -11,6 +11,11 @@ PKGS=(
   catch2 ninja-build cmake ccache make python3
   libopenblas-dev dataset-fashion-mnist zlib1g-dev nlohmann-json3-dev
   libcli11-dev libopenmpi-dev openmpi-bin libzstd-dev
+  # The LLVM OpenMP runtime (libomp.so.5) that the CPU code's parallel loops
+  # call (docs/cpu-backend.md, "Threads"). Debian 12's own, LLVM 14's: the
+  # __kmpc_* entry points LLVM 22 emits for static worksharing loops are in
+  # it, and bookworm's libomp-22-dev conflicts with libomp-14-dev.
+  libomp5-14
 )
 # Extra packages for `make bench` only (PyTorch is the peer we measure against;
 # perf for bench/cpu_profile.sh).

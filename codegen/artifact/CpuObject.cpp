@@ -20,6 +20,8 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/IR/Dominators.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Transforms/Utils/CodeExtractor.h"
 #include "llvm/IR/Module.h"
@@ -395,6 +397,21 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
     error = "translation to LLVM IR failed";
     return failure();
   }
+  // Parallel loops (tg-parallelize-loops) call the LLVM OpenMP runtime:
+  // the shared object then needs libomp.so.5, and says how many parallel
+  // regions it has (tgx_parallel_loops), so the runtime knows whether
+  // setting a thread count means anything.
+  uint64_t parallelLoops = 0;
+  if (llvm::Function *fork = llvmModule->getFunction("__kmpc_fork_call"))
+    for (llvm::User *user : fork->users())
+      parallelLoops += isa<llvm::CallBase>(user);
+  if (parallelLoops > 0) {
+    auto *i64Type = llvm::Type::getInt64Ty(llvmContext);
+    new llvm::GlobalVariable(*llvmModule, i64Type, /*isConstant=*/true,
+                             llvm::GlobalValue::ExternalLinkage,
+                             llvm::ConstantInt::get(i64Type, parallelLoops),
+                             "tgx_parallel_loops");
+  }
   std::string triple = llvm::sys::getProcessTriple();
   std::string lookupError;
   const llvm::Target *target =
@@ -455,6 +472,10 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
   }
   std::string errMsg;
   SmallVector<StringRef> argv{driver, "-shared", "-o", so, obj, support, "-lm"};
+  // By soname, from the system's library path (Debian's libomp5 package):
+  // the loader finds it there when the runtime dlopens cpu.so.
+  if (parallelLoops > 0)
+    argv.push_back("-l:libomp.so.5");
   if (llvm::sys::ExecuteAndWait(driver, argv, std::nullopt, {}, 120, 0,
                                 &errMsg) != 0) {
     error = "linking the shared object with " + driver + " failed" +

@@ -10,6 +10,7 @@
 #include "dialects/TGOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -18,6 +19,7 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TargetSelect.h"
 
@@ -175,6 +177,23 @@ JitModule::compile(ModuleOp module, const CpuPipelineOptions &options,
     libs.push_back(runnerUtils);
   if (options.blas)
     libs.push_back(openblas);
+  // Parallel loops (tg-parallelize-loops) call the LLVM OpenMP runtime; it
+  // is loaded into the process (RTLD_GLOBAL), where the JIT's symbol
+  // lookup finds it, and runs on OpenMP's default thread count (the
+  // cores this process may use, or OMP_NUM_THREADS).
+  bool usesOpenMP = false;
+  lowered->walk([&](omp::ParallelOp) {
+    usesOpenMP = true;
+    return WalkResult::interrupt();
+  });
+  std::string ompError;
+  if (usesOpenMP &&
+      llvm::sys::DynamicLibrary::LoadLibraryPermanently("libomp.so.5",
+                                                        &ompError))
+    return emitError(module.getLoc())
+           << "JIT: the code has parallel loops and needs the LLVM OpenMP "
+              "runtime (libomp.so.5, Debian's libomp5-14): "
+           << ompError;
   engineOptions.sharedLibPaths = libs;
   auto engine = ExecutionEngine::create(*lowered, engineOptions);
   if (!engine) {

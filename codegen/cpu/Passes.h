@@ -40,6 +40,12 @@ inline constexpr llvm::StringLiteral kArenaBytesAttr = attr::arenaBytes;
 /// by the CPU pipeline only, never on a tg op, so it is not one of the tg
 /// dialect's attributes (TGDialect.td).
 inline constexpr llvm::StringLiteral kKernelLoopAttr = "tg_cpu.kernel";
+/// The attribute tg-parallelize-loops puts on each loop it keeps parallel
+/// (`{iterations, work}`: its decision, for tg-opt and lit; nothing reads
+/// it back, since convert-scf-to-openmp takes every scf.parallel left).
+/// Spelled only here: not under `tg.`, whose names the dialect verifies
+/// against TGDialect.td's list (moving it there rebuilds the whole tree).
+inline constexpr llvm::StringLiteral kParallelAttr = "tg_cpu.parallel";
 
 /// The arena size of `function` in a module lowered with `arena` (the
 /// plan's transient bytes plus its ops' scratch), or 0 if it has none.
@@ -151,6 +157,11 @@ struct CpuPipelineOptions {
   /// f32 tanh, exp, log and erf as inline polynomials that vectorise
   /// (tg-approximate-math) instead of libm calls. Off: libm, as before.
   bool approximateMath = true;
+  /// Loops with enough work run on several threads: tg-parallelize-loops
+  /// chooses them, convert-scf-to-openmp makes them OpenMP worksharing
+  /// loops, and the code then needs the LLVM OpenMP runtime (libomp.so.5)
+  /// at load time. Off: every loop runs on the calling thread.
+  bool parallel = true;
 };
 
 /// tg on tensors → LLVM dialect: decompose, convert to linalg, canonicalize,

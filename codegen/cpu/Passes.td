@@ -450,4 +450,53 @@ def OutlineKernelsPass : Pass<"tg-outline-kernels", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def ParallelizeLoopsPass : Pass<"tg-parallelize-loops", "::mlir::ModuleOp"> {
+  let summary = "Choose the loops that run on several threads, by their work";
+  let description = [{
+    Runs on buffers after the loop nests exist (`tg-vectorize-contractions`,
+    `convert-linalg-to-parallel-loops`), before `convert-scf-to-openmp`.
+    Every `scf.parallel` there is a loop whose iterations are independent
+    (the parallel iterators of a linalg op, the row tiles of a GEMM kernel);
+    this pass decides which of them are worth a fork and a join:
+
+    - a loop is a candidate when it has no reductions (`init` values) and
+      its body neither allocates, frees nor calls (the artifact's counted
+      allocator is not thread-safe, a callee's effects are unknown), and no
+      enclosing loop runs in parallel;
+    - its parallel dimension is the outermost one of at least 8 iterations
+      (else the one of most iterations); the others become `scf.for` loops
+      around and inside it, so LLVM still vectorises the innermost loop;
+    - it runs in parallel when that dimension has at least 2 iterations and
+      the loop's estimated work (operations executed, nested loops
+      multiplied out; a vector op counts once) is at least `min-work`: below
+      that, a fork and join of the OpenMP runtime cost more than they save.
+
+    A parallel dimension that is also the innermost loop is cut into chunks
+    of 256 iterations (one iteration of the parallel loop each), so the
+    split between vector body and scalar remainder does not depend on the
+    thread count. Every loop that stays parallel is a one-dimensional
+    `scf.parallel` carrying `tg_cpu.parallel = {iterations, work}` (the work of
+    the whole loop); every other `scf.parallel` becomes a nest of `scf.for`.
+    Iterations are independent and each is computed by the same code, so
+    results do not depend on the number of threads.
+
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c1024, %c256) step (%c1, %c1) {
+      ... elementwise body ...
+    }
+    // becomes
+    scf.parallel (%i) = (%c0) to (%c1024) step (%c1) {
+      scf.for %j = %c0 to %c256 step %c1 { ... }
+    } {tg_cpu.parallel = {iterations = 1024 : i64, work = 1048576 : i64}}
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"
+  ];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"65536",
+           "Estimated operations a loop needs to run on several threads">
+  ];
+}
+
 #endif // TG_CPU_PASSES_TD

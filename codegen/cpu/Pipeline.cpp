@@ -26,12 +26,14 @@
 #include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -113,8 +115,24 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   if (options.approximateMath)
     pm.addPass(createApproximateMathPass());
 
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // With `parallel`, the parallel iterators of every linalg op become
+  // scf.parallel loops (the order of the loops is the same as
+  // convert-linalg-to-loops'), tg-parallelize-loops keeps those worth a
+  // fork and join (one dimension each) and makes the others sequential, and
+  // OpenMP runs the rest on the threads the runtime sets (tgx_set_threads).
+  if (options.parallel)
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  else
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createCanonicalizerPass());
+  if (options.parallel) {
+    pm.addPass(createParallelizeLoopsPass());
+    pm.addPass(createConvertSCFToOpenMPPass());
+    // Inlines the memref.alloca_scope that convert-scf-to-openmp wraps
+    // each body in (its bodies hold no alloca, tg-parallelize-loops sees
+    // to it): scf-to-cf would give it several blocks, which it may not have.
+    pm.addPass(createCanonicalizerPass());
+  }
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
@@ -135,6 +153,9 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
+  // The OpenMP regions' block arguments and operands (index, memrefs).
+  if (options.parallel)
+    pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
@@ -150,7 +171,7 @@ int64_t mlir::tg::cpu::hostVectorLanes() {
 void mlir::tg::cpu::registerCpuDialects(DialectRegistry &registry) {
   registry.insert<arith::ArithDialect, bufferization::BufferizationDialect,
                   linalg::LinalgDialect, LLVM::LLVMDialect, math::MathDialect,
-                  memref::MemRefDialect, scf::SCFDialect,
+                  memref::MemRefDialect, omp::OpenMPDialect, scf::SCFDialect,
                   tensor::TensorDialect, vector::VectorDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
@@ -162,6 +183,7 @@ void mlir::tg::cpu::registerCpuDialects(DialectRegistry &registry) {
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
 }
 
 namespace {
@@ -211,11 +233,17 @@ struct CpuPipelineCLOptions
       *this, "approximate-math",
       llvm::cl::desc("f32 tanh/exp/log/erf as inline polynomials"),
       llvm::cl::init(true)};
+  Option<bool> parallel{*this, "parallel",
+                        llvm::cl::desc("Loops with enough work run on "
+                                       "several threads (OpenMP)"),
+                        llvm::cl::init(true)};
 };
 } // namespace
 
 void mlir::tg::cpu::registerCpuPasses() {
   registerTGCpuPasses();
+  // The lowering of the loops tg-parallelize-loops keeps, for tg-opt.
+  registerConvertSCFToOpenMPPass();
   PassPipelineRegistration<CpuPipelineCLOptions>(
       "tg-cpu-pipeline", "Lower tg to the LLVM dialect for the CPU",
       [](OpPassManager &pm, const CpuPipelineCLOptions &cl) {
@@ -232,6 +260,7 @@ void mlir::tg::cpu::registerCpuPasses() {
         options.vectorLanes = cl.vectorLanes;
         options.approximateMath = cl.approximateMath;
         options.stopAfterScratch = cl.stopAfterScratch;
+        options.parallel = cl.parallel;
         buildCpuPipeline(pm, options);
       });
 }

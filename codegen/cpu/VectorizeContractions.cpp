@@ -20,9 +20,11 @@
 //
 // Tails (M, N or K not multiples of the tile) use the same kernels with
 // fewer rows and masked loads, so no shape falls back to scalar code. The
-// other dimensions (batch, a second m or n dimension) are plain outer loops;
-// the result is never split over k between threads or calls, so the sums
-// are the same from run to run. Nothing is allocated: no packing buffer.
+// other dimensions (batch, a second m or n dimension) are outer loops. The
+// loops over batch dimensions and row tiles are `scf.parallel`
+// (tg-parallelize-loops decides which run on threads); the result is never
+// split over k between threads or calls, so the sums are the same from run
+// to run and for any thread count. Nothing is allocated: no packing buffer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -203,21 +205,34 @@ void forLoop(OpBuilder &b, Location loc, Value lb, Value ub, int64_t step,
                      });
 }
 
+/// `parallel for (iv = lb; iv < ub; iv += step) body(iv)`: a loop whose
+/// iterations write disjoint parts of the result, as an `scf.parallel` that
+/// tg-parallelize-loops may run on several threads (or make sequential).
+void parallelLoop(OpBuilder &b, Location loc, Value lb, Value ub, int64_t step,
+                  function_ref<void(OpBuilder &, Value)> body) {
+  scf::ParallelOp::create(
+      b, loc, ValueRange{lb}, ValueRange{ub}, ValueRange{index(b, loc, step)},
+      [&](OpBuilder &nb, Location, ValueRange ivs) { body(nb, ivs[0]); });
+}
+
 /// Covers rows [0, M) and columns [0, N) with `tile`: full MR x NR tiles,
 /// NC columns at a time (the rhs block that stays in cache while every row
-/// tile passes), then the last rows and columns as smaller tiles.
+/// tile passes), then the last rows and columns as smaller tiles. The loops
+/// over row tiles (and the last row's column tiles) are parallel: each
+/// iteration owns its rows of the result, and every result element is still
+/// summed by one iteration, in the same order, whatever runs it.
 void forEachTile(OpBuilder &b, Location loc, int64_t rows, int64_t cols,
                  int64_t mr, int64_t nr, int64_t nc, TileFn tile) {
   int64_t fullRows = rows / mr * mr, fullCols = cols / nr * nr;
   Value zero = index(b, loc, 0);
   auto rowTiles = [&](OpBuilder &b, Value n0, int64_t width) {
-    forLoop(b, loc, zero, index(b, loc, fullRows), mr,
-            [&](OpBuilder &b, Value m0) { tile(b, m0, mr, n0, width); });
+    parallelLoop(b, loc, zero, index(b, loc, fullRows), mr,
+                 [&](OpBuilder &b, Value m0) { tile(b, m0, mr, n0, width); });
   };
   if (fullRows > 0 && fullCols > 0) {
     auto block = [&](OpBuilder &b, Value lo, Value hi) {
-      forLoop(b, loc, zero, index(b, loc, fullRows), mr,
-              [&](OpBuilder &b, Value m0) {
+      parallelLoop(b, loc, zero, index(b, loc, fullRows), mr,
+                   [&](OpBuilder &b, Value m0) {
                 forLoop(b, loc, lo, hi, nr, [&](OpBuilder &b, Value n0) {
                   tile(b, m0, mr, n0, nr);
                 });
@@ -237,10 +252,10 @@ void forEachTile(OpBuilder &b, Location loc, int64_t rows, int64_t cols,
   if (fullCols < cols && fullRows > 0)
     rowTiles(b, index(b, loc, fullCols), cols - fullCols);
   if (fullRows < rows && fullCols > 0)
-    forLoop(b, loc, zero, index(b, loc, fullCols), nr,
-            [&](OpBuilder &b, Value n0) {
-              tile(b, index(b, loc, fullRows), rows - fullRows, n0, nr);
-            });
+    parallelLoop(b, loc, zero, index(b, loc, fullCols), nr,
+                 [&](OpBuilder &b, Value n0) {
+                   tile(b, index(b, loc, fullRows), rows - fullRows, n0, nr);
+                 });
   if (fullRows < rows && fullCols < cols)
     tile(b, index(b, loc, fullRows), rows - fullRows, index(b, loc, fullCols),
          cols - fullCols);
@@ -271,14 +286,16 @@ private:
   /// The current loop point, by loop dimension.
   SmallVector<Value> point;
 
-  /// One loop per batch (or second m/n) dimension, then the tiles.
+  /// One loop per batch (or second m/n) dimension, then the tiles. These
+  /// dimensions are parallel iterators: each iteration owns its results.
   void emitOuter(OpBuilder &b, ArrayRef<unsigned> outer) {
     if (!outer.empty()) {
-      forLoop(b, loc, index(b, loc, 0), index(b, loc, c.ranges[outer[0]]), 1,
-              [&](OpBuilder &b, Value iv) {
-                point[outer[0]] = iv;
-                emitOuter(b, outer.drop_front());
-              });
+      parallelLoop(b, loc, index(b, loc, 0),
+                   index(b, loc, c.ranges[outer[0]]), 1,
+                   [&](OpBuilder &b, Value iv) {
+                     point[outer[0]] = iv;
+                     emitOuter(b, outer.drop_front());
+                   });
       return;
     }
     int64_t rows = c.ranges[c.m], cols = c.ranges[c.n], depth = c.ranges[c.k];

@@ -74,7 +74,7 @@ const char *kUsage =
     "       tg-run MODEL.tgx --load P.safetensors --batch B.safetensors\n"
     "              [--steps N] [--save-params OUT.safetensors]\n"
     "              [--save-grads G.safetensors] [--print-loss] [--seed S]\n"
-    "              [--print-time] [--memory]\n"
+    "              [--print-time] [--memory] [--threads N]\n"
     "  (--load may be left out: the parameters then come from init(--seed))\n"
     "  --device auto|cpu|cuda|emulator: where the entry points run (default\n"
     "  auto: cuda when a GPU and code for it exist, else cpu; the emulator\n"
@@ -83,6 +83,9 @@ const char *kUsage =
     "  GPU up to N steps run ahead of the loss readback\n"
     "  --print-time: after the steps, the steady-state time per step (from\n"
     "  the first step's loss to the last one's)\n"
+    "  --threads N: threads of the CPU code's parallel loops (default: the\n"
+    "  cores this process may use); the first progress line and --print-time\n"
+    "  say how many run\n"
     "  mpirun -n N tg-run ... [--comm-timeout SECONDS]: data-parallel, for a\n"
     "  model compiled with tgc --ranks N\n";
 
@@ -93,6 +96,7 @@ struct Options {
   bool deviceGiven = false; ///< --device was given: say which one runs
   int64_t epochs = 1, batchLimit = -1, testLimit = -1, steps = 1, seed = 0,
           lossEvery = 1;
+  int64_t threads = 0; ///< --threads; 0: the cores this process may use
   int64_t commTimeout = 300; ///< seconds a collective may wait
   bool describe = false, printLoss = false, printTime = false, memory = false;
 };
@@ -123,7 +127,7 @@ Options parseArgs(int argc, char **argv) {
   app.add_flag("--memory", o.memory);
   app.add_option("model", o.model);
   std::string epochs, batchLimit, testLimit, steps, seed, commTimeout, device,
-      lossEvery;
+      lossEvery, threads;
   std::vector<std::pair<CLI::Option *, std::string *>> valued;
   auto value = [&](const char *name, std::string &into) {
     CLI::Option *opt = app.add_option(name, into)->expected(0, 1)->multi_option_policy(
@@ -148,6 +152,7 @@ Options parseArgs(int argc, char **argv) {
   value("--comm-timeout", commTimeout);
   value("--device", device);
   value("--loss-every", lossEvery);
+  value("--threads", threads);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -169,6 +174,11 @@ Options parseArgs(int argc, char **argv) {
   if (!testLimit.empty()) o.testLimit = parseInt("--test-limit", testLimit, 1);
   if (!steps.empty()) o.steps = parseInt("--steps", steps, 0);
   if (!lossEvery.empty()) o.lossEvery = parseInt("--loss-every", lossEvery, 1);
+  if (!threads.empty()) {
+    o.threads = parseInt("--threads", threads, 1);
+    if (o.threads > 4096)
+      die("--threads expects at most 4096, got " + threads);
+  }
   if (!seed.empty()) o.seed = parseInt("--seed", seed, INT64_MIN);
   if (!commTimeout.empty())
     o.commTimeout = parseInt("--comm-timeout", commTimeout, 1);
@@ -286,6 +296,7 @@ std::unique_ptr<Executor> loadModel(const Options &o,
   auto ex = Executor::load(*artifact, err, o.device);
   if (!ex)
     die(err);
+  ex->setThreads(int(o.threads));
   gSameOnAllRanks = true;
   if (gComm) {
     // Every rank must run the same code on the same interface, or the

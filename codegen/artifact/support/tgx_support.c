@@ -58,6 +58,23 @@ void tgx_heap_reset(void) {
   tgx_heap_peak = tgx_heap_live;
   tgx_heap_count = 0;
 }
+/* Threads of the parallel loops (tg-parallelize-loops, docs/cpu-backend.md).
+   The loops are OpenMP worksharing loops; tgc links libomp.so.5 into the
+   cpu.so only where the code has some (and then defines
+   tgx_parallel_loops), so the references here are weak: without libomp
+   they are null and the code runs on one thread. The runtime calls this
+   once after loading, from the thread that calls the entry points (the
+   count is that thread's OpenMP setting); n <= 0 keeps OpenMP's default.
+   Returns the number of threads the parallel loops run on. */
+extern void omp_set_num_threads(int) __attribute__((weak));
+extern int omp_get_max_threads(void) __attribute__((weak));
+int tgx_set_threads(int n) {
+  if (!omp_set_num_threads || !omp_get_max_threads)
+    return 1;
+  if (n > 0)
+    omp_set_num_threads(n);
+  return omp_get_max_threads();
+}
 /* Collectives (tg.all_reduce, docs/data-parallel.md). The runtime installs
    its communicator with tgx_set_all_reduce before the first call: `sum`
    replaces data[0..n) by its sum over every rank of the job. Without one

@@ -5,10 +5,12 @@
 #out = affine_map<(m, k, n) -> (m, n)>
 // nn, 13 x 50 over k = 40: 6 x 32 tiles (12 accumulators carried over k,
 // one rhs row of two vectors and six broadcasts per step), then the last
-// 18 columns (a full and a masked vector of 2 lanes) and the last row.
+// 18 columns (a full and a masked vector of 2 lanes) and the last row. The
+// loops over row tiles (and batches) are scf.parallel: each iteration owns
+// its rows of the result (tg-parallelize-loops decides which run on threads).
 // CHECK-LABEL: func.func @nn
 // CHECK-NOT: linalg.generic
-// CHECK: scf.for %[[M0:.+]] = %{{.+}} to %c12 step %c6
+// CHECK: scf.parallel (%[[M0:.+]]) = (%{{.+}}) to (%c12) step (%c6)
 // CHECK: %[[ACC:.+]] = vector.load %arg2[%[[M0]], %{{.+}}] : memref<13x50xf32>, vector<16xf32>
 // CHECK: scf.for %[[K:.+]] = %c0 to %c40 step %c1 iter_args(%{{.+}} = %[[ACC]], {{.+}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK: vector.load %arg1[%[[K]], %{{.+}}] : memref<40x50xf32>, vector<16xf32>
@@ -42,7 +44,7 @@ func.func @nn(%a: memref<13x40xf32>, %b: memref<40x50xf32>, %c: memref<13x50xf32
 // each reduced once into the result.
 // CHECK-LABEL: func.func @nt
 // CHECK-NOT: linalg.generic
-// CHECK: scf.for %[[M0:.+]] = %c0 to %c8 step %c4
+// CHECK: scf.parallel (%[[M0:.+]]) = (%c0) to (%c8) step (%c4)
 // CHECK: scf.for %[[N0:.+]] = %c0 to %c12 step %c4
 // CHECK: scf.for %[[K:.+]] = %c0 to %c32 step %c16 iter_args
 // CHECK: vector.load %arg0[%[[M0]], %[[K]]] : memref<8x40xf32>, vector<16xf32>
@@ -73,7 +75,7 @@ func.func @nt(%a: memref<8x40xf32>, %b: memref<12x40xf32>, %c: memref<8x12xf32>)
 // transposed, batch index 0) is broadcast element by element; the one
 // 6 x 32 tile's loops fold away.
 // CHECK-LABEL: func.func @tn_batched
-// CHECK: scf.for %[[B:.+]] = %c0 to %c3 step %c1
+// CHECK: scf.parallel (%[[B:.+]]) = (%c0) to (%c3) step (%c1)
 // CHECK: scf.for %[[K:.+]] = %c0 to %c5 step %c1
 // CHECK: vector.load %arg1[%[[B]], %[[K]], %c0] : memref<3x5x32xf32>, vector<16xf32>
 // CHECK: memref.load %arg0[%c0, %[[K]], %c0] : memref<1x5x6xf32>

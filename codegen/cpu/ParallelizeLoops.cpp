@@ -1,0 +1,269 @@
+//===- ParallelizeLoops.cpp - which loops run on several threads -*- C++ -*-===//
+//
+// The tg-parallelize-loops pass (see Passes.td): of the loops whose
+// iterations are independent (`scf.parallel`, from the parallel iterators
+// of linalg ops and the row tiles of the GEMM kernels), the outermost ones
+// with enough work stay parallel, one dimension each, and carry
+// `tg_cpu.parallel`; every other one becomes sequential `scf.for` loops.
+// `convert-scf-to-openmp` then turns each remaining `scf.parallel` into an
+// OpenMP parallel worksharing loop (static schedule).
+//
+// The rule is a cost rule on static facts: a fork and join of a warm
+// OpenMP team costs a few microseconds, so a loop runs in parallel only
+// where its estimated work (operations executed, nested loops multiplied
+// out) is above `min-work`, and only the outermost such loop of a nest
+// (nested parallel regions would fork again per outer iteration).
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/cpu/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+namespace mlir::tg::cpu {
+#define GEN_PASS_DEF_PARALLELIZELOOPSPASS
+#include "codegen/cpu/Passes.h.inc"
+} // namespace mlir::tg::cpu
+
+using namespace mlir;
+
+namespace {
+
+/// Iterations of one parallel iteration where the parallel dimension is
+/// the innermost loop: a multiple of every vector width, so LLVM's vector
+/// body and scalar remainder split each chunk the same way whatever the
+/// number of threads.
+constexpr int64_t kChunk = 256;
+/// A dimension of at least this many iterations is preferred as the
+/// parallel one (the outermost such), so a team of threads shares out
+/// evenly; below it, the dimension of most iterations.
+constexpr int64_t kPreferredTrip = 8;
+
+/// Iterations of `for (iv = lb; iv < ub; iv += step)` where they are known
+/// statically: constant bounds, or a block of a blocked loop whose upper
+/// bound is `min(lb + c, x)` (at most c / step).
+std::optional<int64_t> tripCount(Value lb, Value ub, Value step) {
+  std::optional<int64_t> s = getConstantIntValue(step);
+  if (!s || *s <= 0)
+    return std::nullopt;
+  std::optional<int64_t> l = getConstantIntValue(lb),
+                         u = getConstantIntValue(ub);
+  if (l && u)
+    return std::max<int64_t>(0, (*u - *l + *s - 1) / *s);
+  if (auto min = ub.getDefiningOp<arith::MinSIOp>())
+    for (Value v : {min.getLhs(), min.getRhs()})
+      if (auto add = v.getDefiningOp<arith::AddIOp>())
+        if (add.getLhs() == lb)
+          if (std::optional<int64_t> c = getConstantIntValue(add.getRhs()))
+            return std::max<int64_t>(0, (*c + *s - 1) / *s);
+  return std::nullopt;
+}
+
+/// Saturating product, so a huge nest stays a huge (not negative) number.
+int64_t times(int64_t a, int64_t b) {
+  if (a == 0 || b == 0)
+    return 0;
+  return a > INT64_MAX / b ? INT64_MAX : a * b;
+}
+int64_t plusSat(int64_t a, int64_t b) {
+  return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+/// Operations one execution of `block` runs: every op counts once (a
+/// vector op too: it takes about as long as a scalar one), loops count
+/// their body times their iterations (unknown: once), a branch its larger
+/// side. Constants are free.
+int64_t workOf(Block &block) {
+  int64_t work = 0;
+  for (Operation &op : block) {
+    if (isa<arith::ConstantOp>(op))
+      continue;
+    int64_t w = 1;
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      w = times(tripCount(loop.getLowerBound(), loop.getUpperBound(),
+                          loop.getStep())
+                    .value_or(1),
+                workOf(*loop.getBody()));
+    } else if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
+      w = workOf(*loop.getBody());
+      for (auto [lb, ub, step] : llvm::zip(loop.getLowerBound(),
+                                           loop.getUpperBound(),
+                                           loop.getStep()))
+        w = times(w, tripCount(lb, ub, step).value_or(1));
+    } else {
+      for (Region &region : op.getRegions())
+        for (Block &b : region)
+          w = std::max(w, plusSat(1, workOf(b)));
+    }
+    work = plusSat(work, w);
+  }
+  return work;
+}
+
+/// Whether the iterations of `loop` may run on other threads: no
+/// reductions, and nothing in the body allocates (also on the stack: the
+/// OpenMP body's alloca scope must fold away before scf-to-cf), frees or
+/// calls.
+bool mayRunOnThreads(scf::ParallelOp loop) {
+  if (!loop.getInitVals().empty())
+    return false;
+  WalkResult r = loop.getBody()->walk([](Operation *op) {
+    if (isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
+            memref::ReallocOp, CallOpInterface>(op))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !r.wasInterrupted();
+}
+
+/// What happens to one scf.parallel.
+struct Decision {
+  explicit Decision(scf::ParallelOp loop) : loop(loop) {}
+  scf::ParallelOp loop;
+  /// The dimension that runs in parallel; none: all run sequentially.
+  std::optional<unsigned> dim;
+  /// Cut the parallel dimension into chunks of kChunk iterations.
+  bool chunked = false;
+  int64_t iterations = 0, work = 0;
+};
+
+/// Applies the cost rule to `loop` (whose enclosing loops are sequential).
+Decision decide(scf::ParallelOp loop, int64_t minWork) {
+  Decision d(loop);
+  if (!mayRunOnThreads(loop))
+    return d;
+  SmallVector<int64_t> trips;
+  for (auto [lb, ub, step] : llvm::zip(
+           loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+    std::optional<int64_t> t = tripCount(lb, ub, step);
+    trips.push_back(t.value_or(-1));
+  }
+  std::optional<unsigned> dim;
+  for (auto [i, t] : llvm::enumerate(trips))
+    if (t >= kPreferredTrip) {
+      dim = i;
+      break;
+    }
+  if (!dim) {
+    int64_t best = 1;
+    for (auto [i, t] : llvm::enumerate(trips))
+      if (t > best) {
+        best = t;
+        dim = i;
+      }
+  }
+  int64_t work = workOf(*loop.getBody());
+  for (int64_t t : trips)
+    work = times(work, std::max<int64_t>(t, 1));
+  if (!dim || trips[*dim] < 2 || work < minWork)
+    return d;
+  d.dim = dim;
+  d.work = work;
+  // Chunks where the parallel dimension is the innermost loop.
+  bool innermost = *dim + 1 == trips.size() &&
+                   !loop.getBody()
+                        ->walk([](LoopLikeOpInterface) {
+                          return WalkResult::interrupt();
+                        })
+                        .wasInterrupted();
+  d.chunked = innermost && trips[*dim] > kChunk &&
+              getConstantIntValue(loop.getLowerBound()[*dim]) &&
+              getConstantIntValue(loop.getUpperBound()[*dim]);
+  // An innermost loop too short (or too dynamic) for two chunks stays
+  // sequential: split between threads, its vector body and scalar
+  // remainder would depend on the thread count.
+  if (innermost && !d.chunked) {
+    d.dim.reset();
+    return d;
+  }
+  d.iterations = d.chunked ? (trips[*dim] + kChunk - 1) / kChunk : trips[*dim];
+  return d;
+}
+
+/// Replaces `d.loop` by a nest of one loop per dimension, in order: scf.for
+/// for each, except the parallel dimension (a one-dimensional scf.parallel,
+/// over chunks where `d.chunked`). The body moves into the innermost loop.
+void rebuild(const Decision &d, MLIRContext *ctx) {
+  scf::ParallelOp loop = d.loop;
+  Location loc = loop.getLoc();
+  OpBuilder b(loop);
+  SmallVector<Value> ivs;
+  for (unsigned i = 0; i < loop.getNumLoops(); ++i) {
+    Value lb = loop.getLowerBound()[i], ub = loop.getUpperBound()[i],
+          step = loop.getStep()[i];
+    if (d.dim != i) {
+      auto f = scf::ForOp::create(b, loc, lb, ub, step);
+      ivs.push_back(f.getInductionVar());
+      b.setInsertionPoint(f.getBody()->getTerminator());
+      continue;
+    }
+    Value lo = lb, hi = ub, s = step;
+    if (d.chunked) {
+      lo = arith::ConstantIndexOp::create(b, loc, 0);
+      hi = arith::ConstantIndexOp::create(b, loc, d.iterations);
+      s = arith::ConstantIndexOp::create(b, loc, 1);
+    }
+    auto par = scf::ParallelOp::create(b, loc, ValueRange{lo}, ValueRange{hi},
+                                       ValueRange{s});
+    Builder attrs(ctx);
+    par->setAttr(tg::cpu::kParallelAttr,
+                 attrs.getDictionaryAttr(
+                     {attrs.getNamedAttr("iterations",
+                                         attrs.getI64IntegerAttr(d.iterations)),
+                      attrs.getNamedAttr("work",
+                                         attrs.getI64IntegerAttr(d.work))}));
+    b.setInsertionPoint(par.getBody()->getTerminator());
+    Value iv = par.getInductionVars()[0];
+    if (!d.chunked) {
+      ivs.push_back(iv);
+      continue;
+    }
+    // Iterations [lb + c * kChunk * step, min(that + kChunk * step, ub)).
+    Value span = arith::MulIOp::create(
+        b, loc, step, arith::ConstantIndexOp::create(b, loc, kChunk));
+    Value first = arith::AddIOp::create(
+        b, loc, lb, arith::MulIOp::create(b, loc, iv, span));
+    Value last = arith::MinSIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, first, span), ub);
+    auto f = scf::ForOp::create(b, loc, first, last, step);
+    ivs.push_back(f.getInductionVar());
+    b.setInsertionPoint(f.getBody()->getTerminator());
+  }
+  Block *body = loop.getBody();
+  for (auto [arg, iv] : llvm::zip(body->getArguments(), ivs))
+    arg.replaceAllUsesWith(iv);
+  Block *dest = b.getInsertionBlock();
+  dest->getOperations().splice(b.getInsertionPoint(), body->getOperations(),
+                               body->begin(), std::prev(body->end()));
+  loop.erase();
+}
+
+struct ParallelizeLoopsPass final
+    : tg::cpu::impl::ParallelizeLoopsPassBase<ParallelizeLoopsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    // Outermost first: a loop inside one that runs in parallel stays
+    // sequential.
+    SmallVector<Decision> decisions;
+    llvm::SmallPtrSet<Operation *, 16> parallel;
+    getOperation()->walk<WalkOrder::PreOrder>([&](scf::ParallelOp loop) {
+      for (Operation *p = loop->getParentOp(); p; p = p->getParentOp())
+        if (parallel.contains(p)) {
+          decisions.push_back(Decision(loop));
+          return;
+        }
+      decisions.push_back(decide(loop, minWork));
+      if (decisions.back().dim)
+        parallel.insert(loop);
+    });
+    // Innermost first, so each rebuild moves a body that is final.
+    for (const Decision &d : llvm::reverse(decisions))
+      rebuild(d, &getContext());
+  }
+};
+
+} // namespace

@@ -1,0 +1,177 @@
+// RUN: tg-opt %s --split-input-file --tg-parallelize-loops | FileCheck %s
+// RUN: tg-opt %s --split-input-file --tg-parallelize-loops="min-work=1" | FileCheck %s --check-prefix=ANY
+// RUN: tg-opt %s --split-input-file --tg-parallelize-loops --convert-scf-to-openmp | FileCheck %s --check-prefix=OMP
+
+// A large elementwise nest: 1024 x 256 points of 4 operations (load, add,
+// store, the terminator) = 1048576 >= 65536. The outer dimension runs in
+// parallel, the inner one stays a loop inside each iteration (LLVM
+// vectorises it).
+// CHECK-LABEL: func.func @large
+// CHECK: scf.parallel (%[[I:.+]]) = (%c0) to (%c1024) step (%c1) {
+// CHECK-NEXT: scf.for %[[J:.+]] = %c0 to %c256 step %c1 {
+// CHECK-NEXT: memref.load %arg0[%[[I]], %[[J]]]
+// CHECK: } {tg_cpu.parallel = {iterations = 1024 : i64, work = 1048576 : i64}}
+// The loop that stays parallel is an OpenMP worksharing loop over the
+// rows; the one that does not has no OpenMP region.
+// OMP-LABEL: func.func @large
+// OMP: omp.parallel {
+// OMP-NEXT: omp.wsloop {
+// OMP-NEXT: omp.loop_nest (%{{.+}}) : index = (%c0) to (%c1024) step (%c1) {
+// OMP-LABEL: func.func @small
+// OMP-NOT: omp.
+// OMP-LABEL: func.func @flat
+func.func @large(%a: memref<1024x256xf32>, %b: memref<1024x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %c1024 = arith.constant 1024 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c1024, %c256) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<1024x256xf32>
+    %y = arith.addf %x, %x : f32
+    memref.store %y, %b[%i, %j] : memref<1024x256xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// 16 x 16 x 4 = 1024 operations: a fork and join would cost more than the
+// loop; it becomes sequential loops in the same order. With min-work=1 it
+// runs in parallel.
+// CHECK-LABEL: func.func @small
+// CHECK-NOT: scf.parallel
+// CHECK: scf.for %[[I:.+]] = %c0 to %c16 step %c1 {
+// CHECK-NEXT: scf.for %[[J:.+]] = %c0 to %c16 step %c1 {
+// CHECK-NEXT: memref.load %arg0[%[[I]], %[[J]]]
+// ANY-LABEL: func.func @small
+// ANY: scf.parallel
+// ANY: tg_cpu.parallel = {iterations = 16 : i64, work = 1024 : i64}
+func.func @small(%a: memref<16x16xf32>, %b: memref<16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c16, %c16) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<16x16xf32>
+    %y = arith.addf %x, %x : f32
+    memref.store %y, %b[%i, %j] : memref<16x16xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// One-dimensional and innermost: 100000 iterations in chunks of 256 (391
+// parallel iterations, the last one short), so the vector body and scalar
+// remainder of each chunk do not depend on the thread count.
+// CHECK-LABEL: func.func @flat
+// CHECK: %[[C391:.+]] = arith.constant 391 : index
+// CHECK: scf.parallel (%[[C:.+]]) = (%{{.+}}) to (%[[C391]]) step
+// CHECK: %[[C256:.+]] = arith.constant 256 : index
+// CHECK: %[[SPAN:.+]] = arith.muli %c1, %[[C256]] : index
+// CHECK: %[[OFF:.+]] = arith.muli %[[C]], %[[SPAN]] : index
+// CHECK: %[[FIRST:.+]] = arith.addi %c0, %[[OFF]] : index
+// CHECK: %[[END:.+]] = arith.addi %[[FIRST]], %[[SPAN]] : index
+// CHECK: %[[LAST:.+]] = arith.minsi %[[END]], %c100000 : index
+// CHECK: scf.for %[[I:.+]] = %[[FIRST]] to %[[LAST]] step %c1 {
+// CHECK: memref.load %arg0[%[[I]]]
+// CHECK: } {tg_cpu.parallel = {iterations = 391 : i64, work = 400000 : i64}}
+func.func @flat(%a: memref<100000xf32>, %b: memref<100000xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c100000 = arith.constant 100000 : index
+  scf.parallel (%i) = (%c0) to (%c100000) step (%c1) {
+    %x = memref.load %a[%i] : memref<100000xf32>
+    %y = arith.addf %x, %x : f32
+    memref.store %y, %b[%i] : memref<100000xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A batch of 2 and 4096 rows of 64: the outermost dimension of at least 8
+// iterations (the rows) runs in parallel, inside a loop over the batch;
+// work 2 x 4096 x (64 x 4 + 1).
+// The inner parallel loop of each row stays sequential: its enclosing loop
+// runs on threads already.
+// CHECK-LABEL: func.func @nested
+// CHECK: scf.for %[[B:.+]] = %c0 to %c2 step %c1 {
+// CHECK-NEXT: scf.parallel (%[[R:.+]]) = (%c0) to (%c4096) step (%c1) {
+// CHECK-NEXT: scf.for %[[K:.+]] = %c0 to %c64 step %c1 {
+// CHECK-NOT: scf.parallel
+// CHECK: } {tg_cpu.parallel = {iterations = 4096 : i64, work = 2105344 : i64}}
+func.func @nested(%a: memref<2x4096x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %c4096 = arith.constant 4096 : index
+  scf.parallel (%b, %r) = (%c0, %c0) to (%c2, %c4096) step (%c1, %c1) {
+    scf.parallel (%k) = (%c0) to (%c64) step (%c1) {
+      %x = memref.load %a[%b, %r, %k] : memref<2x4096x64xf32>
+      %y = arith.addf %x, %x : f32
+      memref.store %y, %a[%b, %r, %k] : memref<2x4096x64xf32>
+      scf.reduce
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Iterations that allocate (the artifact's counted allocator is not
+// thread-safe) or call stay on one thread, however much work they hold.
+// CHECK-LABEL: func.func @allocates
+// CHECK-NOT: scf.parallel
+// CHECK: scf.for
+// CHECK: memref.alloc
+// ANY-LABEL: func.func @allocates
+// ANY-NOT: scf.parallel
+func.func @allocates(%a: memref<1024x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %c1024 = arith.constant 1024 : index
+  scf.parallel (%i) = (%c0) to (%c1024) step (%c1) {
+    %t = memref.alloc() : memref<256xf32>
+    scf.for %j = %c0 to %c256 step %c1 {
+      %x = memref.load %a[%i, %j] : memref<1024x256xf32>
+      memref.store %x, %t[%j] : memref<256xf32>
+    }
+    memref.dealloc %t : memref<256xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A tiled loop's block (upper bound min(lb + 256, n)) counts 256
+// iterations: 32 row tiles x (256 x 4 + 1) operations = 32800 < 65536, so
+// the row tiles stay sequential.
+// CHECK-LABEL: func.func @blocked
+// CHECK-NOT: scf.parallel
+// ANY-LABEL: func.func @blocked
+// ANY: tg_cpu.parallel = {iterations = 32 : i64, work = 32800 : i64}
+func.func @blocked(%a: memref<32x1000xf32>, %lo: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c256 = arith.constant 256 : index
+  %c1000 = arith.constant 1000 : index
+  %e = arith.addi %lo, %c256 : index
+  %hi = arith.minsi %e, %c1000 : index
+  scf.parallel (%i) = (%c0) to (%c32) step (%c1) {
+    scf.for %j = %lo to %hi step %c1 {
+      %x = memref.load %a[%i, %j] : memref<32x1000xf32>
+      %y = arith.addf %x, %x : f32
+      memref.store %y, %a[%i, %j] : memref<32x1000xf32>
+    }
+    scf.reduce
+  }
+  return
+}
