@@ -339,7 +339,11 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
     // threads still wait for work is not something it supports.
     dlopen("libomp.so.5", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
   }
-  ex->setThreads(0);
+  // One thread unless asked (tg-run --threads): libomp's idle threads spin
+  // for 200 ms after each parallel region, and on a machine shared with
+  // other busy processes (ctest -j, a build) that made a 2-thread LeNet
+  // step 45x slower than 1 thread (docs/cpu-backend.md "Threads").
+  ex->setThreads(1);
   return ex;
 }
 

@@ -58,7 +58,7 @@ public:
   int threads() const { return threads_; }
   /// Sets the threads of the CPU code's parallel loops (OpenMP, through
   /// the artifact's tgx_set_threads): n >= 1, or 0 for the cores this
-  /// process may use (its CPU affinity). load() sets the default. Call it
+  /// process may use (its CPU affinity). load() sets 1. Call it
   /// from the thread that calls the entries. Returns threads().
   int setThreads(int n);
   /// The cores this process may run on (sched_getaffinity), at least 1.

@@ -83,8 +83,8 @@ const char *kUsage =
     "  GPU up to N steps run ahead of the loss readback\n"
     "  --print-time: after the steps, the steady-state time per step (from\n"
     "  the first step's loss to the last one's)\n"
-    "  --threads N: threads of the CPU code's parallel loops (default: the\n"
-    "  cores this process may use); the first progress line and --print-time\n"
+    "  --threads N: threads of the CPU code's parallel loops (default 1; the\n"
+    "  machine's cores pay only when nothing else runs); the first progress line and --print-time\n"
     "  say how many run\n"
     "  mpirun -n N tg-run ... [--comm-timeout SECONDS]: data-parallel, for a\n"
     "  model compiled with tgc --ranks N\n";
@@ -96,7 +96,7 @@ struct Options {
   bool deviceGiven = false; ///< --device was given: say which one runs
   int64_t epochs = 1, batchLimit = -1, testLimit = -1, steps = 1, seed = 0,
           lossEvery = 1;
-  int64_t threads = 0; ///< --threads; 0: the cores this process may use
+  int64_t threads = 1; ///< --threads
   int64_t commTimeout = 300; ///< seconds a collective may wait
   bool describe = false, printLoss = false, printTime = false, memory = false;
 };
