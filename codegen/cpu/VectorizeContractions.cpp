@@ -28,6 +28,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/cpu/LoopIndices.h"
 #include "codegen/cpu/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
@@ -40,6 +41,8 @@ namespace mlir::tg::cpu {
 } // namespace mlir::tg::cpu
 
 using namespace mlir;
+using mlir::tg::cpu::index;
+using mlir::tg::cpu::indicesAt;
 
 namespace {
 
@@ -174,25 +177,8 @@ std::optional<Contraction> match(linalg::GenericOp op) {
   return std::nullopt; // both operands transposed (tt): scalar loops
 }
 
-Value index(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
 Value plus(OpBuilder &b, Location loc, Value v, int64_t c) {
   return c == 0 ? v : arith::AddIOp::create(b, loc, v, index(b, loc, c));
-}
-
-/// The indices `map` reads at the loop point `point`.
-SmallVector<Value> indicesAt(OpBuilder &b, Location loc, AffineMap map,
-                             ArrayRef<Value> point) {
-  SmallVector<Value> idx;
-  for (AffineExpr e : map.getResults()) {
-    if (auto d = dyn_cast<AffineDimExpr>(e))
-      idx.push_back(point[d.getPosition()]);
-    else
-      idx.push_back(index(b, loc, cast<AffineConstantExpr>(e).getValue()));
-  }
-  return idx;
 }
 
 /// `for (iv = lb; iv < ub; iv += step) body(iv)` without loop-carried values.

@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/cpu/LoopIndices.h"
 #include "codegen/cpu/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -32,6 +33,8 @@ namespace mlir::tg::cpu {
 } // namespace mlir::tg::cpu
 
 using namespace mlir;
+using mlir::tg::cpu::index;
+using mlir::tg::cpu::indicesAt;
 
 namespace {
 
@@ -158,10 +161,6 @@ FailureOr<Plan> analyse(linalg::GenericOp op, std::string &why) {
   return plan;
 }
 
-Value index(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
 /// Emits the vector loop nest of one generic in its place.
 class Emitter {
 public:
@@ -227,14 +226,7 @@ private:
   }
 
   SmallVector<Value> indices(OpBuilder &b, AffineMap map) {
-    SmallVector<Value> idx;
-    for (AffineExpr e : map.getResults()) {
-      if (auto d = dyn_cast<AffineDimExpr>(e))
-        idx.push_back(point[d.getPosition()]);
-      else
-        idx.push_back(index(b, loc, cast<AffineConstantExpr>(e).getValue()));
-    }
-    return idx;
+    return indicesAt(b, loc, map, point);
   }
 
   Value broadcast(OpBuilder &b, Value scalar) {
