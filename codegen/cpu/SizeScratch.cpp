@@ -58,9 +58,12 @@ FailureOr<int64_t> mlir::tg::cpu::sizeOpScratch(ModuleOp module) {
   llvm::StringMap<unsigned> byText; // printed kernel -> its index
   std::vector<std::string> names;
   std::vector<std::pair<Operation *, unsigned>> kernelOf;
+  // Cloned into the kernel rather than passed in: constants, and the
+  // communicator of a collective (the CPU lowering needs its tg.comm_world).
   auto isConstant = [](Value v) {
     Operation *def = v.getDefiningOp();
-    return def && def->hasTrait<OpTrait::ConstantLike>();
+    return def && (def->hasTrait<OpTrait::ConstantLike>() ||
+                   isa<CommWorldOp>(def));
   };
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isDeclaration())
