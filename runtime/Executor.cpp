@@ -303,9 +303,13 @@ std::unique_ptr<Executor> Executor::load(const Artifact &artifact,
   // One arena for every planned entry (they never run at once). A size
   // beyond this machine's memory is a clear error, not an OOM kill while
   // the block is zeroed.
+  // forward_grad (the cross-check entry of --save-grads) is left out: its
+  // plan may need more than the step's, and a training run must take what
+  // the step's plan says; a call of it grows the arena then (callEntry).
   int64_t arena = 0;
   for (const EntrySpec &e : ex->manifest_.entries)
-    arena = std::max(arena, e.arenaBytes);
+    if (e.name != "forward_grad")
+      arena = std::max(arena, e.arenaBytes);
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
   double physical = pages > 0 && pageSize > 0 ? double(pages) * pageSize : 0;
   double wanted = double(arena) + double(ex->persistent_.size());
@@ -559,6 +563,8 @@ bool Executor::callEntry(std::string_view name, const TensorMap &inputs,
   }
   // The CPU code takes its arena after the arguments; a device has its own.
   bool cpuArena = e->arenaBytes > 0 && !device_;
+  if (cpuArena && static_cast<size_t>(e->arenaBytes) > arena_.size())
+    arena_.resize(static_cast<size_t>(e->arenaBytes));
   if (cpuArena)
     buffers.push_back(arena_.data());
   for (const auto &in : inputs) {
