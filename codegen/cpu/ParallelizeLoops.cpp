@@ -127,6 +127,10 @@ struct Decision {
   std::optional<unsigned> dim;
   /// Cut the parallel dimension into chunks of kChunk iterations.
   bool chunked = false;
+  /// Dimensions 0..*dim run as one parallel loop over the product of their
+  /// iterations (all of constant bounds); 1: only *dim runs in parallel.
+  unsigned collapsed = 1;
+  SmallVector<int64_t> trips;
   int64_t iterations = 0, work = 0;
 };
 
@@ -140,6 +144,40 @@ Decision decide(scf::ParallelOp loop, int64_t minWork) {
            loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
     std::optional<int64_t> t = tripCount(lb, ub, step);
     trips.push_back(t.value_or(-1));
+  }
+  int64_t work = workOf(*loop.getBody());
+  for (int64_t t : trips)
+    work = times(work, std::max<int64_t>(t, 1));
+  bool bodyHasLoops = loop.getBody()
+                          ->walk([](LoopLikeOpInterface) {
+                            return WalkResult::interrupt();
+                          })
+                          .wasInterrupted();
+  // Leading dimensions too short alone are collapsed into one parallel
+  // loop over their product: a parallel dimension inside sequential outer
+  // ones forks and joins once per outer iteration (an im2col copy per
+  // image, 1x1x5x5x28x28, forked 25 times per call; the LeNet step made
+  // 32,385 OpenMP forks). Only dimensions of constant bounds, whose trip
+  // counts are exact, and never the innermost loop (which is chunked
+  // instead, below).
+  int64_t product = 1;
+  for (unsigned i = 0; i < trips.size(); ++i) {
+    if (!getConstantIntValue(loop.getLowerBound()[i]) ||
+        !getConstantIntValue(loop.getUpperBound()[i]) || trips[i] < 1)
+      break;
+    product = times(product, trips[i]);
+    if (product < kPreferredTrip)
+      continue;
+    if (i == 0 || (i + 1 == trips.size() && !bodyHasLoops))
+      break;
+    if (work < minWork)
+      return d;
+    d.dim = i;
+    d.work = work;
+    d.collapsed = i + 1;
+    d.iterations = product;
+    d.trips = trips;
+    return d;
   }
   std::optional<unsigned> dim;
   for (auto [i, t] : llvm::enumerate(trips))
@@ -155,20 +193,12 @@ Decision decide(scf::ParallelOp loop, int64_t minWork) {
         dim = i;
       }
   }
-  int64_t work = workOf(*loop.getBody());
-  for (int64_t t : trips)
-    work = times(work, std::max<int64_t>(t, 1));
   if (!dim || trips[*dim] < 2 || work < minWork)
     return d;
   d.dim = dim;
   d.work = work;
   // Chunks where the parallel dimension is the innermost loop.
-  bool innermost = *dim + 1 == trips.size() &&
-                   !loop.getBody()
-                        ->walk([](LoopLikeOpInterface) {
-                          return WalkResult::interrupt();
-                        })
-                        .wasInterrupted();
+  bool innermost = *dim + 1 == trips.size() && !bodyHasLoops;
   d.chunked = innermost && trips[*dim] > kChunk &&
               getConstantIntValue(loop.getLowerBound()[*dim]) &&
               getConstantIntValue(loop.getUpperBound()[*dim]);
@@ -183,6 +213,30 @@ Decision decide(scf::ParallelOp loop, int64_t minWork) {
   return d;
 }
 
+/// A one-dimensional scf.parallel over [lo, hi) by `step`, carrying the
+/// decision; the builder moves into its body.
+scf::ParallelOp createParallel(const Decision &d, OpBuilder &b, Location loc,
+                               Value lo, Value hi, Value step,
+                               MLIRContext *ctx) {
+  auto par = scf::ParallelOp::create(b, loc, ValueRange{lo}, ValueRange{hi},
+                                     ValueRange{step});
+  Builder attrs(ctx);
+  par->setAttr(tg::cpu::kParallelAttr,
+               attrs.getDictionaryAttr(
+                   {attrs.getNamedAttr("iterations",
+                                       attrs.getI64IntegerAttr(d.iterations)),
+                    attrs.getNamedAttr("work",
+                                       attrs.getI64IntegerAttr(d.work))}));
+  b.setInsertionPoint(par.getBody()->getTerminator());
+  return par;
+}
+scf::ParallelOp createParallel(const Decision &d, OpBuilder &b, Location loc,
+                               int64_t lo, int64_t hi, MLIRContext *ctx) {
+  return createParallel(d, b, loc, arith::ConstantIndexOp::create(b, loc, lo),
+                        arith::ConstantIndexOp::create(b, loc, hi),
+                        arith::ConstantIndexOp::create(b, loc, 1), ctx);
+}
+
 /// Replaces `d.loop` by a nest of one loop per dimension, in order: scf.for
 /// for each, except the parallel dimension (a one-dimensional scf.parallel,
 /// over chunks where `d.chunked`). The body moves into the innermost loop.
@@ -191,10 +245,30 @@ void rebuild(const Decision &d, MLIRContext *ctx) {
   Location loc = loop.getLoc();
   OpBuilder b(loop);
   SmallVector<Value> ivs;
-  for (unsigned i = 0; i < loop.getNumLoops(); ++i) {
+  unsigned first = 0;
+  if (d.collapsed > 1) {
+    // One loop over the collapsed dimensions' product; each index
+    // delinearised, the last collapsed dimension varying fastest.
+    auto par = createParallel(d, b, loc, 0, d.iterations, ctx);
+    Value rest = par.getInductionVars()[0];
+    ivs.resize(d.collapsed);
+    for (unsigned i = d.collapsed; i-- > 0;) {
+      Value index = rest;
+      if (i > 0) {
+        Value trip = arith::ConstantIndexOp::create(b, loc, d.trips[i]);
+        index = arith::RemUIOp::create(b, loc, rest, trip);
+        rest = arith::DivUIOp::create(b, loc, rest, trip);
+      }
+      ivs[i] = arith::AddIOp::create(
+          b, loc, loop.getLowerBound()[i],
+          arith::MulIOp::create(b, loc, index, loop.getStep()[i]));
+    }
+    first = d.collapsed;
+  }
+  for (unsigned i = first; i < loop.getNumLoops(); ++i) {
     Value lb = loop.getLowerBound()[i], ub = loop.getUpperBound()[i],
           step = loop.getStep()[i];
-    if (d.dim != i) {
+    if (d.dim != i || d.collapsed > 1) {
       auto f = scf::ForOp::create(b, loc, lb, ub, step);
       ivs.push_back(f.getInductionVar());
       b.setInsertionPoint(f.getBody()->getTerminator());
@@ -206,16 +280,7 @@ void rebuild(const Decision &d, MLIRContext *ctx) {
       hi = arith::ConstantIndexOp::create(b, loc, d.iterations);
       s = arith::ConstantIndexOp::create(b, loc, 1);
     }
-    auto par = scf::ParallelOp::create(b, loc, ValueRange{lo}, ValueRange{hi},
-                                       ValueRange{s});
-    Builder attrs(ctx);
-    par->setAttr(tg::cpu::kParallelAttr,
-                 attrs.getDictionaryAttr(
-                     {attrs.getNamedAttr("iterations",
-                                         attrs.getI64IntegerAttr(d.iterations)),
-                      attrs.getNamedAttr("work",
-                                         attrs.getI64IntegerAttr(d.work))}));
-    b.setInsertionPoint(par.getBody()->getTerminator());
+    auto par = createParallel(d, b, loc, lo, hi, s, ctx);
     Value iv = par.getInductionVars()[0];
     if (!d.chunked) {
       ivs.push_back(iv);

@@ -92,17 +92,26 @@ func.func @flat(%a: memref<100000xf32>, %b: memref<100000xf32>) {
 
 // -----
 
-// A batch of 2 and 4096 rows of 64: the outermost dimension of at least 8
-// iterations (the rows) runs in parallel, inside a loop over the batch;
-// work 2 x 4096 x (64 x 4 + 1).
-// The inner parallel loop of each row stays sequential: its enclosing loop
-// runs on threads already.
+// A batch of 2 and 4096 rows of 64: the batch alone is under 8 iterations,
+// so the batch and the rows are collapsed into one parallel loop of 2 x 4096
+// iterations (one fork and join, where a parallel row loop inside a loop
+// over the batch would fork twice), each index delinearised, the rows
+// fastest; work 2 x 4096 x (64 x 4 + 1). The inner parallel loop of each
+// row stays sequential: its enclosing loop runs on threads already.
 // CHECK-LABEL: func.func @nested
-// CHECK: scf.for %[[B:.+]] = %c0 to %c2 step %c1 {
-// CHECK-NEXT: scf.parallel (%[[R:.+]]) = (%c0) to (%c4096) step (%c1) {
+// CHECK: %[[N:.+]] = arith.constant 8192 : index
+// CHECK: scf.parallel (%[[P:.+]]) = (%{{.+}}) to (%[[N]]) step
+// CHECK-NEXT: %[[ROWS:.+]] = arith.constant 4096 : index
+// CHECK-NEXT: %[[RI:.+]] = arith.remui %[[P]], %[[ROWS]] : index
+// CHECK-NEXT: %[[BI:.+]] = arith.divui %[[P]], %[[ROWS]] : index
+// CHECK-NEXT: %[[RS:.+]] = arith.muli %[[RI]], %c1 : index
+// CHECK-NEXT: %[[R:.+]] = arith.addi %c0, %[[RS]] : index
+// CHECK-NEXT: %[[BS:.+]] = arith.muli %[[BI]], %c1 : index
+// CHECK-NEXT: %[[B:.+]] = arith.addi %c0, %[[BS]] : index
 // CHECK-NEXT: scf.for %[[K:.+]] = %c0 to %c64 step %c1 {
+// CHECK-NEXT: memref.load %arg0[%[[B]], %[[R]], %[[K]]]
 // CHECK-NOT: scf.parallel
-// CHECK: } {tg_cpu.parallel = {iterations = 4096 : i64, work = 2105344 : i64}}
+// CHECK: } {tg_cpu.parallel = {iterations = 8192 : i64, work = 2105344 : i64}}
 func.func @nested(%a: memref<2x4096x64xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -171,6 +180,34 @@ func.func @blocked(%a: memref<32x1000xf32>, %lo: index) {
       %y = arith.addf %x, %x : f32
       memref.store %y, %a[%i, %j] : memref<32x1000xf32>
     }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// An im2col copy of one image (1 x 1 x 5 x 5 x 28 x 28, LeNet's first
+// convolution): the leading dimensions 1, 1, 5, 5 are collapsed into 25
+// parallel iterations (the first prefix of at least 8), the 28 x 28 stay
+// sequential inside: one fork per call, where the parallel 28 rows inside
+// sequential 5 x 5 loops forked 25 times; work 25 x 28 x 28 x 5.
+// CHECK-LABEL: func.func @im2col
+// CHECK: %[[N:.+]] = arith.constant 25 : index
+// CHECK: scf.parallel (%{{.+}}) = (%{{.+}}) to (%[[N]]) step
+// CHECK: scf.for %{{.+}} = %c0 to %c28 step %c1 {
+// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c28 step %c1 {
+// CHECK: } {tg_cpu.parallel = {iterations = 25 : i64, work = 98000 : i64}}
+func.func @im2col(%a: memref<1x1x32x32xf32>, %b: memref<1x1x5x5x28x28xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  %c28 = arith.constant 28 : index
+  scf.parallel (%n, %c, %i, %j, %y, %x) = (%c0, %c0, %c0, %c0, %c0, %c0) to (%c1, %c1, %c5, %c5, %c28, %c28) step (%c1, %c1, %c1, %c1, %c1, %c1) {
+    %r = arith.addi %y, %i : index
+    %s = arith.addi %x, %j : index
+    %v = memref.load %a[%n, %c, %r, %s] : memref<1x1x32x32xf32>
+    memref.store %v, %b[%n, %c, %i, %j, %y, %x] : memref<1x1x5x5x28x28xf32>
     scf.reduce
   }
   return
