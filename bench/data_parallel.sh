@@ -10,6 +10,11 @@
 # plus the bytes each rank hands the communicator per step: every f32
 # parameter's gradient once (one all_reduce per bucket) and the loss. A
 # ring all_reduce sends 2 (N-1)/N times that over the wire per rank.
+# Two more rows per model give the bytes of the GPU path, read from the
+# collective steps of the 2-rank sm_80 artifact's schedule (what each rank
+# hands NCCL per step; not timed here, there is no GPU): with f32
+# gradients (the default) and with tgc --comm-dtype bf16 (half of them).
+# They need ptxas (the CUDA toolkit) and are left out without it.
 # Prints one markdown table (what bench/results/data-parallel-*.md records).
 # CPU time (user + sys) is printed beside wall time: on a shared, loaded
 # machine the wall-clock samples/s are lower bounds.
@@ -47,6 +52,38 @@ bytes() {
   echo $((4 * n + 4))
 }
 
+# Bytes each rank hands NCCL per train_step: the collective steps of the
+# artifact's sm_80 schedule (docs/artifact.md, "Collectives"): an
+# all_reduce's tensors, a reduce_scatter's whole sources, an all_gather's
+# shards.
+gpu_bytes() { # MODEL.tgx
+  python3 - "$1" <<'PY'
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+sections = {}
+for i in range(struct.unpack_from("<I", data, 8)[0]):
+    at = 32 + 64 * i
+    name = data[at:at + 40].rstrip(b"\0").decode()
+    offset, size = struct.unpack_from("<QQ", data, at + 40)
+    sections[name] = data[offset:offset + size]
+manifest = json.loads(sections["manifest"])
+entry = manifest["gpu"]["schedules"]["sm_80"]["entries"]["train_step"]
+size = {"f32": 4, "bf16": 2, "f16": 2}
+def steps(items):
+    for s in items:
+        if s.get("op") == "repeat":
+            yield from steps(s["steps"])
+        else:
+            yield s
+total = 0
+for s in steps(entry["steps"]):
+    if s.get("op") in ("all_reduce", "reduce_scatter", "all_gather"):
+        per = manifest["ranks"] if s["op"] == "reduce_scatter" else 1
+        total += sum(per * t["count"] * size[s["dtype"]] for t in s["tensors"])
+print(total)
+PY
+}
+
 echo "| model | global batch | processes | samples/s (wall) | CPU s | bytes all-reduced per rank per step |"
 echo "|---|---:|---:|---:|---:|---:|"
 # The load while measuring: a loaded machine's rates are not results.
@@ -68,6 +105,15 @@ run_case() { # NAME GLOBAL_BATCH DATA STEPS SOURCE DEFINES...
   read -r rate cpu < <(measure "${mpirun[@]}" -n 2 "$bin/tg-run" "$tmp/two.tgx" \
                          --data "$data" --batch-limit "$n" --seed 1)
   echo "| $name | $g | 2 x $((g / 2)) | $rate | $cpu | $b |"
+  local dtype
+  for dtype in f32 bf16; do
+    if "$bin/tgc" "$src" "$@" -D batch=$((g / 2)) --ranks 2 --target=sm_80 \
+         --comm-dtype "$dtype" -o "$tmp/gpu.tgx" 2> "$tmp/gpu.err"; then
+      echo "| $name | $g | 2 x $((g / 2)) on GPUs, NCCL, $dtype gradients (not run) | - | - | $(gpu_bytes "$tmp/gpu.tgx") |"
+    else
+      echo "GPU rows left out: $(head -n 1 "$tmp/gpu.err")" >&2
+    fi
+  done
 }
 run_case mlp 128 fashion-mnist "$steps" "$here/examples/mlp.tg"
 run_case "tiny GPT" 16 "u16:$tmp/tok.u16" "$gpt_steps" "$tmp/gpt.tg" "${gpt[@]}"

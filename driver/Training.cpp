@@ -102,6 +102,7 @@ bool tgc::buildTraining(ModuleOp module, const BuildSettings &settings,
   options.bucketBytes = settings.bucketBytes;
   options.zero = settings.zero;
   options.keepCollectives = settings.keepCollectives;
+  options.commDtype = settings.commDtype;
   // What is planned and reported is what the backend runs: the composite
   // ops' intermediates are buffers of the plan, not hidden scratch.
   options.decompose = true;
@@ -214,6 +215,7 @@ static tg::BudgetFitAttr runFit(ModuleOp module, int64_t budget,
   options.bucketBytes = settings.bucketBytes;
   options.zero = settings.zero;
   options.keepCollectives = settings.keepCollectives;
+  options.commDtype = settings.commDtype;
   options.shard = settings.mayShard;
   options.keepAttention = settings.keepAttention;
   pm.addPass(tg::createFitBudgetPass(options));

@@ -66,6 +66,9 @@ struct BuildSettings {
   /// communicator of one rank (tgc --keep-collectives), so that a job of
   /// one process measures what communicating costs.
   bool keepCollectives = false;
+  /// The element type the f32 gradient buckets are communicated in
+  /// (tgc --comm-dtype): "f32", or "bf16" / "f16", half the bytes.
+  std::string commDtype = "f32";
   /// With `zero` 0, fitBudget may shard the state to meet a budget (and
   /// then sets `zero` to 1 for the builds that follow).
   bool mayShard = true;

@@ -22,6 +22,11 @@
 // ranks of the job), made once at the top of @train_step; its type carries
 // the rank count, from which the shard sizes follow.
 //
+// With comm-dtype = bf16 or f16 the f32 gradients travel in that type: a
+// tg.cast before their bucket's collective, which then communicates half
+// the bytes, and one back to f32 after it, so the optimizer still sees
+// f32 gradients (rounded once per rank and by the library's summation).
+//
 //===----------------------------------------------------------------------===//
 
 #include "dialects/TGOps.h"
@@ -79,6 +84,17 @@ struct DataParallelPass final
           << std::to_string(zero);
       return signalPassFailure();
     }
+    commElt = Type();
+    if (commDtype == "bf16")
+      commElt = Builder(&getContext()).getBF16Type();
+    else if (commDtype == "f16")
+      commElt = Builder(&getContext()).getF16Type();
+    else if (commDtype != "f32") {
+      module.emitError("tg-data-parallel: comm-dtype must be f32, bf16 or "
+                       "f16, got '")
+          << commDtype << "'";
+      return signalPassFailure();
+    }
     if (failed(averageOverRanks(step)))
       return signalPassFailure();
     auto i64 = IntegerType::get(&getContext(), 64);
@@ -123,6 +139,25 @@ struct DataParallelPass final
           return loop.getResult(use.getOperandNumber());
     }
     return failure();
+  }
+
+  /// `v` in the communicated element type: a tg.cast of an f32 `v` when
+  /// comm-dtype narrows it, `v` itself otherwise.
+  Value narrow(OpBuilder &b, Location loc, Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (!commElt || !type.getElementType().isF32())
+      return v;
+    return CastOp::create(b, loc, type.clone(commElt), v);
+  }
+
+  /// `r`, a collective's result for the gradient `g`, back in `g`'s
+  /// element type.
+  Value widen(OpBuilder &b, Location loc, Value r, Value g) {
+    auto type = cast<RankedTensorType>(r.getType());
+    Type elt = TensorBuilder::elt(g);
+    if (type.getElementType() == elt)
+      return r;
+    return CastOp::create(b, loc, type.clone(elt), r);
   }
 
   LogicalResult averageOverRanks(func::FuncOp step) {
@@ -170,14 +205,29 @@ struct DataParallelPass final
         Value(v).replaceAllUsesExcept(r, op.getOperation());
     };
     // The loss first: a few bytes, and every rank then reports the loss
-    // of the global batch.
+    // of the global batch. It stays f32 whatever comm-dtype says.
     if (!loss.empty())
       reduce(loss);
     if (zero == 1)
       return shardUpdate(step, grads, b);
     // Backward order: autodiff completes the last parameter's gradient
-    // first, so buckets are filled from the end.
-    forEachBucket(llvm::to_vector(llvm::reverse(grads)), reduce);
+    // first, so buckets are filled from the end. Narrowed gradients are
+    // cast right before their bucket's all_reduce and back right after.
+    forEachBucket(llvm::to_vector(llvm::reverse(grads)),
+                  [&](ArrayRef<Value> bucket) {
+                    SmallVector<Value> sent = llvm::map_to_vector(
+                        bucket, [&](Value g) { return narrow(b, loc, g); });
+                    auto op = AllReduceOp::create(
+                        b, loc, world, sent, b.getStringAttr("mean"),
+                        /*bucket_offset=*/IntegerAttr());
+                    for (auto [g, s, r] :
+                         llvm::zip(bucket, sent, op.getResults())) {
+                      Value back = widen(b, loc, r, g);
+                      Operation *keep =
+                          s == g ? op.getOperation() : s.getDefiningOp();
+                      Value(g).replaceAllUsesExcept(back, keep);
+                    }
+                  });
     return success();
   }
 
@@ -238,16 +288,18 @@ struct DataParallelPass final
     DenseMap<Value, Value> gradShard;
     forEachBucket(llvm::to_vector(llvm::reverse(grads)),
                   [&](ArrayRef<Value> bucket) {
-                    auto types = llvm::map_to_vector(bucket, [&](Value g) {
+                    Location loc = b.getUnknownLoc();
+                    SmallVector<Value> sent = llvm::map_to_vector(
+                        bucket, [&](Value g) { return narrow(b, loc, g); });
+                    auto types = llvm::map_to_vector(sent, [&](Value g) {
                       return Type(
                           shardType(cast<ShapedType>(g.getType()), ranks));
                     });
                     auto op = ReduceScatterOp::create(
-                        b, b.getUnknownLoc(), types, world, bucket,
-                        b.getStringAttr("mean"),
+                        b, loc, types, world, sent, b.getStringAttr("mean"),
                         /*bucket_offset=*/IntegerAttr());
                     for (auto [g, s] : llvm::zip(bucket, op.getResults()))
-                      gradShard[g] = s;
+                      gradShard[g] = widen(b, loc, s, g);
                   });
 
     // The state tensors of each parameter become its shard's.
@@ -364,6 +416,9 @@ struct DataParallelPass final
 
   /// The communicator of every collective this pass inserts.
   Value world;
+  /// The element type f32 gradients are communicated in (comm-dtype);
+  /// null for f32.
+  Type commElt;
 };
 
 } // namespace

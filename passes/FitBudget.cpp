@@ -184,6 +184,7 @@ struct FitBudgetPass final : tg::impl::FitBudgetPassBase<FitBudgetPass> {
     options.bucketBytes = bucketBytes;
     options.zero = stage;
     options.keepCollectives = keepCollectives;
+    options.commDtype = commDtype;
     buildTrainingPipeline(pm, options);
     if (failed(runPipeline(pm, copy)))
       return failure();

@@ -43,21 +43,26 @@ bool isCommunication(Operation *op) {
   return isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op);
 }
 
-/// Bytes of the flat buffer the CPU backend packs a collective's bucket
-/// into (codegen/cpu/CommToCalls.cpp): an all_reduce's tensors end to end,
-/// or ranks rows of a reduce_scatter's or all_gather's shards; 0 for
-/// anything else.
+/// Bytes of the flat f32 buffer the CPU backend packs a collective's
+/// bucket into (codegen/cpu/CommToCalls.cpp): an all_reduce's tensors end
+/// to end, or ranks rows of a reduce_scatter's or all_gather's shards; 0
+/// for anything else. f32 whatever the tensors' type: a bf16 or f16 bucket
+/// (tgc --comm-dtype) is packed widened.
 int64_t flatBucketBytes(Operation *op) {
+  auto f32Bytes = [](Type t) {
+    return tensorBytes(
+        cast<ShapedType>(t).clone(Float32Type::get(t.getContext())));
+  };
   int64_t bytes = 0;
   if (auto r = dyn_cast<AllReduceOp>(op))
     for (Type t : r.getInputs().getTypes())
-      bytes += tensorBytes(t);
+      bytes += f32Bytes(t);
   else if (auto r = dyn_cast<ReduceScatterOp>(op))
     for (Type t : r.getResultTypes())
-      bytes += r.getRanks() * tensorBytes(t);
+      bytes += r.getRanks() * f32Bytes(t);
   else if (auto g = dyn_cast<AllGatherOp>(op))
     for (Type t : g.getInputs().getTypes())
-      bytes += g.getRanks() * tensorBytes(t);
+      bytes += g.getRanks() * f32Bytes(t);
   return bytes;
 }
 

@@ -232,6 +232,13 @@ def DataParallelPass : Pass<"tg-data-parallel", "::mlir::ModuleOp"> {
     shards, marked `tg.shard_of = array<i64: full shape>`; the module gets
     `tg.zero = 1`.
 
+    With `comm-dtype = bf16` (or `f16`) the f32 gradients are cast to that
+    type right before their bucket's `tg.all_reduce` (or
+    `tg.reduce_scatter`), which then communicates half the bytes, and its
+    results are cast back to f32 for the optimizer; the loss, the global
+    sums and ZeRO's parameter all_gather stay f32. The default, f32, keeps
+    the precision contract (f32 gradients) exact.
+
     ```mlir
     %world = tg.comm_world : !tg.comm<ranks = 2>
     %s:2 = tg.reduce_scatter %gb, %gw on %world {op = "mean"} : !tg.comm<ranks = 2>, tensor<10xf32>, tensor<32x10xf32> -> tensor<5xf32>, tensor<160xf32>
@@ -252,6 +259,10 @@ def DataParallelPass : Pass<"tg-data-parallel", "::mlir::ModuleOp"> {
     Option<"keepCollectives", "keep-collectives", "bool", "false",
            "With ranks = 1, insert the collectives anyway (over a "
            "communicator of one rank), to measure their cost">,
+    Option<"commDtype", "comm-dtype", "std::string", "\"f32\"",
+           "Element type the f32 gradient buckets are communicated in: "
+           "f32, or bf16 / f16 (half the bytes; cast before the "
+           "all_reduce or reduce_scatter, back to f32 after)">,
   ];
 }
 
@@ -430,6 +441,9 @@ def FitBudgetPass : Pass<"tg-fit-budget", "::mlir::ModuleOp"> {
     Option<"keepCollectives", "keep-collectives", "bool", "false",
            "With ranks = 1: the candidates keep their collectives "
            "(tg-data-parallel's keep-collectives)">,
+    Option<"commDtype", "comm-dtype", "std::string", "\"f32\"",
+           "Element type of the candidates' gradient buckets "
+           "(tg-data-parallel's comm-dtype)">,
   ];
 }
 

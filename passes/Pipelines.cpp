@@ -63,6 +63,7 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     fit.bucketBytes = options.bucketBytes;
     fit.zero = options.zero;
     fit.keepCollectives = options.keepCollectives;
+    fit.commDtype = options.commDtype;
     pm.addPass(createFitBudgetPass(fit));
     if (options.planMemory)
       pm.addPass(createPlanMemoryPass());
@@ -86,6 +87,7 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     dp.bucketBytes = options.bucketBytes;
     dp.zero = options.zero;
     dp.keepCollectives = options.keepCollectives;
+    dp.commDtype = options.commDtype;
     pm.addPass(createDataParallelPass(dp));
   }
   int64_t level = options.rematerialize ? std::max<int64_t>(1, options.rematLevel)

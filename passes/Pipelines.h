@@ -74,6 +74,11 @@ struct TrainingPipelineOptions
       llvm::cl::desc("With ranks = 1: insert the collectives anyway (over a "
                      "communicator of one rank), to measure their cost"),
       llvm::cl::init(false)};
+  Option<std::string> commDtype{
+      *this, "comm-dtype",
+      llvm::cl::desc("Element type of the gradient buckets on the wire: "
+                     "f32, bf16 or f16 (tg-data-parallel)"),
+      llvm::cl::init("f32")};
   Option<bool> planMemory{*this, "plan-memory",
                           llvm::cl::desc("Plan the memory of @train_step"),
                           llvm::cl::init(false)};

@@ -164,6 +164,31 @@ LogicalResult checkF32(Operation *op, TypeRange types) {
   return success();
 }
 
+/// The CPU backend communicates f32 (MPI has no 16-bit float type): a
+/// bf16 or f16 bucket (tgc --comm-dtype) is packed as f32 and its results
+/// rounded back, so each rank's values and the result are those of the
+/// type, the sum is f32's. An error on `op` for any other type.
+LogicalResult checkFloat(Operation *op, TypeRange types) {
+  for (Type t : types) {
+    Type elt = cast<RankedTensorType>(t).getElementType();
+    if (!elt.isF32() && !elt.isBF16() && !elt.isF16())
+      return op->emitOpError("the CPU backend communicates f32, bf16 or f16 "
+                             "tensors, not ")
+             << t;
+  }
+  return success();
+}
+
+/// The flat `line` as `elt` (a tg.cast, which its own pattern lowers, when
+/// the types differ).
+Value castLine(ConversionPatternRewriter &rw, Location loc, Value line,
+               Type elt) {
+  auto type = cast<RankedTensorType>(line.getType());
+  if (type.getElementType() == elt)
+    return line;
+  return CastOp::create(rw, loc, type.clone(elt), line);
+}
+
 /// This process's rank in communicator `comm`, as an index.
 Value rankIndex(ConversionPatternRewriter &rw, Location loc, Operation *op,
                 Value comm) {
@@ -224,7 +249,7 @@ struct AllReduceLowering final : OpConversionPattern<AllReduceOp> {
                   ConversionPatternRewriter &rw) const override {
     Location loc = op.getLoc();
     Type f32 = rw.getF32Type();
-    if (failed(checkF32(op, op.getInputs().getTypes())))
+    if (failed(checkFloat(op, op.getInputs().getTypes())))
       return failure();
     FailureOr<Value> comm = commId(rw, loc, op, op.getComm());
     if (failed(comm))
@@ -240,9 +265,9 @@ struct AllReduceLowering final : OpConversionPattern<AllReduceOp> {
     int64_t offset = 0;
     for (Value v : adaptor.getInputs()) {
       int64_t n = cast<RankedTensorType>(v.getType()).getNumElements();
-      flat = tensor::InsertSliceOp::create(rw, loc, flatten(rw, loc, v), flat,
-                                           idx(rw, {offset}), idx(rw, {n}),
-                                           idx(rw, {1}));
+      flat = tensor::InsertSliceOp::create(
+          rw, loc, castLine(rw, loc, flatten(rw, loc, v), f32), flat,
+          idx(rw, {offset}), idx(rw, {n}), idx(rw, {1}));
       offset += n;
     }
     Value reduced =
@@ -256,7 +281,8 @@ struct AllReduceLowering final : OpConversionPattern<AllReduceOp> {
       Value line = tensor::ExtractSliceOp::create(
           rw, loc, RankedTensorType::get({n}, f32), reduced,
           idx(rw, {offset}), idx(rw, {n}), idx(rw, {1}));
-      results.push_back(unflatten(rw, loc, line, type));
+      results.push_back(unflatten(
+          rw, loc, castLine(rw, loc, line, type.getElementType()), type));
       offset += n;
     }
     rw.replaceOp(op, results);
@@ -340,12 +366,13 @@ struct ReduceScatterLowering final : OpConversionPattern<ReduceScatterOp> {
   matchAndRewrite(ReduceScatterOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rw) const override {
     Location loc = op.getLoc();
-    if (failed(checkF32(op, op.getInputs().getTypes())))
+    if (failed(checkFloat(op, op.getInputs().getTypes())))
       return failure();
     FailureOr<Value> comm = commId(rw, loc, op, op.getComm());
     if (failed(comm))
       return failure();
     int64_t ranks = op.getRanks();
+    Type f32 = rw.getF32Type();
     ShardLayout layout(op.getInputs().getTypes(), ranks);
     // Zeros where padding will be read.
     FailureOr<Value> rows =
@@ -355,17 +382,19 @@ struct ReduceScatterLowering final : OpConversionPattern<ReduceScatterOp> {
       return failure();
     Value buf = *rows;
     for (auto [i, v] : llvm::enumerate(adaptor.getInputs()))
-      buf = scatterRows(rw, loc, flatten(rw, loc, v), buf, layout.size[i],
-                        layout.column[i]);
+      buf = scatterRows(rw, loc, castLine(rw, loc, flatten(rw, loc, v), f32),
+                        buf, layout.size[i], layout.column[i]);
     Value reduced = callOnBuffer(rw, loc, op, *comm, flatten(rw, loc, buf),
                                  kReduceScatter, layout.block,
                                  {scaleOf(rw, loc, op.getOp(), ranks)});
     SmallVector<Value> results;
-    for (auto [i, type] : llvm::enumerate(op.getResultTypes()))
-      results.push_back(tensor::ExtractSliceOp::create(
-          rw, loc, cast<RankedTensorType>(type), reduced,
-          idx(rw, {layout.column[i]}), idx(rw, {layout.size[i]}),
-          idx(rw, {1})));
+    for (auto [i, type] : llvm::enumerate(op.getResultTypes())) {
+      auto shard = cast<RankedTensorType>(type);
+      Value line = tensor::ExtractSliceOp::create(
+          rw, loc, shard.clone(f32), reduced, idx(rw, {layout.column[i]}),
+          idx(rw, {layout.size[i]}), idx(rw, {1}));
+      results.push_back(castLine(rw, loc, line, shard.getElementType()));
+    }
     rw.replaceOp(op, results);
     return success();
   }

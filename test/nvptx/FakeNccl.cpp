@@ -15,6 +15,11 @@
 // ncclCommAbort ends the communicator's collectives in flight;
 // ncclCommGetAsyncError reports an error injected below.
 //
+// f32, bf16 and f16 are summed as NCCL sums them: in f32, each partial sum
+// rounded back to the buffer's type (MPI has neither 16-bit float type: a
+// user-defined MPI_Op on 16-bit words); ncclAvg then scales by 1 / ranks in
+// f32 and rounds once more.
+//
 // ncclCommInitRank checks what the runtime must get right: the job's size
 // and this process's rank, and the unique id, which must be rank 0's on
 // every rank (the broadcast over MPI) and one that ncclGetUniqueId made.
@@ -22,7 +27,8 @@
 // Environment:
 //   TG_FAKE_NCCL_VERSION=N   the version it reports (22809: 2.28.9)
 //   TG_FAKE_NCCL_LOG=FILE    appends one line per collective when it
-//                            completes ("all_reduce 4 floats of rank 1 of 2")
+//                            completes ("all_reduce 4 floats of rank 1 of 2";
+//                            "4 bf16", "4 f16" for those types)
 //   TG_FAKE_NCCL_FAIL=R:N:HOW  on rank R, the N-th collective to start
 //                            (1: the first) does not: HOW = exit (the
 //                            process dies at once, without a word, as a
@@ -35,6 +41,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -70,15 +77,86 @@ struct Comm {
 /// while in flight.
 struct Call {
   enum Kind { AllReduce, ReduceScatter, AllGather } kind;
-  const float *send;
-  float *recv;
+  const void *send;
+  void *recv;
   size_t count;
+  int type; ///< ncclFloat32, ncclBfloat16 or ncclFloat16
   bool mean;
   Comm *comm;
   bool started = false;
   MPI_Request request = MPI_REQUEST_NULL;
 };
 std::deque<std::unique_ptr<Call>> gCalls;
+
+/// bf16 <-> f32: the upper half of an f32, rounded to nearest even.
+float fromBf16(uint16_t h) {
+  uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+uint16_t toBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) // NaN stays a (quiet) NaN
+    return uint16_t((u >> 16) | 0x40);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+float fromF16(uint16_t h) {
+  _Float16 v;
+  std::memcpy(&v, &h, sizeof v);
+  return float(v);
+}
+uint16_t toF16(float f) {
+  _Float16 v = _Float16(f);
+  uint16_t h;
+  std::memcpy(&h, &v, sizeof h);
+  return h;
+}
+
+/// The element's f32 value and its rounding back, by NCCL type.
+float load(int type, const void *p, size_t i) {
+  if (type == nc::ncclFloat32)
+    return static_cast<const float *>(p)[i];
+  uint16_t h = static_cast<const uint16_t *>(p)[i];
+  return type == nc::ncclBfloat16 ? fromBf16(h) : fromF16(h);
+}
+void store(int type, void *p, size_t i, float v) {
+  if (type == nc::ncclFloat32)
+    static_cast<float *>(p)[i] = v;
+  else
+    static_cast<uint16_t *>(p)[i] =
+        type == nc::ncclBfloat16 ? toBf16(v) : toF16(v);
+}
+
+/// MPI_Op bodies for bf16 and f16 words: inout[i] = in[i] + inout[i],
+/// added in f32 and rounded to the type.
+void sumBf16(void *in, void *inout, int *len, MPI_Datatype *) {
+  for (int i = 0; i < *len; ++i)
+    store(nc::ncclBfloat16, inout, i,
+          load(nc::ncclBfloat16, in, i) + load(nc::ncclBfloat16, inout, i));
+}
+void sumF16(void *in, void *inout, int *len, MPI_Datatype *) {
+  for (int i = 0; i < *len; ++i)
+    store(nc::ncclFloat16, inout, i,
+          load(nc::ncclFloat16, in, i) + load(nc::ncclFloat16, inout, i));
+}
+
+/// The MPI datatype and sum of an NCCL type.
+void mpiTypeAndSum(int type, MPI_Datatype &dt, MPI_Op &sum) {
+  static MPI_Op bf16 = MPI_OP_NULL, f16 = MPI_OP_NULL;
+  if (type == nc::ncclFloat32) {
+    dt = MPI_FLOAT;
+    sum = MPI_SUM;
+    return;
+  }
+  MPI_Op &op = type == nc::ncclBfloat16 ? bf16 : f16;
+  if (op == MPI_OP_NULL)
+    MPI_Op_create(type == nc::ncclBfloat16 ? sumBf16 : sumF16,
+                  /*commute=*/1, &op);
+  dt = MPI_UINT16_T;
+  sum = op;
+}
 
 using PolledFn = int (*)(void *, int (*)(void *), void *);
 PolledFn gLaunchPolled = nullptr;
@@ -95,8 +173,11 @@ void log(const Call &c) {
   if (!out)
     return;
   static const char *names[] = {"all_reduce", "reduce_scatter", "all_gather"};
-  std::fprintf(out, "%s %zu floats of rank %d of %d\n", names[c.kind], c.count,
-               c.comm->rank, c.comm->size);
+  const char *type = c.type == nc::ncclFloat32    ? "floats"
+                     : c.type == nc::ncclBfloat16 ? "bf16"
+                                                  : "f16";
+  std::fprintf(out, "%s %zu %s of rank %d of %d\n", names[c.kind], c.count,
+               type, c.comm->rank, c.comm->size);
   std::fclose(out);
 }
 
@@ -128,18 +209,21 @@ bool start(Call &c) {
     return false;
   }
   int n = int(c.count), ok = MPI_SUCCESS;
+  MPI_Datatype dt;
+  MPI_Op sum;
+  mpiTypeAndSum(c.type, dt, sum);
   switch (c.kind) {
   case Call::AllReduce:
     ok = MPI_Iallreduce(c.send == c.recv ? MPI_IN_PLACE : c.send, c.recv, n,
-                        MPI_FLOAT, MPI_SUM, c.comm->mpi, &c.request);
+                        dt, sum, c.comm->mpi, &c.request);
     break;
   case Call::ReduceScatter:
-    ok = MPI_Ireduce_scatter_block(c.send, c.recv, n, MPI_FLOAT, MPI_SUM,
-                                   c.comm->mpi, &c.request);
+    ok = MPI_Ireduce_scatter_block(c.send, c.recv, n, dt, sum, c.comm->mpi,
+                                   &c.request);
     break;
   case Call::AllGather:
-    ok = MPI_Iallgather(c.send, n, MPI_FLOAT, c.recv, n, MPI_FLOAT,
-                        c.comm->mpi, &c.request);
+    ok = MPI_Iallgather(c.send, n, dt, c.recv, n, dt, c.comm->mpi,
+                        &c.request);
     break;
   }
   if (ok != MPI_SUCCESS)
@@ -172,18 +256,21 @@ int poll(void *p) {
   // ncclAvg: the sum scaled by 1 / ranks, as the CPU backend averages.
   if (c.mean)
     for (size_t i = 0; i < c.count; ++i)
-      c.recv[i] *= 1.0f / float(c.comm->size);
+      store(c.type, c.recv, i,
+            load(c.type, c.recv, i) * (1.0f / float(c.comm->size)));
   return 1;
 }
 
 int enqueue(Call::Kind kind, const void *send, void *recv, size_t count,
             int type, int op, void *comm, void *stream) {
-  if (type != nc::ncclFloat32 || (op != nc::ncclSum && op != nc::ncclAvg) ||
-      !comm || count > size_t(1) << 30)
+  if ((type != nc::ncclFloat32 && type != nc::ncclBfloat16 &&
+       type != nc::ncclFloat16) ||
+      (op != nc::ncclSum && op != nc::ncclAvg) || !comm ||
+      count > size_t(1) << 30)
     return kInvalidArgument;
-  gCalls.push_back(std::make_unique<Call>(
-      Call{kind, static_cast<const float *>(send), static_cast<float *>(recv),
-           count, op == nc::ncclAvg, static_cast<Comm *>(comm)}));
+  gCalls.push_back(std::make_unique<Call>(Call{kind, send, recv, count, type,
+                                               op == nc::ncclAvg,
+                                               static_cast<Comm *>(comm)}));
   return gLaunchPolled(stream, poll, gCalls.back().get()) == 0 ? kSuccess
                                                               : kSystemError;
 }

@@ -133,6 +133,13 @@ struct DriverOptions {
                "over a communicator of one rank, to measure what "
                "communicating costs (mpirun -n 1 tg-run)"),
       cl::cat(tgcCategory)};
+  cl::opt<std::string> commDtype{
+      "comm-dtype",
+      cl::desc("with --ranks N: the element type the f32 gradients are "
+               "all-reduced in: f32 (the default: f32 gradients), bf16 or "
+               "f16 (half the bytes over NCCL; the CPU code rounds alike "
+               "but sends f32 over MPI)"),
+      cl::value_desc("TYPE"), cl::init("f32"), cl::cat(tgcCategory)};
   cl::opt<bool> debugInfo{"mlir-print-debuginfo",
                           cl::desc("print source locations in the IR"),
                           cl::cat(tgcCategory)};
@@ -363,6 +370,28 @@ int main(int argc, char **argv) {
                  << opts.zero << "\n";
     return 1;
   }
+  if (opts.commDtype != "f32" && opts.commDtype != "bf16" &&
+      opts.commDtype != "f16") {
+    llvm::errs() << "tgc: error: --comm-dtype is f32, bf16 or f16, not '"
+                 << opts.commDtype << "'\n";
+    return 1;
+  }
+  if (opts.commDtype != "f32" && opts.ranks == 1 && !opts.keepCollectives) {
+    llvm::errs() << "tgc: error: --comm-dtype " << opts.commDtype
+                 << " sets the type of the gradients' all_reduce, which "
+                    "only a data-parallel job has; give --ranks N with N > 1 "
+                    "(or --keep-collectives)\n";
+    return 1;
+  }
+  // MPI has no bf16 or f16 datatype: the CPU code rounds as the type but
+  // all-reduces f32 (codegen/cpu/CommToCalls.cpp), which saves no bytes.
+  if (opts.commDtype != "f32" && opts.targets.cpu)
+    llvm::errs() << "tgc: note: --comm-dtype " << opts.commDtype
+                 << " on the CPU: MPI has no " << opts.commDtype
+                 << " type, so the CPU code rounds each rank's gradients and "
+                    "their mean to " << opts.commDtype
+                 << " but all-reduces them as f32 (no bytes saved; NCCL, on "
+                    "GPU targets, carries " << opts.commDtype << ")\n";
   if (opts.zero == 1 && opts.ranks == 1) {
     llvm::errs() << "tgc: error: --zero 1 shards the optimizer state over "
                     "the ranks of a data-parallel job; give --ranks N with "
@@ -375,6 +404,7 @@ int main(int argc, char **argv) {
   settings.bucketBytes = *bucketBytes;
   settings.zero = opts.zero;
   settings.keepCollectives = opts.keepCollectives;
+  settings.commDtype = opts.commDtype;
   settings.mayShard = opts.zero.getNumOccurrences() == 0;
   // The step is fused (docs/fusion.md): the plan, the budget fit, the
   // printed training module and the artifact are all of the fused step.
