@@ -51,6 +51,17 @@ std::optional<int64_t> tgc::parseByteSize(llvm::StringRef text) {
   return static_cast<int64_t>(bytes);
 }
 
+TimingScope tgc::nestTiming(TimingScope *parent, StringRef name) {
+  return parent ? parent->nest(name) : TimingScope();
+}
+
+/// Times the passes of `pm` under `scope` when it is active (PassTiming
+/// keeps a reference: `scope` must outlive the run).
+static void enableTiming(PassManager &pm, TimingScope &scope) {
+  if (scope)
+    pm.enableTiming(scope);
+}
+
 tgc::CompileFn tgc::frontendCompileFn(const SourceFile &file, Defines defines,
                                       MLIRContext &ctx, StringRef tool,
                                       llvm::raw_ostream &diagnostics) {
@@ -112,13 +123,16 @@ bool tgc::buildTraining(ModuleOp module, const BuildSettings &settings,
   // pipeline's own `fuse` would).
   if (settings.fuse)
     addFusePass(pm, settings);
+  TimingScope timing = nestTiming(settings.timing, "training step");
+  enableTiming(pm, timing);
   return succeeded(pm.run(module));
 }
 
 /// Lowers the planned functions `entries` of `module` in place as far as
 /// tg-plan-scratch, which records each one's final arena size.
 static LogicalResult lowerToScratch(ModuleOp module,
-                                    ArrayRef<std::string> entries) {
+                                    ArrayRef<std::string> entries,
+                                    TimingScope &timing) {
   DialectRegistry registry;
   tg::cpu::registerCpuDialects(registry);
   module.getContext()->appendDialectRegistry(registry);
@@ -128,6 +142,7 @@ static LogicalResult lowerToScratch(ModuleOp module,
   options.stopAfterScratch = true;
   options.entryPoints.assign(entries.begin(), entries.end());
   tg::cpu::buildCpuPipeline(pm, options);
+  enableTiming(pm, timing);
   return pm.run(module);
 }
 
@@ -142,18 +157,24 @@ FailureOr<tg::MemoryPlan> tgc::planTraining(ModuleOp module,
   if (!copy->lookupSymbol("train_step") &&
       !tgc::buildTraining(*copy, settings, remat))
     return failure();
+  TimingScope timing = nestTiming(settings.timing, "memory plan");
+  TimingScope sizing = timing.nest("op scratch (tg-size-scratch)");
   FailureOr<int64_t> unsized = tg::cpu::sizeOpScratch(*copy);
+  sizing.stop();
   if (failed(unsized))
     return failure();
+  TimingScope planning = timing.nest("plan");
   FailureOr<tg::MemoryPlan> plan =
       tg::planMemory(copy->lookupSymbol<func::FuncOp>("train_step"), {});
+  planning.stop();
   if (failed(plan) || *unsized == 0)
     return plan;
   // Some op's lowering alone allocates what its own plan cannot place: the
   // step's lowering appends that op's scratch after the plan, so lower the
   // whole step as far as tg-plan-scratch to learn how much (superlinear
   // in the step's length, hence only here).
-  if (failed(lowerToScratch(*copy, {"train_step"})))
+  TimingScope lowering = timing.nest("lowering to tg-plan-scratch");
+  if (failed(lowerToScratch(*copy, {"train_step"}, lowering)))
     return failure();
   int64_t arena = tg::cpu::loweredArenaBytes(*copy, "train_step");
   plan->scratchBytes = arena ? arena - plan->transientBytes : 0;
@@ -197,6 +218,8 @@ static LogicalResult fuseStep(ModuleOp module,
                               const tgc::BuildSettings &settings) {
   PassManager pm(module.getContext());
   addFusePass(pm, settings);
+  TimingScope timing = tgc::nestTiming(settings.timing, "training step");
+  enableTiming(pm, timing);
   return pm.run(module);
 }
 
@@ -219,6 +242,8 @@ static tg::BudgetFitAttr runFit(ModuleOp module, int64_t budget,
   options.shard = settings.mayShard;
   options.keepAttention = settings.keepAttention;
   pm.addPass(tg::createFitBudgetPass(options));
+  TimingScope timing = tgc::nestTiming(settings.timing, "budget fit");
+  enableTiming(pm, timing);
   if (failed(pm.run(module)))
     return nullptr;
   return tg::dialect(module.getContext()).getBudgetFitAttrHelper().getAttr(module);

@@ -86,7 +86,14 @@ struct BuildSettings {
   /// multi-tensor update; the kernel report's optimizer row). tgc leaves it
   /// off for CPU-only artifacts (Training.cpp, addFusePass).
   bool optimizerGroup = true;
+  /// Where the compile's time goes (tgc --time-phases): the training
+  /// pipeline's passes and the memory planning as timers nested in this
+  /// scope; null: not timed. Timing changes nothing that is compiled.
+  mlir::TimingScope *timing = nullptr;
 };
+
+/// A timer `name` nested in `parent`, or an inactive one without a parent.
+mlir::TimingScope nestTiming(mlir::TimingScope *parent, llvm::StringRef name);
 
 /// Runs the training pipeline on `module` (in place), rematerializing
 /// activations if `remat` and grouping kernels (tg-fuse) if

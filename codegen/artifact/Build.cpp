@@ -28,10 +28,15 @@ mlir::tg::buildCpuArtifact(ModuleOp module, const CpuObjectOptions &cpu,
     plan = *unplanned;
   // Each op's CPU scratch (tg.scratch) first, so that the plan places it at
   // the op's moment inside the arena instead of after it.
+  TimingScope timing =
+      cpu.timing ? cpu.timing->nest("memory plan") : TimingScope();
+  TimingScope sizing = timing.nest("op scratch (tg-size-scratch)");
   if (cpu.arena && failed(cpu::sizeOpScratch(module))) {
     error = "measuring the ops' CPU scratch failed (see the diagnostics above)";
     return failure();
   }
+  sizing.stop();
+  TimingScope planning = timing.nest("plan");
   for (StringRef entry : {"train_step", "eval", "forward_grad"})
     if (auto fn = cpu.arena ? module.lookupSymbol<func::FuncOp>(entry)
                             : func::FuncOp()) {
@@ -41,6 +46,8 @@ mlir::tg::buildCpuArtifact(ModuleOp module, const CpuObjectOptions &cpu,
       if (entry == "train_step")
         plan = std::move(*p);
     }
+  planning.stop();
+  timing.stop();
   // Code first: the backend records each arena with the ops' scratch added
   // (tg.arena_bytes), and the manifest is built once from that module.
   FailureOr<std::string> so = buildCpuSharedObject(module, error, cpu);

@@ -351,8 +351,14 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
     if (!llvm::is_contained(kEntryPoints, fn.getSymName()) &&
         SymbolTable::symbolKnownUseEmpty(fn, *lowered))
       fn.erase();
+  auto nest = [&](StringRef name) {
+    return opts.timing ? opts.timing->nest(name) : TimingScope();
+  };
   PassManager pm(ctx);
   cpu::buildCpuPipeline(pm, options);
+  TimingScope lowering = nest("lowering to the LLVM dialect");
+  if (lowering)
+    pm.enableTiming(lowering);
   if (failed(pm.run(*lowered))) {
     error = "lowering to the CPU failed (see the diagnostics above)";
     return failure();
@@ -390,9 +396,12 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
     fillShapes(*lowered, name, shapes);
   }
 
+  lowering.stop();
+  TimingScope translating = nest("translation to LLVM IR");
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(*lowered, llvmContext, "tgx");
+  translating.stop();
   if (!llvmModule) {
     error = "translation to LLVM IR failed";
     return failure();
@@ -430,8 +439,11 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
                          : llvm::CodeGenOptLevel::Default));
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(llvm::Triple(triple));
-  if (opts.optLevel > 0)
+  TimingScope optimizing = nest("LLVM optimisation");
+  if (opts.optLevel > 0) {
+    TimingScope outlining = optimizing.nest("outlining loop nests");
     outlineLoopNests(*llvmModule, /*minLoops=*/64);
+  }
   if (auto err = makeOptimizingTransformer(std::min(opts.optLevel, 3u), 0, machine.get())(llvmModule.get())) {
     error = "LLVM optimisation failed: " + llvm::toString(std::move(err));
     return failure();
@@ -440,7 +452,9 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
   // Object file (in memory, so its size is checked before anything is
   // written), then a shared object linked from it and the support object by
   // the system's compiler driver (which knows the C library's startup files).
+  optimizing.stop();
   SmallVector<char, 0> object;
+  TimingScope generating = nest("LLVM code generation");
   {
     llvm::raw_svector_ostream os(object);
     llvm::legacy::PassManager codegen;
@@ -451,12 +465,14 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
     }
     codegen.run(*llvmModule);
   }
+  generating.stop();
   if (object.size() > opts.maxCodeBytes) {
     error = "the generated code is " + std::to_string(object.size()) +
             " bytes, over the limit of " + std::to_string(opts.maxCodeBytes) +
             " (a model this large is not supported)";
     return failure();
   }
+  TimingScope linking = nest("linking the shared object");
   TempFiles temps;
   std::string obj, support, so;
   if (!temps.create("o", obj, error) || !temps.create("o", support, error) ||

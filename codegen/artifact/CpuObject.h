@@ -11,6 +11,7 @@
 
 #include <map>
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/Timing.h"
 
 #include <string>
 
@@ -27,6 +28,10 @@ struct CpuObjectOptions {
   /// The largest object code accepted (bytes): past it the model is
   /// refused before anything is written.
   uint64_t maxCodeBytes = uint64_t(2) << 30;
+  /// Where the compile's time goes (tgc --time-phases): the lowering's
+  /// passes, translation, LLVM's optimisation, code generation and the link
+  /// as timers nested in this scope; null: not timed.
+  TimingScope *timing = nullptr;
 };
 /// With `opts.arena`, each planned entry's arena size (the plan's transient
 /// bytes plus the scratch the backend placed after them, tg-plan-scratch) is

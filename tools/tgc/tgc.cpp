@@ -1,7 +1,8 @@
 //===- tgc.cpp - the TGC compiler driver ------------------------*- C++ -*-===//
 //
 // `tgc MODEL.tg [--emit=tg|train] [--report=params|memory] [-o FILE]
-// [-D k=v ...] [--memory-budget SIZE] [--target=cpu,sm_80,sm_90a]`. Reads a model, checks it, and prints
+// [-D k=v ...] [--memory-budget SIZE] [--target=cpu,sm_80,sm_90a]
+// [--time-phases]`. Reads a model, checks it, and prints
 // the forward graph or the training module as tg IR, a parameter table, or
 // the memory plan, or writes the compiled artifact. The command line is
 // llvm::cl's (one parser for every LLVM-side tool); its messages are turned
@@ -20,8 +21,10 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Signals.h"
@@ -32,6 +35,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <vector>
 
@@ -140,6 +144,13 @@ struct DriverOptions {
                "f16 (half the bytes over NCCL; the CPU code rounds alike "
                "but sends f32 over MPI)"),
       cl::value_desc("TYPE"), cl::init("f32"), cl::cat(tgcCategory)};
+  cl::opt<bool> timePhases{
+      "time-phases",
+      cl::desc("print where the compile's time went (frontend, training "
+               "step passes, memory plan, lowering, LLVM optimisation and "
+               "code generation, link) and its CPU time and peak memory, "
+               "to stderr"),
+      cl::cat(tgcCategory)};
   cl::opt<bool> debugInfo{"mlir-print-debuginfo",
                           cl::desc("print source locations in the IR"),
                           cl::cat(tgcCategory)};
@@ -280,6 +291,43 @@ bool checkArgs(DriverOptions &opts, std::string &error) {
   return checkOutputPath(opts.input, opts.output, artifact, error);
 }
 
+/// The phase timers of `--time-phases`: MLIR's timing manager (each pass
+/// manager nests its passes under the phase that runs it), printed to
+/// stderr with the process's CPU time and peak memory when tgc returns.
+/// Phase times are wall-clock: on a loaded machine compare the CPU line.
+class PhaseTimes {
+public:
+  explicit PhaseTimes(bool enabled) {
+    manager.setEnabled(enabled);
+    if (enabled)
+      root = manager.getRootScope();
+  }
+  ~PhaseTimes() {
+    if (!root)
+      return;
+    root.stop();
+    manager.print();
+    // Printed once: the manager would print an empty table on destruction.
+    manager.setEnabled(false);
+    struct rusage self, children;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &children);
+    auto seconds = [](const timeval &t) { return t.tv_sec + t.tv_usec * 1e-6; };
+    llvm::errs() << llvm::format(
+        "tgc: CPU time %.2f s user + %.2f s system (the linker: %.2f s), "
+        "peak memory %.0f MB\n",
+        seconds(self.ru_utime), seconds(self.ru_stime),
+        seconds(children.ru_utime) + seconds(children.ru_stime),
+        self.ru_maxrss / 1024.0);
+  }
+  /// The root of the phase timers, or null when not timing.
+  mlir::TimingScope *scope() { return root ? &root : nullptr; }
+
+private:
+  mlir::DefaultTimingManager manager;
+  mlir::TimingScope root;
+};
+
 std::string withCommas(int64_t n) {
   std::string s = std::to_string(n);
   for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
@@ -339,6 +387,8 @@ int main(int argc, char **argv) {
                  << "': " << buffer.getError().message() << "\n";
     return 1;
   }
+  PhaseTimes times(opts.timePhases);
+  mlir::TimingScope *timing = times.scope();
   tgc::SourceFile file(opts.input, (*buffer)->getBuffer().str());
   mlir::DialectRegistry registry;
   mlir::tg::registerAllDialects(registry);
@@ -353,6 +403,11 @@ int main(int argc, char **argv) {
   }
   tgc::CompileFn compile =
       tgc::frontendCompileFn(file, std::move(defines), ctx, "tgc", llvm::errs());
+  if (timing)
+    compile = [frontend = std::move(compile), timing](const tgc::Defines &d) {
+      mlir::TimingScope scope = timing->nest("frontend");
+      return frontend(d);
+    };
 
   std::optional<int64_t> bucketBytes = tgc::parseByteSize(opts.bucketSize);
   if (opts.ranks < 1 || opts.ranks > 1048576 || !bucketBytes) {
@@ -410,6 +465,7 @@ int main(int argc, char **argv) {
   // printed training module and the artifact are all of the fused step.
   settings.fuse = !opts.noFuse;
   settings.optimizerGroup = !opts.targets.gpus.empty();
+  settings.timing = timing;
 
   // Training actions plan the step, and a budget may change the batch.
   bool training = opts.emit == Emit::Train ||
@@ -470,6 +526,7 @@ int main(int argc, char **argv) {
     mlir::tg::CpuObjectOptions cpu;
     cpu.optLevel = opts.optLevel;
     cpu.arena = !opts.noArena;
+    cpu.timing = timing;
     return tgc::writeArtifactFile(*module, fit->plan, opts.output, cpu,
                                   opts.targets)
                ? 0
