@@ -88,3 +88,32 @@ func.func @forward(%x: tensor<4x3xf32> {tg.name = "x", tg.role = #tg.role<input>
   return %3 : tensor<f32>
 }
 }
+
+// -----
+
+// With accumulation: the sums of the micro-batch loop are narrowed after
+// it, once per step, and the division by the micro-batch count reads the
+// f32 averages. (Not a LABEL: the split before has a @train_step too; the
+// one scf.for of the output is this one's.)
+// BF16: %[[ACC:.+]]:3 = scf.for
+// BF16: scf.yield
+// BF16-NEXT: }
+// BF16-NEXT: tg.all_reduce %[[ACC]]#0 on %{{.+}} {op = "mean"} : !tg.comm<ranks = 2>, tensor<f32>
+// BF16-NEXT: %[[HB:.+]] = tg.cast %[[ACC]]#2 : tensor<2xf32> to tensor<2xbf16>
+// BF16-NEXT: %[[HW:.+]] = tg.cast %[[ACC]]#1 : tensor<3xf32> to tensor<3xbf16>
+// BF16-NEXT: %[[G:.+]]:2 = tg.all_reduce %[[HB]], %[[HW]] on %{{.+}} {op = "mean"} : !tg.comm<ranks = 2>, tensor<2xbf16>, tensor<3xbf16>
+// BF16-NEXT: tg.cast %[[G]]#0 : tensor<2xbf16> to tensor<2xf32>
+// BF16-NEXT: %[[W:.+]] = tg.cast %[[G]]#1 : tensor<3xbf16> to tensor<3xf32>
+// BF16: tg.div %[[W]], %{{.+}} : tensor<3xf32>, tensor<f32>
+module attributes {tg.train = {accumulate = 2 : i64, optimizer = {kind = "sgd", lr = 0.1 : f64, weight_decay = 0.0 : f64}, schedule = {kind = "constant"}}} {
+func.func @forward(%x: tensor<4x3xf32> {tg.name = "x", tg.role = #tg.role<input>},
+                   %w: tensor<3xf32> {tg.name = "w", tg.role = #tg.role<param>, tg.init = #tg.init<zeros>},
+                   %b: tensor<2xf32> {tg.name = "b", tg.role = #tg.role<param>, tg.init = #tg.init<zeros>})
+    -> (tensor<f32> {tg.role = #tg.role<loss>}) {
+  %0 = tg.mul %x, %w : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  %1 = tg.mean %0 axes = [0, 1] : tensor<4x3xf32> -> tensor<f32>
+  %2 = tg.sum %b axes = [0] : tensor<2xf32> -> tensor<f32>
+  %3 = tg.add %1, %2 : tensor<f32>, tensor<f32> -> tensor<f32>
+  return %3 : tensor<f32>
+}
+}
