@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/PoolingMasks.h"
 #include "dialects/TGBuilder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -126,7 +127,9 @@ Value sumPaddedConcats(Value a, Value b, TensorBuilder &t) {
     shape[axis] = p.end - p.begin;
     parts.push_back(t.filled(type.clone(shape), 0.0));
   }
-  return ConcatOp::create(t.b, t.loc, parts, axis);
+  // At the slices' place in the source (their cotangents' concatenations),
+  // not the function's: the memory report names buffers by location.
+  return ConcatOp::create(t.b, ca.getLoc(), parts, axis);
 }
 
 /// Cotangents of values, summed where a value is used more than once.
@@ -243,6 +246,9 @@ FailureOr<func::FuncOp> mlir::tg::buildGradientFunction(func::FuncOp fn,
   OpBuilder b(fn);
   auto grad = cast<func::FuncOp>(b.clone(*fn));
   grad.setSymName((fn.getSymName() + "_grad").str());
+  // What the backward pass saves is decided here, on the clone: the
+  // forward function keeps its max_pool2d.
+  selectPoolingMaxima(grad);
   Block &body = grad.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   b.setInsertionPoint(ret);

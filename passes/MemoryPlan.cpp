@@ -71,10 +71,13 @@ static int64_t alignTo(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 namespace {
 
-/// Values marked while inlining: gradients and forward activations.
+/// Values marked while inlining: gradients, and the ops of gradient
+/// functions, forward (what the forward results depend on) or backward
+/// (the rest).
 struct Marks {
   DenseSet<Value> gradients;
   DenseSet<Operation *> forwardOps;
+  DenseSet<Operation *> backwardOps;
 };
 
 /// Inlines every func.call in `block` (recursively into nested regions) whose
@@ -115,6 +118,8 @@ LogicalResult inlineCalls(Block &block, SymbolTable &symbols, Marks &marks,
       Operation *clone = b.clone(op, map);
       if (forward.contains(&op))
         marks.forwardOps.insert(clone);
+      else if (fwd)
+        marks.backwardOps.insert(clone);
     }
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       Value mapped = map.lookupOrDefault(v);
@@ -402,14 +407,18 @@ bool canReuse(Operation *op, Value v, Value r) {
 
 
 /// Gradients are what *_grad functions return; activations are forward
-/// values that the backward pass reads; everything else is workspace.
+/// values that the backward pass reads; everything else is workspace. A
+/// forward value read only by ops outside the gradient function (the loss,
+/// read by the step's results or by the micro-batch loop's running sum) is
+/// not saved for the backward pass: counting it as an activation put the
+/// 4-byte loss in every step's activations.
 BufferKind kindOf(Value v, const Marks &marks) {
   if (marks.gradients.contains(v))
     return BufferKind::Gradient;
   Operation *def = v.getDefiningOp();
   if (def && marks.forwardOps.contains(def))
     for (Operation *user : v.getUsers())
-      if (!marks.forwardOps.contains(user))
+      if (marks.backwardOps.contains(user))
         return BufferKind::Activation;
   return BufferKind::Workspace;
 }

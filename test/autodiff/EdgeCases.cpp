@@ -687,6 +687,49 @@ void addConvPool(std::vector<Case> &out) {
     c.grads = {dx};
     out.push_back(std::move(c));
   }
+  // Windows that tile the input (stride = kernel, no padding): tg-autodiff
+  // rewrites the pooling as selects whose conditions are all the backward
+  // pass keeps (passes/PoolingMasks.cpp), and a relu read only by the
+  // pooling moves after it. Same scan as above: ties, all -inf, NaN (the
+  // last one wins), an all non-positive window after the relu.
+  for (bool relu : {false, true}) {
+    std::vector<double> x = {1,    1,    -1, -2, nan, 3,   //
+                             0,    1,    -3, -0., 2,  nan, //
+                             -inf, -inf, 5,  2,  -1,  4,   //
+                             -inf, -inf, 2,  5,  4,   -2};
+    Case c;
+    c.name = relu ? "relu then max_pool2d over tiling windows"
+                  : "max_pool2d over tiling windows";
+    c.args = {{"x", {1, 1, 4, 6}, x}};
+    std::string pooled = relu ? "%r" : "%x";
+    c.body = (relu ? "  %r = tg.relu %x : " + ty({1, 1, 4, 6}) + "\n" : "") +
+             "  %y = tg.max_pool2d " + pooled +
+             " kernel = [2, 2] stride = [2, 2] : " + ty({1, 1, 4, 6}) +
+             " -> " + ty({1, 1, 2, 3});
+    c.yShape = {1, 1, 2, 3};
+    c.y.resize(6);
+    for (int i = 0; i < 6; ++i)
+      c.dy.push_back(i + 1);
+    std::vector<double> v = x, dx(24, 0.0);
+    if (relu)
+      for (double &e : v)
+        e = e < 0 ? 0.0 : e;
+    windows(4, 6, 2, 2, 0, [&](int64_t o, auto taps) {
+      double best = -inf;
+      int64_t where = taps.front().first;
+      for (auto [pos, tap] : taps)
+        if (v[pos] > best || std::isnan(v[pos])) {
+          best = v[pos];
+          where = pos;
+        }
+      c.y[o] = best;
+      // relu's threshold_backward zeroes where its result is <= 0.
+      if (!relu || !(v[where] <= 0))
+        dx[where] += c.dy[o];
+    });
+    c.grads = {dx};
+    out.push_back(std::move(c));
+  }
   {
     // Padding is zeros that are multiplied, as PyTorch's im2col does: an
     // inf weight over the padding gives NaN, not the sum of the taps inside.
