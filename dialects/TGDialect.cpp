@@ -373,8 +373,14 @@ TileConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return bad() << "kernel \"mma_sync\" is sm_80's kernel on sm_90a; on "
                       "sm_80 it is the tensor_core kernel";
     target = "sm_80"; // the sm_80 generator's fields and limits
+  } else if (kernel == "wgmma_staged") {
+    // sm_90a's wgmma kernel over realigned copies of odd-pitch operands.
+    if (target != "sm_90a")
+      return bad() << "kernel \"wgmma_staged\" is sm_90a's wgmma kernel "
+                      "over realigned copies; sm_80 has no TMA";
   } else if (kernel != "tensor_core") {
-    return bad() << "kernel must be tensor_core, mma_sync or simt, got '"
+    return bad() << "kernel must be tensor_core, mma_sync, wgmma_staged or "
+                    "simt, got '"
                  << kernel << "'";
   }
   for (int64_t v : {bm, bn, bk, stages, groupM})

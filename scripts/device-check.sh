@@ -24,7 +24,12 @@
 # HGMMA (cuobjdump); checks and times the fused attention kernels (forward
 # and forward+backward, bf16, causal, GPT-2 small and a d = 128 shape) against
 # PyTorch's flash SDPA in the same run (bench/attention_torch.py, on the PTX
-# and launches tg-bench-attention wrote at --prepare); writes
+# and launches tg-bench-attention wrote at --prepare); measures the
+# memory-bound kernels (GELU on [8192, 3072], softmax and cross-entropy over
+# 50257-wide rows, layer norm over 768-wide rows; bf16; bench/rowops/*.tg
+# compiled by tgc at --prepare, their `eval` schedule replayed by
+# bench/rowops_torch.py) against PyTorch eager and torch.compile in the same
+# run, achieved bandwidth as a fraction of 4.8 TB/s; writes
 # bench/results/gemm-h200-<date>.md and prints a short table last. Exit
 # status: 0 if every correctness check passed.
 set -uo pipefail
@@ -40,8 +45,9 @@ RUN=$BUILD/bin/tg-bench-gemm-run
 DEADLINE=$((SECONDS + ${TG_DEVICE_CHECK_BUDGET_S:-470}))
 # In order of what matters, each with its own cap inside the one budget:
 # GPT-2 small against PyTorch (TG_GPT2_BUDGET_S), the training check
-# (TG_TRAIN_CHECK_BUDGET_S), attention (60 s a shape), the timed GEMMs; the
-# config sweep takes what is left.
+# (TG_TRAIN_CHECK_BUDGET_S), attention (60 s a shape), the memory-bound
+# kernels (TG_ROWOPS_BUDGET_S in all, 45 s an op at most), the timed GEMMs;
+# the config sweep takes what is left.
 
 
 # Timed cases: M N K form (nn = forward, tn = weight gradient Xᵀ·dY).
@@ -69,6 +75,9 @@ ATTN=("8 12 1024 64" "2 16 4096 128")
 aname() { echo "$KDIR/attn_sm_90a_$1x$2x$3x$4"; } # B H T d -> file stem
 PROBE="256 256 256 nn" # preflight kernel (sm_80)
 SWEEP_ON=1
+# Memory-bound kernels (op rows cols; bf16): GPT-2 small at B*T = 8192.
+ROWOPS=("gelu 8192 3072" "softmax 8192 50257" "layernorm 8192 768" "xent 8192 50257")
+ROWOPS_TARGET=sm_90a
 if [[ -n ${TG_DEVICE_CHECK_SMOKE:-} ]]; then
   # The plumbing check of the test suite (lit-tests/runtime/device-check-fake.test,
   # on the fake libcuda that runs kernels on the PTX emulator): every step of
@@ -80,6 +89,8 @@ if [[ -n ${TG_DEVICE_CHECK_SMOKE:-} ]]; then
   TIMED=("128 128 64 nn" "64 128 128 tn")
   EXTRA=("72 40 24 nt|" "64 64 64 nn|--bias --act gelu --residual --alpha 0.5")
   ATTN=("1 1 80 64")
+  ROWOPS=("gelu 64 257" "softmax 4 1000" "layernorm 16 768" "xent 4 1000")
+  ROWOPS_TARGET=sm_80
   PROBE="64 64 64 nn"
   SWEEP_ON=0
   : "${TG_GPT2_DEFINES:=-D layers=1 -D d_model=64 -D heads=1 -D seq=64 -D ctx=64 -D vocab=256 -D batch=2 -D accumulate=1}"
@@ -89,6 +100,7 @@ fi
 GPT2_DEFINES=${TG_GPT2_DEFINES:-"-D batch=16 -D seq=1024 -D accumulate=1"}
 GPT2_TGX=$BUILD/device-models/gpt2.tgx
 
+rname() { echo "$BUILD/device-models/rowops-$1.tgx"; } # op -> artifact
 kname() { # target M N K form extra-flags -> kernel file
   local t=$1 m=$2 n=$3 k=$4 f=$5 x=${6:-}
   local tag=${x//[^a-z0-9]/}
@@ -139,6 +151,18 @@ if [[ "${1:-}" == "--prepare" ]]; then
   for c in "${ATTN[@]}"; do
     read -r b h t d <<<"$c"; stem=$(aname "$b" "$h" "$t" "$d")
     "$AGEN" "$b" "$h" "$t" "$d" --causal --target sm_90a --emit-ptx "$stem.ptx" --emit-launches "$stem.launches" || exit 3
+    n=$((n + 1))
+  done
+  # The memory-bound kernels: one artifact per op (tgc), its replay plan
+  # checked here (bench/rowops_torch.py --plan-only: container, manifest,
+  # every buffer range of the eval schedule), so only the GPU half is left.
+  mkdir -p "$BUILD/device-models"
+  for c in "${ROWOPS[@]}"; do
+    read -r op r cl <<<"$c"
+    "$BUILD/bin/tgc" "bench/rowops/$op.tg" -D rows="$r" -D cols="$cl" --target="$ROWOPS_TARGET" \
+      -o "$(rname "$op")" || exit 3
+    "${PYTHON:-python3}" bench/rowops_torch.py --tgx "$(rname "$op")" --op "$op" \
+      --target "$ROWOPS_TARGET" --plan-only || exit 3
     n=$((n + 1))
   done
   echo "device-check: wrote $n kernels to $KDIR; carry $BUILD to the GPU machine"
@@ -266,6 +290,32 @@ for c in "${ATTN[@]}"; do
   st=$(field status "$line"); [[ $st == PASS ]] || fails=$((fails + 1))
   ATTN_ROWS+=("| $b×$h×$t×$d | $(field fwd_tflops "$line") | $(field torch_fwd_tflops "$line") | $(field fwd_ratio "$line") | $(field fwdbwd_tflops "$line") | $(field torch_fwdbwd_tflops "$line") | $(field fwdbwd_ratio "$line") | $(field err_o "$line") / $(field err_dq "$line") | ${st:-ERROR} |")
   ATTN_SUMMARY+=("$(printf '%-16s fwd %5s/%5s TF/s (%s)  fwd+bwd %5s/%5s TF/s (%s)  %s' "${b}x${h}x${t}x${d}" "$(field fwd_tflops "$line")" "$(field torch_fwd_tflops "$line")" "$(field fwd_ratio "$line")" "$(field fwdbwd_tflops "$line")" "$(field torch_fwdbwd_tflops "$line")" "$(field fwdbwd_ratio "$line")" "${st:-ERROR}")")
+done
+
+# Memory-bound kernels against PyTorch eager and torch.compile (one cap for
+# the step, TG_ROWOPS_BUDGET_S, and 45 s an op: torch.compile's first call
+# compiles), before the GEMMs, which an H200 run has measured already.
+ROWOPS_DEADLINE=$((SECONDS + ${TG_ROWOPS_BUDGET_S:-100}))
+declare -a ROWOPS_ROWS ROWOPS_SUMMARY
+for c in "${ROWOPS[@]}"; do
+  read -r op r cl <<<"$c"; tgx=$(rname "$op")
+  left=$((ROWOPS_DEADLINE - SECONDS)); dl=$((DEADLINE - SECONDS)); ((dl < left)) && left=$dl
+  to=$((left < 45 ? left : 45))
+  if [[ ! -f $tgx ]]; then
+    line="rowops op=$op shape=${r}x$cl status=SKIPPED reason=not-prepared($tgx)"
+  elif ((to < 15)); then
+    line="rowops op=$op shape=${r}x$cl status=SKIPPED reason=time-budget"
+  else
+    timeout "$to" "$PY" bench/rowops_torch.py --tgx "$tgx" --op "$op" --target "$ROWOPS_TARGET" \
+      >"$STATE/rowops.out" 2>>"$LOG"
+    rc=$?; line=$(tail -1 "$STATE/rowops.out")
+    ((rc == 124)) && line="rowops op=$op shape=${r}x$cl status=FAIL reason=timeout(${to}s)"
+    [[ -n $line ]] || line="rowops op=$op shape=${r}x$cl status=FAIL reason=no-output(see-log)"
+  fi
+  echo "$line" | tee -a "$LOG"
+  st=$(field status "$line"); [[ $st == PASS ]] || fails=$((fails + 1))
+  ROWOPS_ROWS+=("| $op | ${r}×$cl | $(field bytes "$line") | $(field ours_ms "$line") | $(field ours_tbs "$line") | $(field ours_frac "$line") | $(field eager_ms "$line") | $(field eager_frac "$line") | $(field compile_ms "$line") | $(field compile_frac "$line") | $(field rel_err "$line") | ${st:-ERROR} $(field reason "$line") |")
+  ROWOPS_SUMMARY+=("$(printf '%-10s %-12s ours %6s ms %5s of peak  eager %6s ms %5s  compile %6s ms %5s  %s' "$op" "${r}x$cl" "$(field ours_ms "$line")" "$(field ours_frac "$line")" "$(field eager_ms "$line")" "$(field eager_frac "$line")" "$(field compile_ms "$line")" "$(field compile_frac "$line")" "${st:-ERROR} $(field reason "$line")")")
 done
 
 declare -A OURS_MS OURS_TF STATUS ERR CFG
@@ -411,6 +461,15 @@ done
   echo "|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${ATTN_ROWS[@]}"
   echo
+  echo "Memory-bound kernels ($ROWOPS_TARGET, bf16; bench/rowops/*.tg, the eval schedule replayed by"
+  echo "bench/rowops_torch.py) against PyTorch eager and torch.compile in the same run: bytes = the op's"
+  echo "inputs read once and its result written once; fraction = achieved bandwidth / 4.8 TB/s;"
+  echo "error = max |ours - fp32 PyTorch| / max |ref|:"
+  echo
+  echo "| op | rows×cols | bytes | ours ms | ours TB/s | ours fraction | eager ms | eager fraction | compile ms | compile fraction | error | check |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${ROWOPS_ROWS[@]}"
+  echo
   echo "<details><summary>raw output</summary>"
   echo
   echo '```'
@@ -437,6 +496,8 @@ g=$GPT2_LINE
 echo "GPT-2 small step: ours $(field ours_ms "$g") ms, eager $(field eager_ms "$g") ms, compile $(field compile_ms "$g") ms; speed-up vs eager $(field vs_eager "$g"), vs compile $(field vs_compile "$g"); MFU $(field ours_mfu "$g"); $(field status "$g") $(field reason "$g")"
 echo "attention (ours/PyTorch flash):"
 printf '  %s\n' "${ATTN_SUMMARY[@]}"
+echo "memory-bound kernels (fraction of 4.8 TB/s):"
+printf '  %s\n' "${ROWOPS_SUMMARY[@]}"
 echo
 sed -n '/^device-train-check: wrote/,$p' "$TRAIN_TABLE" | grep -q . \
   && sed -n '/^device-train-check: wrote/,$p' "$TRAIN_TABLE" \

@@ -138,6 +138,11 @@ TileConfig configureGemm(const GemmProblem &p) {
   if (std::min({p.m, p.n, p.k}) < 8)
     return simtTileConfig();
   if (p.target == Target::SM90a && !(rowsAligned(p, true) && rowsAligned(p, false))) {
+    if (stagingCost(p).pays) {
+      TileConfig c = chooseTileConfig(p);
+      c.kernel = GemmKernel::WgmmaStaged;
+      return c;
+    }
     GemmProblem q = p;
     q.target = Target::SM80;
     TileConfig c = chooseTileConfig(q);
@@ -145,6 +150,37 @@ TileConfig configureGemm(const GemmProblem &p) {
     return c;
   }
   return chooseTileConfig(p);
+}
+
+StagingCost stagingCost(const GemmProblem &p) {
+  // Rates of the H200 run of 2026-11-30 (bench/results/gemm-h200-2026-11-30.md),
+  // the medians over the five timed shapes: wgmma 613.8 TFLOP/s, the
+  // mma.sync kernel 287.3. The copy streams at 75% of the 4.8 TB/s peak
+  // (an assumption until device-check.sh's bandwidth step measures it) and
+  // each launch costs 5 us (launch plus the tail of a short kernel).
+  constexpr double kWgmmaFlops = 613.8e12, kMmaSyncFlops = 287.3e12;
+  constexpr double kCopyBytesPerSecond = 0.75 * 4.8e12, kLaunchSeconds = 5e-6;
+  StagingCost c;
+  double flops = 2.0 * double(p.m) * double(p.n) * double(p.k) * double(p.batch);
+  c.wgmmaSeconds = flops / kWgmmaFlops;
+  c.mmaSyncSeconds = flops / kMmaSyncFlops;
+  int copies = 0;
+  bool indexable = true;
+  for (bool a : {true, false}) {
+    if (rowsAligned(p, a))
+      continue;
+    TmaTensor t = tmaTensor(p, a);
+    uint64_t elements = t.batches * t.rows * t.cols;
+    uint64_t padded = t.batches * t.rows * stagedPitch(t.cols);
+    c.copyBytes += 2 * (elements + padded);
+    c.scratchBytes += (2 * padded + 255) / 256 * 256;
+    indexable = indexable && padded < (uint64_t(1) << 31);
+    ++copies;
+  }
+  c.copySeconds = double(c.copyBytes) / kCopyBytesPerSecond + copies * kLaunchSeconds;
+  c.pays = copies > 0 && indexable &&
+           c.wgmmaSeconds + c.copySeconds < c.mmaSyncSeconds;
+  return c;
 }
 
 std::optional<std::string> checkProblem(const GemmProblem &p) {
@@ -243,11 +279,13 @@ std::string toString(GemmKernel k) {
   case GemmKernel::TensorCore: return "tensor_core";
   case GemmKernel::MmaSync: return "mma_sync";
   case GemmKernel::Simt: return "simt";
+  case GemmKernel::WgmmaStaged: return "wgmma_staged";
   }
   return "?";
 }
 std::optional<GemmKernel> parseGemmKernel(const std::string &s) {
-  for (GemmKernel k : {GemmKernel::TensorCore, GemmKernel::MmaSync, GemmKernel::Simt})
+  for (GemmKernel k : {GemmKernel::TensorCore, GemmKernel::MmaSync,
+                       GemmKernel::Simt, GemmKernel::WgmmaStaged})
     if (s == toString(k))
       return k;
   return std::nullopt;

@@ -73,6 +73,13 @@ enum class GemmKernel {
   MmaSync,
   /// The CUDA-core GEMM (SimtGemm.cpp): products too small for a tile.
   Simt,
+  /// sm_90a's wgmma + TMA kernel for a product with an operand whose rows
+  /// are not 16-byte aligned: a SIMT launch first copies each such operand
+  /// into the op's scratch with rows padded to a multiple of 8 elements,
+  /// and the wgmma kernel reads that copy through its tensor map
+  /// (docs/nvptx.md, "wgmma for odd row pitches"). configureGemm chooses it
+  /// over MmaSync when stagingPays.
+  WgmmaStaged,
 };
 
 /// A tile configuration. On sm_80: a CTA of warpsM×warpsN warps computes a
@@ -119,11 +126,33 @@ bool rowsAligned(const GemmProblem &p, bool a);
 
 /// The generator and tile configuration for a pipeline GEMM on p.target:
 /// the CUDA-core kernel when M, N or K is under 8 (a tensor-core tile of
-/// 16x8x16 would be mostly zero padding), on sm_90a the mma.sync kernel
-/// when an operand's rows are not 16-byte aligned (TMA needs 16-byte
-/// strides), else the target's tensor-core kernel; the tile by
+/// 16x8x16 would be mostly zero padding), on sm_90a when an operand's rows
+/// are not 16-byte aligned (TMA needs 16-byte strides) the wgmma kernel
+/// over realigned copies if stagingCost says the copies pay, else the
+/// mma.sync kernel; otherwise the target's tensor-core kernel; the tile by
 /// chooseTileConfig for the target whose code runs.
 TileConfig configureGemm(const GemmProblem &p);
+
+/// The cost rule of configureGemm for an sm_90a product with an operand
+/// whose rows are not 16-byte aligned (docs/nvptx.md, "wgmma for odd row
+/// pitches"): the time wgmma saves over the mma.sync kernel (the rates the
+/// H200 measured on aligned shapes, 2026-11-30) against the realigning
+/// copies' traffic (each unaligned operand read once and written padded,
+/// at a fraction of the H200's bandwidth) plus one launch per copy.
+struct StagingCost {
+  double wgmmaSeconds = 0, mmaSyncSeconds = 0, copySeconds = 0;
+  /// Bytes the copies move (reads plus padded writes) and the scratch
+  /// they need (the padded copies, each 256-byte aligned).
+  uint64_t copyBytes = 0, scratchBytes = 0;
+  /// True when wgmmaSeconds + copySeconds < mmaSyncSeconds and the padded
+  /// copies are indexable with 32 bits.
+  bool pays = false;
+};
+StagingCost stagingCost(const GemmProblem &p);
+
+/// The row pitch, in elements, of an operand's realigned copy: its
+/// contiguous dimension rounded up to a multiple of 8 (16-byte rows).
+inline uint64_t stagedPitch(uint64_t cols) { return (cols + 7) / 8 * 8; }
 /// The SIMT kernel's one tile (SimtGemm.cpp).
 TileConfig simtTileConfig();
 /// The target whose generator builds `c`'s kernel for `t` (sm_80 for the

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/nvptx/GemmLowering.h"
 #include "codegen/nvptx/GemmSm80Smem.h"
+#include "codegen/nvptx/GemmStaging.h"
 #include "codegen/nvptx/GemmCommon.h"
 #include "codegen/nvptx/SimtKernels.h"
 #include "codegen/nvptx/SimtScalar.h"
@@ -153,7 +154,8 @@ FailureOr<GemmOpInfo> analyzeGemm(Operation *op, std::string &why) {
 TileConfigAttr tileConfigAttr(MLIRContext *ctx, const TileConfig &c, Target t) {
   // wgmma's fields; the mma.sync kernel's (on either target) and the SIMT
   // kernel's have warps and no consumer warpgroups.
-  bool wgmma = t == Target::SM90a && c.kernel == GemmKernel::TensorCore;
+  bool wgmma = t == Target::SM90a && (c.kernel == GemmKernel::TensorCore ||
+                                      c.kernel == GemmKernel::WgmmaStaged);
   return TileConfigAttr::get(ctx, c.bm, c.bn, c.bk, c.stages, c.groupM,
                              wgmma ? 1 : c.warpsM, wgmma ? 1 : c.warpsN,
                              wgmma ? c.consumerWarpgroups() : 0, wgmma,
@@ -378,11 +380,35 @@ lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
   // The mma.sync kernel on sm_90a is sm_80's code: its tiles, its launch.
   p.target = codeTarget(t, c);
   bool sm90 = p.target == Target::SM90a;
-  if (sm90 && !(rowsAligned(p, true) && rowsAligned(p, false)))
+  bool staged = c.kernel == GemmKernel::WgmmaStaged;
+  bool aligned = rowsAligned(p, true) && rowsAligned(p, false);
+  if (sm90 && !aligned && !staged)
     return op->emitOpError()
            << "cannot become a wgmma GEMM: an operand's rows are not 16-byte "
               "aligned, which TMA cannot load; its #tg.tile_config for sm_90a "
-              "must say kernel = \"mma_sync\" (as tg-configure-gemms does)";
+              "must say kernel = \"wgmma_staged\" or \"mma_sync\" (as "
+              "tg-configure-gemms does)";
+  if (staged && aligned)
+    return op->emitOpError()
+           << "has kernel = \"wgmma_staged\" but every operand's rows are "
+              "16-byte aligned: there is nothing to stage (use tensor_core)";
+  // Where each staged operand's realigned copy goes in the op's scratch.
+  uint64_t scratchBytes = 0;
+  uint64_t stagedAt[2] = {0, 0};
+  if (staged)
+    for (bool isA : {true, false}) {
+      if (rowsAligned(p, isA))
+        continue;
+      TmaTensor tensor = tmaTensor(p, isA);
+      uint64_t padded = tensor.batches * tensor.rows * stagedPitch(tensor.cols);
+      if (padded >= (uint64_t(1) << 31))
+        return op->emitOpError()
+               << "cannot stage operand " << (isA ? "A" : "B") << " for wgmma: "
+               << "its realigned copy has " << padded
+               << " elements, over the 2^31 the copy kernel indexes";
+      stagedAt[isA ? 0 : 1] = scratchBytes;
+      scratchBytes += (2 * padded + 255) / 256 * 256;
+    }
 
   GroupEpilogue epi;
   if (failed(epi.init(op, info->matmul, info->rowsPerBatch)))
@@ -414,6 +440,11 @@ lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
       TmaBox box = tmaBox(p, c, isA);
       k.map = {p.in == ElemType::BF16, tensor.rows, tensor.cols,
                tensor.batches, box.outer, box.inner};
+      if (staged && !rowsAligned(p, isA)) {
+        k.map.pitch = stagedPitch(tensor.cols);
+        k.map.staged = true;
+        k.map.scratchOffset = stagedAt[isA ? 0 : 1];
+      }
     }
     params.push_back(k);
   }
@@ -436,6 +467,14 @@ lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
   for (unsigned i = 0; i < op->getNumResults(); ++i)
     params.push_back({KernelParam::Kind::Result, i, {}});
 
+  // The realigning copies run first (same stream), one per staged operand.
+  std::vector<KernelLaunch> launches;
+  for (unsigned i = 0; i < 2; ++i)
+    if (params[i].kind == KernelParam::Kind::TensorMap && params[i].map.staged)
+      launches.push_back(detail::stagingCopy(kernels, op->getLoc(), t,
+                                             params[i].map, params[i].index,
+                                             scratchBytes));
+
   LaunchGeometry g = launchGeometry(p, c, assumedSMs(p.target));
   KernelLaunch launch;
   launch.symbol = kernelSymbol(op, "tg_gemm", t);
@@ -443,8 +482,10 @@ lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
   launch.block = {g.block, 1, 1};
   launch.dynamicSharedBytes = g.smemBytes;
   launch.params = params;
+  launch.scratchBytes = scratchBytes;
+  launches.push_back(launch);
   if (hasKernel(kernels, launch.symbol))
-    return std::vector<KernelLaunch>{launch};
+    return launches;
 
   MLIRContext *ctx = kernels.getContext();
   detail::declareSharedMemory(kernels);
@@ -490,7 +531,7 @@ lowerGemmToKernels(Operation *op, Target t, ModuleOp kernels) {
     fn.erase();
     return failure();
   }
-  return std::vector<KernelLaunch>{launch};
+  return launches;
 }
 
 } // namespace tg::nvptx

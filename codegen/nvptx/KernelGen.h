@@ -47,6 +47,14 @@ namespace tg::nvptx {
 /// bounds). The schedule writes the map in full (driverArgs()) and the
 /// runtime encodes exactly that once per buffer (docs/artifact.md, "Tensor
 /// maps").
+///
+/// A staged map (`staged`; sm_90a GEMMs whose operand rows are not 16-byte
+/// aligned, kernel = "wgmma_staged") describes instead the realigned copy
+/// of the operand that an earlier launch of the same op wrote into the
+/// op's scratch: `scratchOffset` bytes into it (256-byte aligned), rows
+/// `pitch` elements apart (cols rounded up to a multiple of 8, so every
+/// row starts 16-byte aligned as TMA requires), batches rows x pitch
+/// apart. stagedBytes() is the copy's size.
 struct TensorMapParam {
   bool bf16 = true;
   uint64_t rows = 0, cols = 0, batches = 1;
@@ -54,16 +62,26 @@ struct TensorMapParam {
   int swizzle = ::tg::rt::cuda::CU_TENSOR_MAP_SWIZZLE_128B;
   int l2Promotion = ::tg::rt::cuda::CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
   int oobFill = ::tg::rt::cuda::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE;
+  /// Row stride in elements (0: cols, the operand's dense rows).
+  uint64_t pitch = 0;
+  /// Over the launch's scratch at scratchOffset, not the operand's buffer.
+  bool staged = false;
+  uint64_t scratchOffset = 0;
+  uint64_t rowPitch() const { return pitch ? pitch : cols; }
+  /// Bytes from the map's address to the end of its last row's pitch.
+  uint64_t stagedBytes() const { return batches * rows * rowPitch() * 2; }
   /// The arguments of cuTensorMapEncodeTiled besides the address.
   ::tg::rt::cuda::TensorMapArgs driverArgs() const {
     return ::tg::rt::cuda::tiledMatrixMap(bf16, rows, cols, boxRows, boxCols,
-                                        batches, swizzle, l2Promotion, oobFill);
+                                        batches, swizzle, l2Promotion, oobFill,
+                                        pitch);
   }
 };
 
 /// A pointer parameter of a generated kernel: the operand or result of the
 /// lowered op (top-level in its entry function) whose buffer it receives,
-/// (Kind::TensorMap) a TMA descriptor over operand `index`'s buffer, or
+/// (Kind::TensorMap) a TMA descriptor over operand `index`'s buffer (or,
+/// when map.staged, over that operand's realigned copy in the scratch), or
 /// (Kind::Scratch; `index` unused) the launch's scratch: scratchBytes of
 /// the arena that live only while the op's launches run, the same bytes
 /// for every launch of the op (a split reduction's partials pass from its

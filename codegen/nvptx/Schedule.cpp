@@ -251,6 +251,22 @@ private:
               entry.arenaBytes, scratchBase + int64_t(l.scratchBytes));
           continue;
         }
+        // A staged TMA descriptor (kernel = "wgmma_staged") describes the
+        // operand's realigned copy in the op's scratch.
+        if (p.kind == KernelParam::Kind::TensorMap && p.map.staged) {
+          int64_t at = scratchBase + int64_t(p.map.scratchOffset);
+          int64_t bytes = int64_t(p.map.stagedBytes());
+          if (p.map.scratchOffset + p.map.stagedBytes() > l.scratchBytes)
+            return op->emitOpError()
+                   << "kernel '" << l.symbol << "' parameter #" << i
+                   << " maps " << bytes << " bytes at scratch offset "
+                   << p.map.scratchOffset << ", past the launch's "
+                   << l.scratchBytes << " bytes of scratch";
+          step.params.push_back(BufferRef{BufferRef::Kind::Arena, 0, at, bytes});
+          entry.arenaBytes = std::max(
+              entry.arenaBytes, scratchBase + int64_t(l.scratchBytes));
+          continue;
+        }
         // A TMA descriptor (sm_90a GEMMs) describes an operand's buffer.
         bool operand = p.kind != KernelParam::Kind::Result;
         unsigned n = operand ? op->getNumOperands() : op->getNumResults();

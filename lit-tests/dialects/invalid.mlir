@@ -765,7 +765,7 @@ func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
 }
 // -----
 func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
-  // expected-error @+1 {{#tg.tile_config: kernel must be tensor_core, mma_sync or simt, got 'wmma'}}
+  // expected-error @+1 {{#tg.tile_config: kernel must be tensor_core, mma_sync, wgmma_staged or simt, got 'wmma'}}
   %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80", kernel = "wmma">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
   return %0 : tensor<64x64xbf16>
 }
@@ -773,6 +773,19 @@ func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
 func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
   // expected-error @+1 {{#tg.tile_config: kernel "mma_sync" is sm_80's kernel on sm_90a; on sm_80 it is the tensor_core kernel}}
   %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80", kernel = "mma_sync">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // expected-error @+1 {{#tg.tile_config: kernel "wgmma_staged" is sm_90a's wgmma kernel over realigned copies; sm_80 has no TMA}}
+  %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_80", kernel = "wgmma_staged">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+// -----
+func.func @f(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  // The staged wgmma kernel keeps sm_90a's fields.
+  // expected-error @+1 {{#tg.tile_config: on sm_90a bm must be 64 x consumer_warpgroups (1 or 2)}}
+  %0 = tg.matmul %a, %a {tg.tile_configs = [#tg.tile_config<bm = 64, bn = 64, bk = 32, stages = 4, group_m = 8, warps_m = 2, warps_n = 2, consumer_warpgroups = 0, persistent = false, target = "sm_90a", kernel = "wgmma_staged">]} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
   return %0 : tensor<64x64xbf16>
 }
 // -----

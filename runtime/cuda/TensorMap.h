@@ -85,7 +85,12 @@ struct TensorMapArgs {
 /// 3-D with the batch outermost, so that no box reaches into the next
 /// matrix), boxRows x boxCols (x 1) boxes, with `swizzle`, `l2Promotion`
 /// and `oobFill` as the kernel was generated for (the generators' code
-/// assumes the 128-byte swizzle and zeros out of bounds).
+/// assumes the 128-byte swizzle and zeros out of bounds). `pitch` is the
+/// row stride in elements when the rows are not dense (0: `cols`): an
+/// sm_90a GEMM operand whose rows are not 16-byte aligned is read through a
+/// realigned copy whose rows are padded to a multiple of 8 elements
+/// (docs/nvptx.md, "wgmma for odd row pitches"); the elements between
+/// `cols` and the pitch lie outside the map and read as the fill.
 inline TensorMapArgs tiledMatrixMap(bool bf16, uint64_t rows, uint64_t cols,
                                     unsigned boxRows, unsigned boxCols,
                                     uint64_t batches = 1,
@@ -93,13 +98,16 @@ inline TensorMapArgs tiledMatrixMap(bool bf16, uint64_t rows, uint64_t cols,
                                     int l2Promotion =
                                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                     int oobFill =
-                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) {
+                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+                                    uint64_t pitch = 0) {
+  if (pitch == 0)
+    pitch = cols;
   TensorMapArgs a;
   a.dataType = bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   a.rank = batches > 1 ? 3 : 2;
   a.dims = {cols, rows, batches > 1 ? batches : 0, 0, 0};
-  a.strides = {cols * 2, batches > 1 ? rows * cols * 2 : 0, 0, 0};
+  a.strides = {pitch * 2, batches > 1 ? rows * pitch * 2 : 0, 0, 0};
   a.box = {boxCols, boxRows, batches > 1 ? 1u : 0u, 0, 0};
   a.elementStrides = {1, 1, batches > 1 ? 1u : 0u, 0, 0};
   a.swizzle = swizzle;

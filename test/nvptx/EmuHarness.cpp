@@ -230,6 +230,11 @@ bool runOnEmulator(Operation *op, ArrayRef<Tensor> inputs,
       size_t buf = p.kind == Kind::Result ? resultBuf[p.index]
                                           : operandBuf[p.index];
       params.push_back(reinterpret_cast<uint64_t>(buffers[buf].data()));
+      // A staged map (kernel = "wgmma_staged") reads the operand's
+      // realigned copy, which an earlier launch wrote into the scratch.
+      if (p.kind == Kind::TensorMap && p.map.staged)
+        params.back() =
+            reinterpret_cast<uint64_t>(scratch.data()) + p.map.scratchOffset;
       if (p.kind != Kind::TensorMap)
         continue;
       params.back() = maps.add(p.map, params.back(), mem, error);
@@ -253,9 +258,15 @@ uint64_t TensorMaps::add(const ::tg::nvptx::TensorMapParam &m, uint64_t base,
                          tgrt::emu::Memory &mem, std::string &error) {
   static_assert(sizeof(Map) == tgrt::emu::kTensorMapBytes);
   maps_.emplace_back();
-  std::string why = tgrt::emu::encodeMatrixTensorMap(
-      maps_.back().bytes, m.bf16, base, m.rows, m.cols, m.batches, m.boxRows,
-      m.boxCols);
+  // Every argument the schedule writes for the runtime (the row pitch of a
+  // staged copy included), through the fake driver's encoder.
+  ::tg::rt::cuda::TensorMapArgs a = m.driverArgs();
+  std::string why = tgrt::emu::encodeTensorMapTiled(
+      maps_.back().bytes, uint32_t(a.dataType), a.rank,
+      reinterpret_cast<void *>(static_cast<uintptr_t>(base)), a.dims.data(),
+      a.strides.data(), a.box.data(), a.elementStrides.data(),
+      uint32_t(a.interleave), uint32_t(a.swizzle), uint32_t(a.l2Promotion),
+      uint32_t(a.oobFill));
   if (!why.empty()) {
     error = "tensor map: " + why;
     return 0;

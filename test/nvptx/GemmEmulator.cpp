@@ -71,7 +71,7 @@ void Interp::tma(Operation &op, const std::vector<char> &mask) {
         uint16_t v = 0;
         if (gr >= 0 && gc >= 0 && c2 >= 0 && uint64_t(gr) < m.rows &&
             uint64_t(gc) < m.cols && uint64_t(c2) < m.batches)
-          std::memcpy(&v, mem(m.base + ((c2 * m.rows + gr) * m.cols + gc) * 2, 2), 2);
+          std::memcpy(&v, mem(m.base + ((c2 * m.rows + gr) * (m.pitch ? m.pitch : m.cols) + gc) * 2, 2), 2);
         uint64_t off = uint64_t(r) * m.boxCols * 2 + c * 2;
         off ^= ((off >> 7) & 7) << 4;
         std::memcpy(mem(dst + off, 2), &v, 2);
@@ -628,6 +628,7 @@ KernelArg kernelArg(const KernelParam &p, std::vector<uint8_t> *buffer) {
     a.boxRows = p.map.boxRows;
     a.boxCols = p.map.boxCols;
     a.batches = p.map.batches;
+    a.pitch = p.map.pitch;
   }
   return a;
 }
@@ -648,7 +649,7 @@ std::string runKernel(const std::string &mlir, const std::string &symbol,
       }
       uint64_t desc = bufferBase(args.size() + i);
       in.tmaps[desc] = {bufferBase(i), a.rows, a.cols, a.boxRows, a.boxCols,
-                        a.batches};
+                        a.batches, a.pitch};
       vals.push_back(in.scalarInt(desc));
     }
     return vals;

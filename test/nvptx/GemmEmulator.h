@@ -63,6 +63,7 @@ struct KernelArg {
   uint64_t rows = 0, cols = 0; ///< the descriptor's matrix (2-byte elements)
   uint32_t boxRows = 0, boxCols = 0;
   uint64_t batches = 1; ///< > 1: a 3-D map of that many matrices
+  uint64_t pitch = 0;   ///< row stride in elements (0: cols)
 };
 
 /// The argument for kernel parameter `p` over `buffer` (a TMA descriptor

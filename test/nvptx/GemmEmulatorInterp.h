@@ -95,6 +95,7 @@ struct TensorMap {
   uint64_t rows, cols; // row-major, 2-byte elements
   uint32_t boxRows, boxCols;
   uint64_t batches = 1; // 3-D: matrices one after the other, batch outermost
+  uint64_t pitch = 0;   // row stride in elements (0: cols; a staged copy's)
 };
 
 /// A role of a warp-specialised kernel (producer or consumers), run on its

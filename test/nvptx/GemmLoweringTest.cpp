@@ -153,20 +153,45 @@ void poison(std::vector<Tensor> &results) {
 /// kernel's PTX again on the PTX emulator (runtime/emulator), the one
 /// tg-run --device emulator uses, and checks again. Returns the number of
 /// instructions the PTX emulator executed (0 without it).
+/// The realigned copy of `src` that a staged map describes (rows of
+/// map.pitch elements), its padding filled with `pad` bytes.
+std::vector<uint8_t> stagedCopy(const std::vector<uint8_t> &src,
+                                const TensorMapParam &map, uint8_t pad) {
+  std::vector<uint8_t> out(map.stagedBytes(), pad);
+  for (uint64_t r = 0; r < map.batches * map.rows; ++r)
+    std::memcpy(out.data() + r * map.rowPitch() * 2, src.data() + r * map.cols * 2,
+                map.cols * 2);
+  return out;
+}
+
 uint64_t emulate(const Lowered &l, const std::string &ptx,
              std::vector<Tensor> &operands, std::vector<Tensor> &results,
              Target t, const std::function<void()> &check) {
-  REQUIRE(l.launches.size() == 1);
-  const KernelLaunch &k = l.launches[0];
+  // One GEMM launch, after the realigning copies of a staged one.
+  REQUIRE(!l.launches.empty());
+  const KernelLaunch &k = l.launches.back();
+  for (const KernelLaunch &c : l.launches)
+    if (&c != &k)
+      CHECK(c.symbol.rfind("tg_gemm_stage_", 0) == 0);
   poison(results);
   // The IR emulator knows the tensor-core kernels' ops; the SIMT GEMM runs
-  // on the PTX emulator only.
+  // on the PTX emulator only. It runs the GEMM alone: a staged operand's
+  // copy is made here, its padding NaN (0xff bytes), which the kernel must
+  // never read (the map's columns end at the row's end; TMA fills zeros).
   bool tensorCore = k.symbol.rfind("tg_gemm_", 0) == 0;
+  std::vector<std::vector<uint8_t>> hostStaged;
+  hostStaged.reserve(k.params.size());
   std::vector<emu::KernelArg> args;
   for (const KernelParam &p : k.params) {
     bool result = p.kind == KernelParam::Kind::Result;
-    emu::KernelArg a =
-        emu::kernelArg(p, &(result ? results : operands).at(p.index).bytes);
+    std::vector<uint8_t> *buf = &(result ? results : operands).at(p.index).bytes;
+    if (p.kind == KernelParam::Kind::TensorMap && p.map.staged) {
+      hostStaged.push_back(stagedCopy(*buf, p.map, 0xff));
+      buf = &hostStaged.back();
+      CHECK(p.map.rowPitch() % 8 == 0);
+      CHECK(p.map.rowPitch() - p.map.cols < 8);
+    }
+    emu::KernelArg a = emu::kernelArg(p, buf);
     // The descriptor covers the operand exactly.
     if (a.tensorMap)
       CHECK(a.rows * a.cols * a.batches == operands.at(p.index).size());
@@ -190,23 +215,49 @@ uint64_t emulate(const Lowered &l, const std::string &ptx,
   REQUIRE(mod);
   tgrt::emu::Memory mem;
   tgtest::TensorMaps maps;
-  std::vector<uint64_t> params;
-  for (const KernelParam &p : k.params) {
-    auto &buf = (p.kind == KernelParam::Kind::Result ? results : operands)
-                    .at(p.index)
-                    .bytes;
-    mem.add(buf.data(), buf.size());
-    params.push_back(reinterpret_cast<uintptr_t>(buf.data()));
-    if (p.kind == KernelParam::Kind::TensorMap) {
-      params.back() = maps.add(p.map, params.back(), mem, err);
-      INFO(err);
-      REQUIRE(params.back());
+  // The op's scratch, garbage at the start as on the device.
+  std::vector<uint8_t> scratch(k.scratchBytes, 0xcd);
+  if (!scratch.empty())
+    mem.add(scratch.data(), scratch.size());
+  for (auto &x : operands)
+    mem.add(x.bytes.data(), x.bytes.size());
+  for (auto &x : results)
+    mem.add(x.bytes.data(), x.bytes.size());
+  uint64_t executed = 0;
+  for (const KernelLaunch &launch : l.launches) {
+    CHECK(launch.scratchBytes == k.scratchBytes);
+    std::vector<uint64_t> params;
+    for (const KernelParam &p : launch.params) {
+      if (p.kind == KernelParam::Kind::Scratch) {
+        params.push_back(reinterpret_cast<uintptr_t>(scratch.data()));
+        continue;
+      }
+      auto &buf = (p.kind == KernelParam::Kind::Result ? results : operands)
+                      .at(p.index)
+                      .bytes;
+      params.push_back(reinterpret_cast<uintptr_t>(buf.data()));
+      if (p.kind == KernelParam::Kind::TensorMap) {
+        if (p.map.staged) {
+          // The copy the earlier launch wrote: the operand's rows, padded
+          // with zeros.
+          REQUIRE(p.map.scratchOffset + p.map.stagedBytes() <= scratch.size());
+          CHECK(std::memcmp(scratch.data() + p.map.scratchOffset,
+                            stagedCopy(buf, p.map, 0).data(),
+                            p.map.stagedBytes()) == 0);
+          params.back() =
+              reinterpret_cast<uintptr_t>(scratch.data() + p.map.scratchOffset);
+        }
+        params.back() = maps.add(p.map, params.back(), mem, err);
+        INFO(err);
+        REQUIRE(params.back());
+      }
     }
+    REQUIRE(mod->launch(launch.symbol, launch.grid, launch.block,
+                        launch.dynamicSharedBytes, params, mem, err));
+    executed += mod->lastInstructionCount();
   }
-  REQUIRE(mod->launch(k.symbol, k.grid, k.block, k.dynamicSharedBytes, params,
-                      mem, err));
   check();
-  return mod->lastInstructionCount();
+  return executed;
 #else
   (void)ptx;
   (void)t;
@@ -270,6 +321,18 @@ void biasReluReference(const std::vector<Tensor> &ops, int64_t m, int64_t n,
 }
 
 const Target kTargets[] = {Target::SM80, Target::SM90a};
+
+/// A bf16 product on sm_90a.
+GemmProblem bf16Sm90(int64_t m, int64_t n, int64_t k, Form f) {
+  GemmProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.in = ElemType::BF16;
+  p.form = f;
+  p.target = Target::SM90a;
+  return p;
+}
 
 } // namespace
 
@@ -553,6 +616,148 @@ TEST_CASE("batched odd row pitches on both targets",
           product(ops[0], ops[1], B, true, true, M, N, K, cs.form);
       emulate(l, ptx, ops, res, t, [&] { checkClose(res[0], c, 1.0 / 128); });
     }
+}
+
+TEST_CASE("odd row pitches through wgmma over realigned copies",
+          "[nvptx][lowering][emulate][ragged][staged]") {
+  // kernel = "wgmma_staged" (sm_90a): each operand whose rows are not
+  // 16-byte aligned is first copied into the op's scratch with rows padded
+  // to 8 elements, and the wgmma kernel reads the copy through a tensor map
+  // with that pitch. The shapes of "odd row pitches stay asynchronous" and
+  // the batched ones, with the config written by hand (the cost rule keeps
+  // products this small on mma.sync), against the fp64 reference and
+  // against the mma.sync kernel tg-configure-gemms picks for them.
+  struct Case {
+    int64_t b, m, n, k;
+    Form form;
+  };
+  const Case cases[] = {{1, 64, 64, 257, Form::NN}, {1, 257, 64, 64, Form::TN},
+                        {1, 48, 57, 40, Form::NN},  {1, 40, 33, 61, Form::NT},
+                        {2, 40, 33, 61, Form::NT},  {3, 25, 16, 40, Form::TN}};
+  for (const Case &cs : cases) {
+    const int64_t B = cs.b, M = cs.m, N = cs.n, K = cs.k;
+    std::string name = std::to_string(B) + "x" + std::to_string(M) + "x" +
+                       std::to_string(N) + "x" + std::to_string(K) + " " +
+                       toString(cs.form);
+    INFO(name);
+    auto ty = [&](int64_t r, int64_t c) {
+      return "tensor<" + (B > 1 ? std::to_string(B) + "x" : std::string()) +
+             std::to_string(r) + "x" + std::to_string(c) + "xbf16>";
+    };
+    std::string lhs = cs.form == Form::TN ? ty(K, M) : ty(M, K);
+    std::string rhs = cs.form == Form::NT ? ty(N, K) : ty(K, N);
+    GemmProblem p = bf16Sm90(M, N, K, cs.form);
+    p.batch = B;
+    REQUIRE(!(rowsAligned(p, true) && rowsAligned(p, false)));
+    // The decision tg-configure-gemms makes for this small product.
+    CHECK(configureGemm(p).kernel == GemmKernel::MmaSync);
+    CHECK(!stagingCost(p).pays);
+    TileConfig c = chooseTileConfig(p);
+    std::string cfg =
+        "#tg.tile_config<bm = " + std::to_string(c.bm) + ", bn = " +
+        std::to_string(c.bn) + ", bk = " + std::to_string(c.bk) +
+        ", stages = " + std::to_string(c.stages) + ", group_m = " +
+        std::to_string(c.groupM) + ", warps_m = 1, warps_n = 1, "
+        "consumer_warpgroups = " + std::to_string(c.consumerWarpgroups()) +
+        ", persistent = true, target = \"sm_90a\", kernel = \"wgmma_staged\">";
+    std::string form = cs.form == Form::NN   ? ""
+                       : cs.form == Form::NT ? "transpose_rhs, "
+                                             : "transpose_lhs, ";
+    auto source = [&](const std::string &attrs) {
+      return "func.func @f(%a: " + lhs + ", %b: " + rhs + ") -> " + ty(M, N) +
+             " {\n  %c = tg.matmul %a, %b {" + form + attrs + "} : " + lhs +
+             ", " + rhs + " -> " + ty(M, N) + "\n  return %c : " + ty(M, N) +
+             "\n}\n";
+    };
+    Lowered l = lower(source("tg.tile_configs = [" + cfg + "]"),
+                      Target::SM90a, /*configure=*/false);
+    INFO(l.error);
+    // The copies (one per odd operand), then the GEMM.
+    int odd = !rowsAligned(p, true) + !rowsAligned(p, false);
+    REQUIRE(l.launches.size() == size_t(odd) + 1);
+    const KernelLaunch &g = l.launches.back();
+    uint64_t staged = 0;
+    for (const KernelParam &q : g.params)
+      if (q.kind == KernelParam::Kind::TensorMap && q.map.staged) {
+        ++staged;
+        CHECK(q.map.scratchOffset % 256 == 0);
+        CHECK(q.map.scratchOffset + q.map.stagedBytes() <= g.scratchBytes);
+        // The manifest's map: the padded pitch as its row stride.
+        CHECK(q.map.driverArgs().strides[0] == q.map.rowPitch() * 2);
+        CHECK(q.map.driverArgs().strides[0] % 16 == 0);
+      }
+    CHECK(staged == uint64_t(odd));
+    CHECK(g.scratchBytes == stagingCost(p).scratchBytes);
+    std::string ptx = checkAssembles(l, Target::SM90a, "wgmma.mma_async");
+    CHECK(ptx.find("cp.async.bulk.tensor") != std::string::npos);
+    // The copy's 16-byte stores.
+    CHECK(ptx.find("st.global.v4.") != std::string::npos);
+
+    std::vector<Tensor> ops = {tensor(ElemType::BF16, B * M * K, 51),
+                               tensor(ElemType::BF16, B * K * N, 52)};
+    std::vector<double> want =
+        product(ops[0], ops[1], B, true, true, M, N, K, cs.form);
+    std::vector<Tensor> res = {
+        {ElemType::BF16, std::vector<uint8_t>(B * M * N * 2)}};
+    uint64_t executed = emulate(l, ptx, ops, res, Target::SM90a,
+                                [&] { checkClose(res[0], want, 1.0 / 128); });
+    Tensor viaWgmma = res[0];
+    // The same product through the mma.sync kernel tg-configure-gemms picks.
+    Lowered m = lower(source("tg.acc = f32"), Target::SM90a);
+    INFO(m.error);
+    REQUIRE(m.launches.size() == 1);
+    std::string mptx = checkAssembles(m, Target::SM90a, "mma.sync.aligned.m16n8k16");
+    uint64_t mexecuted = emulate(m, mptx, ops, res, Target::SM90a,
+                                 [&] { checkClose(res[0], want, 1.0 / 128); });
+    std::vector<double> viaMma(res[0].size());
+    for (size_t i = 0; i < viaMma.size(); ++i)
+      viaMma[i] = res[0].at(i);
+    // f32 sums in another order, each rounded to bf16: one bf16 ulp of the
+    // largest value at most.
+    checkClose(viaWgmma, viaMma, 1.0 / 128);
+    size_t same = 0;
+    for (size_t i = 0; i < viaMma.size(); ++i)
+      same += viaWgmma.at(i) == viaMma[i];
+    WARN(name << " on sm_90a: wgmma over realigned copies " << executed
+              << " PTX instructions emulated (copies included), scratch "
+              << g.scratchBytes << " B; mma.sync " << mexecuted << "; "
+              << same << " of " << viaMma.size() << " outputs bit-identical");
+  }
+}
+
+TEST_CASE("the staging cost rule: GPT-2's vocabulary products take wgmma",
+          "[nvptx][lowering][staged]") {
+  // The two products of the logits' gradient [B*T, 50257] in GPT-2 small's
+  // backward (B*T = 8192, C = 768): the input gradient (NN, K = 50257) and
+  // the output embedding's weight gradient (TN, M = 50257).
+  GemmProblem dx = bf16Sm90(8192, 768, 50257, Form::NN);
+  GemmProblem dw = bf16Sm90(50257, 768, 8192, Form::TN);
+  for (const GemmProblem &p : {dx, dw}) {
+    StagingCost s = stagingCost(p);
+    INFO(p.m << "x" << p.n << "x" << p.k << ": wgmma " << s.wgmmaSeconds
+             << " s + copy " << s.copySeconds << " s vs mma.sync "
+             << s.mmaSyncSeconds << " s");
+    CHECK(s.pays);
+    // One operand, [8192, 50257] read and written at a pitch of 50264.
+    CHECK(s.copyBytes == 2 * (8192ull * 50257 + 8192ull * 50264));
+    CHECK(s.scratchBytes == (2 * 8192ull * 50264 + 255) / 256 * 256);
+    TileConfig c = configureGemm(p);
+    CHECK(c.kernel == GemmKernel::WgmmaStaged);
+    CHECK(c == [&] {
+      TileConfig t = chooseTileConfig(p);
+      t.kernel = GemmKernel::WgmmaStaged;
+      return t;
+    }());
+  }
+  // A thin product over the same operand: the copy costs more than wgmma
+  // saves.
+  GemmProblem thin = bf16Sm90(8192, 8, 50257, Form::NN);
+  CHECK(!stagingCost(thin).pays);
+  CHECK(configureGemm(thin).kernel == GemmKernel::MmaSync);
+  // Aligned rows: nothing to stage.
+  GemmProblem aligned = bf16Sm90(8192, 768, 50264, Form::NN);
+  CHECK(!stagingCost(aligned).pays);
+  CHECK(configureGemm(aligned).kernel == GemmKernel::TensorCore);
 }
 
 TEST_CASE("lowered lone matmul and kernel deduplication", "[nvptx][lowering]") {

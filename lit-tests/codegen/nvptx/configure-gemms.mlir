@@ -122,6 +122,40 @@ func.func @odd_k(%a: tensor<100x51xf16>, %b: tensor<51x64xf16>) -> tensor<100x64
   return %c : tensor<100x64xf16>
 }
 
+// GPT-2 small's vocabulary (50257) in the backward at B*T = 8192: the
+// logits' gradient has odd rows, but the products are large enough that
+// copying it into a padded staging buffer (one read and one write of
+// 823 MB, ~0.46 ms at 75% of 4.8 TB/s) costs less than wgmma saves over
+// mma.sync (632 GFLOP: ~1.03 ms vs ~2.20 ms at the H200's measured rates):
+// kernel = "wgmma_staged" with sm_90a's own tile fields (docs/nvptx.md,
+// "wgmma for odd row pitches"). sm_80 has no TMA and keeps its kernel.
+// CHECK-LABEL: func.func @vocab_input_grad
+// CHECK: tg.matmul
+// CHECK-SAME: target = "sm_80">
+// CHECK-SAME: #tg.tile_config<bm = 128, bn = 192, bk = 64, stages = 5, group_m = 8, warps_m = 1, warps_n = 1, consumer_warpgroups = 2, persistent = true, target = "sm_90a", kernel = "wgmma_staged">
+func.func @vocab_input_grad(%g: tensor<8192x50257xbf16>, %w: tensor<50257x768xbf16>) -> tensor<8192x768xbf16> {
+  %c = tg.matmul %g, %w {tg.acc = f32} : tensor<8192x50257xbf16>, tensor<50257x768xbf16> -> tensor<8192x768xbf16>
+  return %c : tensor<8192x768xbf16>
+}
+
+// The weight gradient of the output embedding: TN with M = 50257.
+// CHECK-LABEL: func.func @vocab_weight_grad
+// CHECK: tg.matmul
+// CHECK-SAME: #tg.tile_config<bm = 128, bn = 256, bk = 64, stages = 4, group_m = 8, warps_m = 1, warps_n = 1, consumer_warpgroups = 2, persistent = true, target = "sm_90a", kernel = "wgmma_staged">
+func.func @vocab_weight_grad(%g: tensor<8192x50257xbf16>, %x: tensor<8192x768xbf16>) -> tensor<50257x768xbf16> {
+  %c = tg.matmul %g, %x {transpose_lhs, tg.acc = f32} : tensor<8192x50257xbf16>, tensor<8192x768xbf16> -> tensor<50257x768xbf16>
+  return %c : tensor<50257x768xbf16>
+}
+
+// The same odd operand times a thin matrix (N = 8): wgmma would save
+// ~12 us, the copy costs ~0.46 ms; the mma.sync kernel stays.
+// CHECK-LABEL: func.func @vocab_thin
+// CHECK: target = "sm_90a", kernel = "mma_sync">
+func.func @vocab_thin(%g: tensor<8192x50257xbf16>, %w: tensor<50257x8xbf16>) -> tensor<8192x8xbf16> {
+  %c = tg.matmul %g, %w {tg.acc = f32} : tensor<8192x50257xbf16>, tensor<50257x8xbf16> -> tensor<8192x8xbf16>
+  return %c : tensor<8192x8xbf16>
+}
+
 // Under 8 in M, N or K a tensor-core tile (16x8x16) is mostly zero
 // padding: the SIMT GEMM's one tile, on both targets.
 // CHECK-LABEL: func.func @tiny_k
