@@ -129,13 +129,34 @@ void fillShapes(ModuleOp module, StringRef name,
 }
 
 
+/// Calls in the module of at least this many functions defined in it
+/// (kernels, outlined nests) make a function or a loop glue, such as an
+/// entry point or the micro-batch loop around a whole step: its work is in
+/// its callees. A loop with a few calls (an attention tile loop) is
+/// compute.
+constexpr unsigned kGlueCalls = 64;
+
+/// How many calls of functions defined in the module `blocks` make.
+unsigned callsOfCode(ArrayRef<llvm::BasicBlock *> blocks) {
+  unsigned calls = 0;
+  for (llvm::BasicBlock *block : blocks)
+    for (llvm::Instruction &inst : *block)
+      if (auto *call = dyn_cast<llvm::CallBase>(&inst))
+        if (llvm::Function *callee = call->getCalledFunction())
+          calls += !callee->isDeclaration();
+  return calls;
+}
+
 /// Moves each top-level loop nest of a long function into a function of its
 /// own (never inlined back). A training step lowers to one function of
 /// thousands of sequential loop nests, and LLVM's ScalarEvolution walks the
 /// chain of blocks above each loop when it asks whether a loop is guarded:
 /// quadratic in the function's length (a 2-layer GPT: ~2 minutes at -O1
-/// or -O3). Outlined, every query stays within one op's loops. Returns the
-/// number of loops outlined.
+/// or -O3). Outlined, every query stays within one op's loops. A glue
+/// function (kGlueCalls) has its loops outlined however few, and a glue
+/// loop is not moved but its inner loops are: what is left of the function
+/// is then glue (keepGlueUnoptimized). Returns the number of loops
+/// outlined.
 unsigned outlineLoopNests(llvm::Module &module, unsigned minLoops) {
   unsigned outlined = 0;
   SmallVector<llvm::Function *> functions;
@@ -145,10 +166,18 @@ unsigned outlineLoopNests(llvm::Module &module, unsigned minLoops) {
   for (llvm::Function *f : functions) {
     llvm::DominatorTree dt(*f);
     llvm::LoopInfo loops(dt);
+    SmallVector<llvm::BasicBlock *> all(llvm::make_pointer_range(*f));
+    bool glue = callsOfCode(all) >= kGlueCalls;
     SmallVector<SmallVector<llvm::BasicBlock *>> nests;
-    for (llvm::Loop *loop : loops)
-      nests.emplace_back(loop->blocks().begin(), loop->blocks().end());
-    if (nests.size() < minLoops)
+    SmallVector<llvm::Loop *> work(loops.begin(), loops.end());
+    while (!work.empty()) {
+      llvm::Loop *loop = work.pop_back_val();
+      if (glue && callsOfCode(loop->getBlocks()) >= kGlueCalls)
+        work.append(loop->begin(), loop->end());
+      else
+        nests.emplace_back(loop->blocks().begin(), loop->blocks().end());
+    }
+    if (nests.size() < minLoops && !glue)
       continue;
     for (auto &blocks : nests) {
       llvm::CodeExtractor extractor(blocks, &dt, /*AggregateArgs=*/false,
@@ -165,6 +194,37 @@ unsigned outlineLoopNests(llvm::Module &module, unsigned minLoops) {
     }
   }
   return outlined;
+}
+
+/// Marks `optnone` every function of at least `minInstructions` whose every
+/// loop (if any) is glue (kGlueCalls), after outlineLoopNests: the entry
+/// points, their C-interface wrappers and the `tgx_` wrappers, long lines of
+/// kernel calls that pass every buffer as an expanded memref descriptor (pointer,
+/// pointer, offset, sizes, strides; GPT-2 small's train_step: 82,000 lines
+/// of LLVM IR). Optimised, each is a few basic blocks of tens of thousands
+/// of instructions, and LLVM's optimisation, instruction scheduling and
+/// alias queries are superlinear in a block's length. The glue runs once
+/// per call of an entry (per micro-batch), for microseconds against a step
+/// of milliseconds; the kernels it calls keep every optimisation. Returns
+/// how many it marked.
+unsigned keepGlueUnoptimized(llvm::Module &module, unsigned minInstructions) {
+  unsigned marked = 0;
+  for (llvm::Function &f : module) {
+    if (f.isDeclaration() || f.getInstructionCount() < minInstructions ||
+        f.hasFnAttribute(llvm::Attribute::AlwaysInline))
+      continue;
+    llvm::DominatorTree dt(f);
+    llvm::LoopInfo loops(dt);
+    if (!llvm::all_of(loops.getLoopsInPreorder(),
+                      [](llvm::Loop *loop) {
+                        return callsOfCode(loop->getBlocks()) >= kGlueCalls;
+                      }))
+      continue;
+    f.addFnAttr(llvm::Attribute::OptimizeNone);
+    f.addFnAttr(llvm::Attribute::NoInline);
+    ++marked;
+  }
+  return marked;
 }
 
 /// The temporary files of one compile: created unique in the system's
@@ -443,6 +503,8 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
   if (opts.optLevel > 0) {
     TimingScope outlining = optimizing.nest("outlining loop nests");
     outlineLoopNests(*llvmModule, /*minLoops=*/64);
+    // Glue at -O0 (below), kernels and nests at the level asked for.
+    keepGlueUnoptimized(*llvmModule, /*minInstructions=*/1000);
   }
   if (auto err = makeOptimizingTransformer(std::min(opts.optLevel, 3u), 0, machine.get())(llvmModule.get())) {
     error = "LLVM optimisation failed: " + llvm::toString(std::move(err));
