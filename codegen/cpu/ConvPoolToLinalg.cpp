@@ -30,6 +30,19 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
+/// The most slots (blocks of images) of a convolution. The thread count is
+/// known only at run time (tg-run --threads), the scratch must be planned
+/// at compile time, and the blocks (not the threads) decide the order of
+/// the weight gradient's sums: a fixed count keeps a step bit-identical on
+/// any number of threads and its arena independent of the machine that
+/// built it. Each slot costs one image's scratch, which for the input
+/// gradient is large (LeNet's conv2: 254 KB, its scattered dcol 25 taps
+/// wide): with 8 slots it set the step's peak (+443 KB, unfused LeNet)
+/// where recomputation cannot lower it, and the budget fitter lost its
+/// recompute choices. 2: this machine's (and the benchmarks') cores, and
+/// LeNet's planned peak unchanged (the second slots fit holes of the plan).
+constexpr int64_t kScratchSlots = 2;
+
 /// `x` (its last two dimensions spatial) in its compute type, padded by
 /// `pad` (h, w) on both sides with `value`.
 Value padded(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pad,
@@ -78,7 +91,7 @@ struct Loops {
 // One image at a time (an scf.for over the batch) keeps the im2col matrix
 // small and hot in the cache (LeNet's conv2: 60 KB, where the whole batch's
 // would be 3.8 MB of op scratch), and each image's result is written in
-// place in its slice of the output. The images go in kScratchSlots blocks
+// place in its slice of the output. The images go in kScratchSlots (2) blocks
 // (a loop marked tg_cpu.slots around the per-image loop): tg-plan-scratch
 // gives each block its own slot of the scratch and tg-parallelize-loops
 // runs the blocks on threads, one fork per convolution. The weight

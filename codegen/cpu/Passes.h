@@ -51,16 +51,9 @@ inline constexpr llvm::StringLiteral kParallelAttr = "tg_cpu.parallel";
 /// from their scratch, which tg-plan-scratch gives one slot per iteration
 /// (the buffer times the value of the attribute, the slot count; each
 /// iteration's view at its slot), so tg-parallelize-loops may run it on
-/// threads. Its value is the number of iterations.
+/// threads. Its value is the number of iterations (at most kScratchSlots,
+/// ConvPoolToLinalg.cpp).
 inline constexpr llvm::StringLiteral kSlotsAttr = "tg_cpu.slots";
-/// The most slots (blocks of images) of a convolution. The thread count is
-/// known only at run time (tg-run --threads), the scratch must be planned
-/// at compile time, and the blocks (not the threads) decide the order of
-/// the weight gradient's sums: a fixed count keeps a step bit-identical on
-/// any number of threads and its arena independent of the machine that
-/// built it. 8: a team of 1, 2, 4 or 8 threads shares the blocks evenly,
-/// at 8 times one image's scratch (LeNet: 700 KB).
-inline constexpr int64_t kScratchSlots = 8;
 
 /// The arena size of `function` in a module lowered with `arena` (the
 /// plan's transient bytes plus its ops' scratch), or 0 if it has none.

@@ -211,7 +211,7 @@ func.func @random_normal(%s: tensor<i64>) -> tensor<3x4xf32> {
 // reads, and W[g] (Og x K) times col (K x P) is written in place into the
 // image's slice of the result, in the matmul's loop order (g, og, k | p:
 // innermost over the output positions, reassoc + contract). The images
-// go in blocks (at most 8; here 2 of 1 image): a loop over the blocks,
+// go in blocks (kScratchSlots = 2 at most; here 2 of 1 image): a loop over the blocks,
 // marked tg_cpu.slots (tg-plan-scratch gives each its own scratch,
 // tg-parallelize-loops runs them on threads), around the block's images.
 // CHECK-DAG: #[[$COL:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 * 2 + d2, d5 * 2 + d3)>
