@@ -237,14 +237,7 @@ Value contract(OpBuilder &b, Location loc, Value lhs, Value rhs, Value out,
       .getResult(0);
 }
 
-/// The images in blocks: an scf.for over `slots` blocks of consecutive
-/// images (marked tg_cpu.slots, so that its iterations may run on threads,
-/// each with its own slot of the op's scratch) around an scf.for over each
-/// block's images. The outer loop carries `inits`; `block` makes, per block,
-/// values that only the inner loop carries (a block's own zeroed
-/// accumulator); `body` gets the image index, the block index and the
-/// carried values (`inits`' then `block`'s) and returns their next values.
-/// Returns the final values of `inits`.
+/// How `n` images go in at most kScratchSlots blocks of consecutive images.
 struct Blocks {
   int64_t slots, size; // blocks, images per block (the last may have fewer)
   static Blocks of(int64_t n) {
@@ -252,6 +245,15 @@ struct Blocks {
     return {size ? (n + size - 1) / size : 0, size};
   }
 };
+
+/// The images in blocks: an scf.for over the blocks of consecutive images
+/// (marked tg_cpu.slots, so that its iterations may run on threads, each
+/// with its own slot of the op's scratch) around an scf.for over each
+/// block's images. The outer loop carries `inits`; `block` makes, per block,
+/// values that only the inner loop carries (a block's own zeroed buffer);
+/// `body` gets the image index, the block index and the carried values
+/// (`inits`' then `block`'s) and returns their next values. Returns the
+/// final values of `inits`.
 ValueRange overImages(
     OpBuilder &b, Location loc, int64_t n, ValueRange inits,
     function_ref<SmallVector<Value>(OpBuilder &, Location, Value)> block,

@@ -162,6 +162,14 @@ struct PlanScratchPass final
       slotted.push_back(slot);
       buf.start = pos[alloc];
       buf.end = end;
+      // A slot buffer lives as long as its slot loop: iterations run on
+      // threads at once, so two buffers that one iteration uses one after
+      // the other are live together in two iterations (sharing bytes, one
+      // slot of the first would overlap another slot of the second).
+      if (slot.first) {
+        buf.start = pos[slot.first];
+        buf.end = last[slot.first];
+      }
       buf.kind = tg::BufferKind::Workspace;
       buffers.push_back(buf);
       allocs.push_back(alloc);
