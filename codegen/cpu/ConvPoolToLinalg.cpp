@@ -30,6 +30,19 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
+/// The most slots (blocks of images) of a convolution. The thread count is
+/// known only at run time (tg-run --threads), the scratch must be planned
+/// at compile time, and the blocks (not the threads) decide the order of
+/// the weight gradient's sums: a fixed count keeps a step bit-identical on
+/// any number of threads and its arena independent of the machine that
+/// built it. Each slot costs one image's scratch, which for the input
+/// gradient is large (LeNet's conv2: 254 KB, its scattered dcol 25 taps
+/// wide): with 8 slots it set the step's peak (+443 KB, unfused LeNet)
+/// where recomputation cannot lower it, and the budget fitter lost its
+/// recompute choices. 2: this machine's (and the benchmarks') cores, and
+/// LeNet's planned peak unchanged (the second slots fit holes of the plan).
+constexpr int64_t kScratchSlots = 2;
+
 /// `x` (its last two dimensions spatial) in its compute type, padded by
 /// `pad` (h, w) on both sides with `value`.
 Value padded(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pad,
@@ -78,7 +91,13 @@ struct Loops {
 // One image at a time (an scf.for over the batch) keeps the im2col matrix
 // small and hot in the cache (LeNet's conv2: 60 KB, where the whole batch's
 // would be 3.8 MB of op scratch), and each image's result is written in
-// place in its slice of the output.
+// place in its slice of the output. The images go in kScratchSlots (2) blocks
+// (a loop marked tg_cpu.slots around the per-image loop): tg-plan-scratch
+// gives each block its own slot of the scratch and tg-parallelize-loops
+// runs the blocks on threads, one fork per convolution. The weight
+// gradient sums each block's images into the block's own partial dW and
+// the partials in block order, so its result depends on the (fixed) blocks
+// and never on the thread count.
 //===----------------------------------------------------------------------===//
 
 /// The sizes of one convolution: input [N, C, H, W], weight [O, C/G, KH,
@@ -218,19 +237,52 @@ Value contract(OpBuilder &b, Location loc, Value lhs, Value rhs, Value out,
       .getResult(0);
 }
 
-/// An scf.for over the `n` images carrying `inits`; `body` gets the image
-/// index and the carried values and returns their next values.
-ValueRange
-overImages(OpBuilder &b, Location loc, int64_t n, ValueRange inits,
-           function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
-                                           ValueRange)>
-               body) {
+/// How `n` images go in at most kScratchSlots blocks of consecutive images.
+struct Blocks {
+  int64_t slots, size; // blocks, images per block (the last may have fewer)
+  static Blocks of(int64_t n) {
+    int64_t size = (n + kScratchSlots - 1) / kScratchSlots;
+    return {size ? (n + size - 1) / size : 0, size};
+  }
+};
+
+/// The images in blocks: an scf.for over the blocks of consecutive images
+/// (marked tg_cpu.slots, so that its iterations may run on threads, each
+/// with its own slot of the op's scratch) around an scf.for over each
+/// block's images. The outer loop carries `inits`; `block` makes, per block,
+/// values that only the inner loop carries (a block's own zeroed buffer);
+/// `body` gets the image index, the block index and the carried values
+/// (`inits`' then `block`'s) and returns their next values. Returns the
+/// final values of `inits`.
+ValueRange overImages(
+    OpBuilder &b, Location loc, int64_t n, ValueRange inits,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, Value)> block,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, Value, Value,
+                                    ValueRange)>
+        body) {
+  Blocks k = Blocks::of(n);
+  unsigned outer = inits.size();
   auto loop = scf::ForOp::create(
-      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, n),
+      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, k.slots),
       indexConstant(b, loc, 1), inits,
-      [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
-        scf::YieldOp::create(nb, l, body(nb, l, i, carried));
+      [&](OpBuilder &ob, Location l, Value s, ValueRange carried) {
+        Value size = indexConstant(ob, l, k.size);
+        Value first = arith::MulIOp::create(ob, l, s, size);
+        Value last = arith::MinSIOp::create(
+            ob, l, arith::AddIOp::create(ob, l, first, size),
+            indexConstant(ob, l, n));
+        SmallVector<Value> all(carried);
+        if (block)
+          llvm::append_range(all, block(ob, l, s));
+        auto images = scf::ForOp::create(
+            ob, l, first, last, indexConstant(ob, l, 1), all,
+            [&](OpBuilder &nb, Location il, Value i, ValueRange c) {
+              scf::YieldOp::create(nb, il, body(nb, il, i, s, c));
+            });
+        scf::YieldOp::create(ob, l,
+                             images.getResults().take_front(outer));
       });
+  loop->setAttr(kSlotsAttr, b.getI64IntegerAttr(k.slots));
   return loop.getResults();
 }
 
@@ -287,8 +339,8 @@ struct Conv2dLowering final : ConvPattern<Conv2dOp, Conv2dLowering> {
     SmallVector<AffineMap> maps =
         groupMaps(rw.getContext(), {{1, 2}, {2, 3}, {1, 3}});
     return overImages(
-        rw, loc, c.n, emptyTensor(rw, loc, {c.n, c.o, c.oh, c.ow}, acc),
-        [&](OpBuilder &b, Location l, Value i, ValueRange out) {
+        rw, loc, c.n, emptyTensor(rw, loc, {c.n, c.o, c.oh, c.ow}, acc), {},
+        [&](OpBuilder &b, Location l, Value i, Value, ValueRange out) {
           Value col = im2col(b, l, adaptor.getInput(), i, c);
           Value y = zeroed(b, l, groupRows(b, l, out[0], i, c.g, acc));
           y = contract(b, l, w, col, y, maps, gemmLoops());
@@ -308,14 +360,47 @@ struct Conv2dGradWeightLowering final
                      Type acc) {
     SmallVector<AffineMap> maps =
         groupMaps(rw.getContext(), {{1, 3}, {2, 3}, {1, 2}});
-    Value r = overImages(
-        rw, loc, c.n, filledTensor(rw, loc, {c.g, c.og(), c.k()}, acc, 0),
-        [&](OpBuilder &b, Location l, Value i, ValueRange dw) {
+    // Each block of images sums into its own partial dW[s], and the
+    // partials are summed in block order after the loop: blocks may run
+    // on any thread, and the sums' order is the blocks', not the threads'.
+    int64_t slots = Blocks::of(c.n).slots;
+    SmallVector<int64_t> one = {c.g, c.og(), c.k()};
+    auto dwType = RankedTensorType::get(one, acc);
+    auto sliceOf = [&](OpBuilder &b, Value s) {
+      SmallVector<OpFoldResult> offsets(4, b.getIndexAttr(0)),
+          sizes = {b.getIndexAttr(1)}, strides(4, b.getIndexAttr(1));
+      offsets[0] = s;
+      for (int64_t d : one)
+        sizes.push_back(b.getIndexAttr(d));
+      return std::make_tuple(offsets, sizes, strides);
+    };
+    Value partial = overImages(
+        rw, loc, c.n,
+        filledTensor(rw, loc, {slots, c.g, c.og(), c.k()}, acc, 0), {},
+        [&](OpBuilder &b, Location l, Value i, Value s, ValueRange p) {
           Value col = im2col(b, l, adaptor.getInput(), i, c);
           Value dy = groupRows(b, l, adaptor.getGrad(), i, c.g, acc);
-          return SmallVector<Value>{
-              contract(b, l, dy, col, dw[0], maps, iterators(3, 1))};
+          auto [offsets, sizes, strides] = sliceOf(b, s);
+          Value dw = tensor::ExtractSliceOp::create(b, l, dwType, p[0],
+                                                    offsets, sizes, strides);
+          dw = contract(b, l, dy, col, dw, maps, iterators(3, 1));
+          return SmallVector<Value>{tensor::InsertSliceOp::create(
+              b, l, dw, p[0], offsets, sizes, strides)};
         })[0];
+    // dW = partial[0] + partial[1] + ..., per element in block order.
+    Loops L{rw.getContext(), 4};
+    Value r = linalg::GenericOp::create(
+                  rw, loc, TypeRange{dwType}, partial,
+                  filledTensor(rw, loc, one, acc, 0),
+                  ArrayRef<AffineMap>{L.map({L.d(3), L.d(0), L.d(1), L.d(2)}),
+                                      L.map({L.d(0), L.d(1), L.d(2)})},
+                  iterators(3, 1),
+                  [](OpBuilder &nb, Location nl, ValueRange a) {
+                    linalg::YieldOp::create(
+                        nb, nl,
+                        ValueRange{arith::AddFOp::create(nb, nl, a[1], a[0])});
+                  })
+                  .getResult(0);
     return reshaped(rw, loc, r, {c.o, c.cg(), c.kh, c.kw});
   }
 };
@@ -328,7 +413,8 @@ struct Conv2dGradWeightLowering final
 /// by `lo` = max(0, (KH-1)*dh - ph) in front: z[.., i, j, t + lo] is
 /// dcol[.., i, j, t / sh] where sh divides t, else 0, and dx reads it at
 /// t = iy + ph - i*dh. Only the positions written change, so `z` is
-/// zeroed once for all images (carried by the loop).
+/// zeroed once per block of images (carried by the block's loop: each block
+/// has its own, in its slot of the op's scratch).
 struct Conv2dGradInputLowering final
     : ConvPattern<Conv2dGradInputOp, Conv2dGradInputLowering> {
   using ConvPattern::ConvPattern;
@@ -364,9 +450,11 @@ struct Conv2dGradInputLowering final
 
     ValueRange r = overImages(
         rw, loc, c.n,
-        {emptyTensor(rw, loc, {c.n, c.c, c.h, c.w}, acc),
-         filledTensor(rw, loc, zShape, acc, 0)},
-        [&](OpBuilder &b, Location l, Value i, ValueRange carried) {
+        emptyTensor(rw, loc, {c.n, c.c, c.h, c.w}, acc),
+        [&](OpBuilder &b, Location l, Value) {
+          return SmallVector<Value>{filledTensor(b, l, zShape, acc, 0)};
+        },
+        [&](OpBuilder &b, Location l, Value i, Value, ValueRange carried) {
           Value dy = groupRows(b, l, adaptor.getGrad(), i, c.g, acc);
           Value dcol = contract(
               b, l, w, dy,

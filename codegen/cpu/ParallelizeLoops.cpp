@@ -22,6 +22,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace mlir::tg::cpu {
 #define GEN_PASS_DEF_PARALLELIZELOOPSPASS
@@ -306,16 +307,135 @@ void rebuild(const Decision &d, MLIRContext *ctx) {
   loop.erase();
 }
 
+/// Whether the code under `root` may run on several threads at once given
+/// that its iterations touch disjoint data (a slot loop's promise): it
+/// neither allocates nor frees (the counted allocator is not thread-safe),
+/// and calls only functions of the module, of one block, not recursive,
+/// that do the same. `seen` gets the functions it calls, transitively.
+bool threadSafe(Operation *root, SymbolTable &symbols,
+                llvm::SmallPtrSetImpl<Operation *> &seen,
+                SmallVectorImpl<Operation *> &stack) {
+  WalkResult r = root->walk([&](Operation *op) {
+    if (isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
+            memref::ReallocOp>(op))
+      return WalkResult::interrupt();
+    auto call = dyn_cast<func::CallOp>(op);
+    if (!call) {
+      return isa<CallOpInterface>(op) ? WalkResult::interrupt()
+                                      : WalkResult::advance();
+    }
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    if (!callee || callee.isDeclaration() || !callee.getBody().hasOneBlock() ||
+        call.getNumResults())
+      return WalkResult::interrupt();
+    if (llvm::is_contained(stack, callee))
+      return WalkResult::interrupt();
+    stack.push_back(callee);
+    bool safe = !seen.insert(callee).second ||
+                threadSafe(callee, symbols, seen, stack);
+    stack.pop_back();
+    return safe ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  return !r.wasInterrupted();
+}
+
+/// Replaces every call under `root` by a copy of its callee's body
+/// (threadSafe said each is one block and returns nothing). A parallel
+/// region's body must not call: convert-scf-to-openmp wraps it in a
+/// memref.alloca_scope, which folds away only where nothing inside may
+/// allocate on the stack, and upstream counts every call as such (the
+/// scope would then outlive scf-to-cf, which it cannot). The kernels'
+/// own loops, now inside the parallel loop, stay sequential.
+void inlineCalls(Operation *root, SymbolTable &symbols) {
+  SmallVector<func::CallOp> calls;
+  root->walk([&](func::CallOp call) { calls.push_back(call); });
+  for (func::CallOp call : calls) {
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    IRMapping map;
+    map.map(callee.getArguments(), call.getOperands());
+    OpBuilder b(call);
+    for (Operation &op : callee.getBody().front().without_terminator())
+      b.clone(op, map);
+    call.erase();
+  }
+  // Calls inside what was copied.
+  if (!calls.empty())
+    inlineCalls(root, symbols);
+}
+
+/// Runs the slot loops (tg_cpu.slots: a convolution's blocks of images,
+/// each with its own slot of the op's scratch) as one-dimensional
+/// scf.parallel loops where they may run on threads: outside any loop, no
+/// results, and thread-safe code, the kernels it calls inlined. Returns
+/// the new loops.
+SmallVector<scf::ParallelOp> parallelizeSlotLoops(ModuleOp module) {
+  SymbolTable symbols(module);
+  SmallVector<scf::ForOp> candidates;
+  module->walk([&](scf::ForOp loop) {
+    auto slots = loop->getAttrOfType<IntegerAttr>(tg::cpu::kSlotsAttr);
+    if (slots && slots.getInt() > 1 && loop.getNumResults() == 0 &&
+        !loop->getParentOfType<LoopLikeOpInterface>())
+      candidates.push_back(loop);
+  });
+  SmallVector<scf::ParallelOp> made;
+  llvm::SmallPtrSet<Operation *, 8> inlined;
+  for (scf::ForOp loop : candidates) {
+    llvm::SmallPtrSet<Operation *, 8> called;
+    SmallVector<Operation *> stack;
+    if (!threadSafe(loop, symbols, called, stack))
+      continue;
+    inlined.insert(called.begin(), called.end());
+    inlineCalls(loop, symbols);
+    std::optional<int64_t> trips = tripCount(
+        loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
+    Decision d(nullptr);
+    d.iterations = trips.value_or(-1);
+    d.work = times(workOf(*loop.getBody()), std::max<int64_t>(1, d.iterations));
+    OpBuilder b(loop);
+    auto par = createParallel(d, b, loop.getLoc(), loop.getLowerBound(),
+                              loop.getUpperBound(), loop.getStep(),
+                              module.getContext());
+    Block *body = loop.getBody();
+    body->getArgument(0).replaceAllUsesWith(par.getInductionVars()[0]);
+    par.getBody()->getOperations().splice(b.getInsertionPoint(),
+                                          body->getOperations(), body->begin(),
+                                          std::prev(body->end()));
+    loop.erase();
+    made.push_back(par);
+  }
+  // Kernels no one calls any more (in module order, until none is left:
+  // one may have been called only by another).
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (auto fn : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+      if (inlined.contains(fn) && fn.isPrivate() &&
+          SymbolTable::symbolKnownUseEmpty(fn, module)) {
+        inlined.erase(fn);
+        symbols.erase(fn);
+        erased = true;
+      }
+  }
+  return made;
+}
+
 struct ParallelizeLoopsPass final
     : tg::cpu::impl::ParallelizeLoopsPassBase<ParallelizeLoopsPass> {
   using Base::Base;
 
   void runOnOperation() override {
+    // The convolutions' slot loops first: the loops inside them (the
+    // kernels inlined there) then stay sequential.
+    SmallVector<scf::ParallelOp> slotLoops =
+        parallelizeSlotLoops(getOperation());
     // Outermost first: a loop inside one that runs in parallel stays
     // sequential.
     SmallVector<Decision> decisions;
     llvm::SmallPtrSet<Operation *, 16> parallel;
+    for (scf::ParallelOp loop : slotLoops)
+      parallel.insert(loop);
     getOperation()->walk<WalkOrder::PreOrder>([&](scf::ParallelOp loop) {
+      if (parallel.contains(loop))
+        return;
       for (Operation *p = loop->getParentOp(); p; p = p->getParentOp())
         if (parallel.contains(p)) {
           decisions.push_back(Decision(loop));

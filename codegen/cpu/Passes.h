@@ -46,6 +46,14 @@ inline constexpr llvm::StringLiteral kKernelLoopAttr = "tg_cpu.kernel";
 /// Spelled only here: not under `tg.`, whose names the dialect verifies
 /// against TGDialect.td's list (moving it there rebuilds the whole tree).
 inline constexpr llvm::StringLiteral kParallelAttr = "tg_cpu.parallel";
+/// The attribute of a loop over blocks of a convolution's images (the
+/// slot loop, ConvPoolToLinalg.cpp): its iterations are independent apart
+/// from their scratch, which tg-plan-scratch gives one slot per iteration
+/// (the buffer times the value of the attribute, the slot count; each
+/// iteration's view at its slot), so tg-parallelize-loops may run it on
+/// threads. Its value is the number of iterations (at most kScratchSlots,
+/// ConvPoolToLinalg.cpp).
+inline constexpr llvm::StringLiteral kSlotsAttr = "tg_cpu.slots";
 
 /// The arena size of `function` in a module lowered with `arena` (the
 /// plan's transient bytes plus its ops' scratch), or 0 if it has none.

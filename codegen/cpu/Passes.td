@@ -480,6 +480,15 @@ def ParallelizeLoopsPass : Pass<"tg-parallelize-loops", "::mlir::ModuleOp"> {
     Iterations are independent and each is computed by the same code, so
     results do not depend on the number of threads.
 
+    A convolution's slot loop (an `scf.for` over blocks of images marked
+    `tg_cpu.slots`, whose iterations each have their own slot of the op's
+    scratch from `tg-plan-scratch`) becomes such a `scf.parallel` too, one
+    fork per convolution, where it is outside any loop, yields nothing and
+    neither allocates, frees nor calls anything but the module's functions
+    that do the same. Those calls are inlined (a parallel body that calls
+    keeps an `alloca_scope` that `scf-to-cf` cannot lower), and the loops
+    of the inlined kernels stay sequential.
+
     ```mlir
     scf.parallel (%i, %j) = (%c0, %c0) to (%c1024, %c256) step (%c1, %c1) {
       ... elementwise body ...

@@ -17,7 +17,11 @@
 // `memref.view` of the arena; the module attribute `tg.arena_bytes`
 // records each function's final arena size for the artifact writer. A
 // buffer that escapes (returned, yielded, passed to a call) stays on the
-// heap, where the artifact's allocator counts it.
+// heap, where the artifact's allocator counts it. A buffer allocated inside
+// a slot loop (tg_cpu.slots = S: a convolution's blocks of images, whose
+// iterations may run on threads) is planned S times over, and each
+// iteration views its own slot (offset + iteration x slot bytes), so the
+// plan, and tg-size-scratch's measure of an op's scratch, count every slot.
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,6 +95,8 @@ struct PlanScratchPass final
       number(&op);
 
     SmallVector<memref::AllocOp> allocs;
+    // The slot loop around each allocation (if any) and one slot's bytes.
+    SmallVector<std::pair<scf::ForOp, int64_t>> slotted;
     std::vector<tg::Buffer> buffers;
     // Where the plan put each buffer's op's scratch, if it did.
     SmallVector<std::optional<tg::cpu::ScratchPlace>> places;
@@ -144,8 +150,26 @@ struct PlanScratchPass final
       tg::Buffer buf;
       int64_t elt = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
       buf.bytes = type.getNumElements() * elt;
+      std::pair<scf::ForOp, int64_t> slot{nullptr, 0};
+      for (auto loop = alloc->getParentOfType<scf::ForOp>(); loop;
+           loop = loop->getParentOfType<scf::ForOp>())
+        if (auto slots = loop->getAttrOfType<IntegerAttr>(tg::cpu::kSlotsAttr);
+            slots && slots.getInt() > 1) {
+          slot = {loop, llvm::alignTo(buf.bytes, 256)};
+          buf.bytes = slot.second * slots.getInt();
+          break;
+        }
+      slotted.push_back(slot);
       buf.start = pos[alloc];
       buf.end = end;
+      // A slot buffer lives as long as its slot loop: iterations run on
+      // threads at once, so two buffers that one iteration uses one after
+      // the other are live together in two iterations (sharing bytes, one
+      // slot of the first would overlap another slot of the second).
+      if (slot.first) {
+        buf.start = pos[slot.first];
+        buf.end = last[slot.first];
+      }
       buf.kind = tg::BufferKind::Workspace;
       buffers.push_back(buf);
       allocs.push_back(alloc);
@@ -201,9 +225,15 @@ struct PlanScratchPass final
     inputs[arena.getArgNumber()] = grown;
     fn.setType(FunctionType::get(&getContext(), inputs, fn.getResultTypes()));
 
-    for (auto [alloc, offset] : llvm::zip(allocs, at)) {
+    for (auto [alloc, offset, slot] : llvm::zip(allocs, at, slotted)) {
       OpBuilder b(alloc);
       Value shift = arith::ConstantIndexOp::create(b, alloc.getLoc(), offset);
+      if (auto [loop, bytes] = slot; loop)
+        shift = arith::AddIOp::create(
+            b, alloc.getLoc(), shift,
+            arith::MulIOp::create(
+                b, alloc.getLoc(), loop.getInductionVar(),
+                arith::ConstantIndexOp::create(b, alloc.getLoc(), bytes)));
       Value view = memref::ViewOp::create(b, alloc.getLoc(), alloc.getType(),
                                           arena, shift, ValueRange{});
       SmallVector<Operation *> deallocs;

@@ -122,7 +122,11 @@ const ConvCase convCases[] = {
     // whose strided positions each image overwrites.
     {"tensor<3x4x9x8xf32>", "tensor<6x2x3x2xf32>", "tensor<3x6x5x6xf32>",
      " {stride = array<i64: 2, 1>, padding = array<i64: 1, 0>, dilation = "
-     "array<i64: 1, 2>, groups = 2 : i64}"}};
+     "array<i64: 1, 2>, groups = 2 : i64}"},
+    // 19 images: blocks of 10 and 9 images (kScratchSlots = 2), each with
+    // its own scratch, zeroed buffer and partial weight gradient.
+    {"tensor<19x2x6x6xf32>", "tensor<4x2x3x3xf32>", "tensor<19x4x4x4xf32>",
+     ""}};
 } // namespace
 
 TEST_CASE("conv2d and its gradients", "[cpu][conv]") {

@@ -210,14 +210,21 @@ func.func @random_normal(%s: tensor<i64>) -> tensor<3x4xf32> {
 // padded, copied to col[g, (ic, i, j), (y, x)] through strided, dilated
 // reads, and W[g] (Og x K) times col (K x P) is written in place into the
 // image's slice of the result, in the matmul's loop order (g, og, k | p:
-// innermost over the output positions, reassoc + contract).
+// innermost over the output positions, reassoc + contract). The images
+// go in blocks (kScratchSlots = 2 at most; here 2 of 1 image): a loop over the blocks,
+// marked tg_cpu.slots (tg-plan-scratch gives each its own scratch,
+// tg-parallelize-loops runs them on threads), around the block's images.
 // CHECK-DAG: #[[$COL:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 * 2 + d2, d5 * 2 + d3)>
 // CHECK-DAG: #[[$W:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
 // CHECK-DAG: #[[$C:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
 // CHECK-DAG: #[[$Y:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 // CHECK-LABEL: func.func @conv2d
 // CHECK: tensor.expand_shape %{{.+}} output_shape [2, 3, 18] : tensor<108xf32> into tensor<2x3x18xf32>
-// CHECK: scf.for %[[N:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[OUT:.+]] = %{{.+}}) -> (tensor<2x6x4x4xf32>)
+// CHECK: scf.for %[[B:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[OUTB:.+]] = %{{.+}}) -> (tensor<2x6x4x4xf32>)
+// CHECK: %[[FIRST:.+]] = arith.muli %[[B]], %{{.+}} : index
+// CHECK: %[[END:.+]] = arith.addi %[[FIRST]], %{{.+}} : index
+// CHECK: %[[LAST:.+]] = arith.minsi %[[END]], %{{.+}} : index
+// CHECK: scf.for %[[N:.+]] = %[[FIRST]] to %[[LAST]] step %{{.+}} iter_args(%[[OUT:.+]] = %[[OUTB]]) -> (tensor<2x6x4x4xf32>)
 // CHECK: tensor.extract_slice %{{.+}}[%[[N]], 0, 0, 0] [1, 4, 8, 8] [1, 1, 1, 1] : tensor<2x4x8x8xf32> to tensor<4x8x8xf32>
 // CHECK: tensor.pad %{{.+}} low[0, 1, 1] high[0, 1, 1]
 // CHECK: linalg.generic {indexing_maps = [#[[$COL]], #{{.+}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%{{.+}} : tensor<2x2x10x10xf32>) outs(%{{.+}} : tensor<2x2x3x3x4x4xf32>)
@@ -227,6 +234,8 @@ func.func @random_normal(%s: tensor<i64>) -> tensor<3x4xf32> {
 // CHECK: arith.mulf %{{.+}}, %{{.+}} fastmath<reassoc,contract>
 // CHECK: tensor.insert_slice %{{.+}} into %[[OUT]][%[[N]], 0, 0, 0] [1, 6, 4, 4]
 // CHECK: scf.yield
+// CHECK: scf.yield
+// CHECK-NEXT: } {tg_cpu.slots = 2 : i64}
 func.func @conv2d(%x: tensor<2x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<2x6x4x4xf32> {
   %r = tg.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, groups = 2 : i64} : tensor<2x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<2x6x4x4xf32>
   return %r : tensor<2x6x4x4xf32>
@@ -235,16 +244,24 @@ func.func @conv2d(%x: tensor<2x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<2x
 // -----
 
 // The weight gradient accumulates dy[n] (Og x P) times col^T over the
-// images, carried by the loop: loops (g, og, k | p), a dot product over the
-// output positions innermost.
+// images of each block into the block's own partial sum (slice b of a
+// zeroed [blocks, G, Og, K] tensor carried by the loops): loops (g, og, k |
+// p), a dot product over the output positions innermost. The partials are
+// then summed in block order (the blocks, not the threads, decide it).
 // CHECK-DAG: #[[$DY:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 // CHECK-DAG: #[[$C:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
 // CHECK-DAG: #[[$DW:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-DAG: #[[$PART:.+]] = affine_map<(d0, d1, d2, d3) -> (d3, d0, d1, d2)>
 // CHECK-LABEL: func.func @conv2d_grad_weight
-// CHECK: %[[ZERO:.+]] = linalg.fill {{.*}} -> tensor<1x6x27xf32>
-// CHECK: scf.for {{.*}} iter_args(%[[DWI:.+]] = %[[ZERO]]) -> (tensor<1x6x27xf32>)
-// CHECK: linalg.generic {indexing_maps = [#[[$DY]], #[[$C]], #[[$DW]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.+}}, %{{.+}} : tensor<1x6x64xf32>, tensor<1x27x64xf32>) outs(%[[DWI]] : tensor<1x6x27xf32>)
+// CHECK: %[[ZERO:.+]] = linalg.fill {{.*}} -> tensor<2x1x6x27xf32>
+// CHECK: scf.for %[[B:.+]] = {{.*}} iter_args(%[[PB:.+]] = %[[ZERO]]) -> (tensor<2x1x6x27xf32>)
+// CHECK: scf.for {{.*}} iter_args(%[[P:.+]] = %[[PB]]) -> (tensor<2x1x6x27xf32>)
+// CHECK: %[[DWI:.+]] = tensor.extract_slice %[[P]][%[[B]], 0, 0, 0] [1, 1, 6, 27] [1, 1, 1, 1] : tensor<2x1x6x27xf32> to tensor<1x6x27xf32>
+// CHECK: %[[DW:.+]] = linalg.generic {indexing_maps = [#[[$DY]], #[[$C]], #[[$DW]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.+}}, %{{.+}} : tensor<1x6x64xf32>, tensor<1x27x64xf32>) outs(%[[DWI]] : tensor<1x6x27xf32>)
+// CHECK: tensor.insert_slice %[[DW]] into %[[P]][%[[B]], 0, 0, 0]
 // CHECK: scf.yield
+// CHECK: } {tg_cpu.slots = 2 : i64}
+// CHECK: linalg.generic {indexing_maps = [#[[$PART]], #[[$DW]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.+}} : tensor<2x1x6x27xf32>) outs(%{{.+}} : tensor<1x6x27xf32>)
 // CHECK: tensor.expand_shape %{{.+}} output_shape [6, 3, 3, 3]
 func.func @conv2d_grad_weight(%x: tensor<2x3x8x8xf32>, %g: tensor<2x6x8x8xf32>) -> tensor<6x3x3x3xf32> {
   %r = tg.conv2d_grad_weight %x, %g {padding = array<i64: 1, 1>} : tensor<2x3x8x8xf32>, tensor<2x6x8x8xf32> -> tensor<6x3x3x3xf32>
@@ -255,14 +272,16 @@ func.func @conv2d_grad_weight(%x: tensor<2x3x8x8xf32>, %g: tensor<2x6x8x8xf32>) 
 
 // The input gradient: dcol = W[g]^T dy[n] (loops g, k, og | p), scattered
 // through a strided output map (y*2 + 1: stride 2, in front the padding
-// lo = (3 - 1) - 1) into a zeroed [G, Cg, KH, KW, 10, 10] tensor carried by
-// the loop, then summed over the taps: dx[iy] reads it at iy + 1 + 1 - i.
+// lo = (3 - 1) - 1) into a [G, Cg, KH, KW, 10, 10] tensor zeroed per block
+// of images and carried by the block's loop, then summed over the taps:
+// dx[iy] reads it at iy + 1 + 1 - i. One image: one block.
 // CHECK-DAG: #[[$WT:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1)>
 // CHECK-DAG: #[[$SCATTER:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4 * 2 + 1, d5 * 2 + 1)>
 // CHECK-DAG: #[[$TAPS:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4 - d2 + 2, d5 - d3 + 2)>
 // CHECK-LABEL: func.func @conv2d_grad_input
+// CHECK: scf.for {{.*}} iter_args(%[[DXB:.+]] = %{{.+}}) -> (tensor<1x4x8x8xf32>)
 // CHECK: %[[Z:.+]] = linalg.fill {{.*}} -> tensor<2x2x3x3x10x10xf32>
-// CHECK: scf.for {{.*}} iter_args(%{{.+}} = %{{.+}}, %[[ZI:.+]] = %[[Z]])
+// CHECK: scf.for {{.*}} iter_args(%{{.+}} = %[[DXB]], %[[ZI:.+]] = %[[Z]])
 // CHECK: linalg.generic {indexing_maps = [#[[$WT]], #{{.+}}, #{{.+}}], iterator_types = ["parallel", "parallel", "reduction", "parallel"]} {{.*}} outs(%{{.+}} : tensor<2x18x16xf32>)
 // CHECK: %[[S:.+]] = linalg.generic {indexing_maps = [#{{.+}}, #[[$SCATTER]]], {{.*}} ins(%{{.+}} : tensor<2x2x3x3x4x4xf32>) outs(%[[ZI]] : tensor<2x2x3x3x10x10xf32>)
 // CHECK: linalg.generic {indexing_maps = [#[[$TAPS]], #{{.+}}], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel", "parallel"]} ins(%[[S]] : tensor<2x2x3x3x10x10xf32>) outs(%{{.+}} : tensor<2x2x8x8xf32>)

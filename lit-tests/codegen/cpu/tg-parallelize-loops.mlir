@@ -212,3 +212,108 @@ func.func @im2col(%a: memref<1x1x32x32xf32>, %b: memref<1x1x5x5x28x28xf32>) {
   }
   return
 }
+
+// -----
+
+// A convolution's slot loop (tg_cpu.slots: 8 blocks of images, each with
+// its own slot of the op's scratch) runs in parallel: one fork per
+// convolution, however many images. The per-image kernels its body calls
+// (allocating nothing) are inlined, and erased where no one else calls
+// them: a parallel body that calls keeps the alloca_scope of
+// convert-scf-to-openmp, which scf-to-cf cannot lower. Their loops, now
+// inside the parallel one, stay sequential (a parallel region there would
+// fork once per call). Work: (3 operations of the body + the kernel's
+// 128 x 256 x 4) x 8 = 1048600.
+// CHECK-NOT: @slot_kernel
+// CHECK-LABEL: func.func @slots
+// CHECK: scf.parallel (%[[S:.+]]) = (%c0) to (%c8) step (%c1) {
+// CHECK-NEXT: arith.muli %[[S]], %c128
+// CHECK: %[[V:.+]] = memref.subview
+// CHECK-NOT: call
+// CHECK: scf.for %[[I:.+]] = %{{.+}} to %{{.+}} step
+// CHECK-NEXT: scf.for %[[J:.+]] = %{{.+}} to %{{.+}} step
+// CHECK-NEXT: memref.load %[[V]][%[[I]], %[[J]]]
+// CHECK: } {tg_cpu.parallel = {iterations = 8 : i64, work = 1048600 : i64}}
+// CHECK-NOT: tg_cpu.slots
+// OMP-LABEL: func.func @slots
+// OMP: omp.parallel {
+// OMP-NEXT: omp.wsloop {
+// OMP-NEXT: omp.loop_nest (%{{.+}}) : index = (%c0) to (%c8) step (%c1) {
+// OMP: memref.alloca_scope
+// OMP-NOT: func.call
+// OMP: omp.yield
+func.func private @slot_kernel(%a: memref<128x256xf32, strided<[256, 1], offset: ?>>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %c256 = arith.constant 256 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c128, %c256) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<128x256xf32, strided<[256, 1], offset: ?>>
+    %y = arith.addf %x, %x : f32
+    memref.store %y, %a[%i, %j] : memref<128x256xf32, strided<[256, 1], offset: ?>>
+    scf.reduce
+  }
+  return
+}
+func.func @slots(%a: memref<1024x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c128 = arith.constant 128 : index
+  scf.for %s = %c0 to %c8 step %c1 {
+    %first = arith.muli %s, %c128 : index
+    %v = memref.subview %a[%first, 0] [128, 256] [1, 1] : memref<1024x256xf32> to memref<128x256xf32, strided<[256, 1], offset: ?>>
+    func.call @slot_kernel(%v) : (memref<128x256xf32, strided<[256, 1], offset: ?>>) -> ()
+  } {tg_cpu.slots = 8 : i64}
+  return
+}
+
+// -----
+
+// A slot loop whose body allocates (no arena: the counted allocator is not
+// thread-safe) or calls a function of unknown body stays a sequential
+// loop, and the loops of what it calls keep their own decision.
+// CHECK-LABEL: func.func private @kernel2
+// CHECK: scf.parallel
+// CHECK-LABEL: func.func @allocates
+// CHECK: scf.for
+// CHECK-NOT: scf.parallel
+// CHECK: } {tg_cpu.slots = 8 : i64}
+// CHECK-LABEL: func.func @unknown
+// CHECK: scf.for
+// CHECK-NOT: scf.parallel
+// CHECK: } {tg_cpu.slots = 8 : i64}
+func.func private @kernel2(%a: memref<1024x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %c1024 = arith.constant 1024 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c1024, %c256) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<1024x256xf32>
+    %y = arith.addf %x, %x : f32
+    memref.store %y, %a[%i, %j] : memref<1024x256xf32>
+    scf.reduce
+  }
+  return
+}
+func.func private @external(memref<1024x256xf32>)
+func.func @allocates(%a: memref<1024x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %s = %c0 to %c8 step %c1 {
+    %t = memref.alloc() : memref<16xf32>
+    func.call @kernel2(%a) : (memref<1024x256xf32>) -> ()
+    memref.dealloc %t : memref<16xf32>
+  } {tg_cpu.slots = 8 : i64}
+  return
+}
+func.func @unknown(%a: memref<1024x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %s = %c0 to %c8 step %c1 {
+    func.call @external(%a) : (memref<1024x256xf32>) -> ()
+  } {tg_cpu.slots = 8 : i64}
+  return
+}

@@ -9,7 +9,7 @@
 
 // The arena of 1000 bytes is rounded up to 1024; %a and %b (live together)
 // take 256 bytes each after it, %c reuses %a's slot.
-// CHECK: module attributes {tg.arena_bytes = {placed = 4608 : i64, step = 1536 : i64}}
+// CHECK: module attributes {tg.arena_bytes = {placed = 4608 : i64, slots = 4096 : i64, step = 1536 : i64}}
 // CHECK-LABEL: func.func @step(
 // CHECK-SAME: %[[ARENA:[a-z0-9_]+]]: memref<1536xi8> {tg.arena}
 // CHECK: %[[C1024:.+]] = arith.constant 1024 : index
@@ -85,5 +85,43 @@ func.func @placed(%arena: memref<4096xi8> {tg.arena}, %out: memref<64xf32>) {
   linalg.fill ins(%zero : f32) outs(%d : memref<64xf32>) loc(#op5)
   memref.copy %d, %out : memref<64xf32> to memref<64xf32>
   memref.dealloc %d : memref<64xf32>
+  return
+}
+
+// A buffer allocated inside a slot loop (tg_cpu.slots = 4: a convolution's
+// blocks of images, which may run on threads) gets one slot per iteration:
+// 400 bytes round up to a 512-byte slot, planned 4 times over (2048 bytes,
+// after the plan at 1024), and iteration %s views its slot at 1024 + %s x
+// 512. %b, used after %a is dead, does not reuse %a's bytes as it would
+// in sequential code: two iterations run at once, and %b's slot 1 would
+// overlap %a's slot 0; it lives as long as the loop, at 3072 + %s x 256,
+// and the arena grows to 4096.
+// CHECK-LABEL: func.func @slots(
+// CHECK-SAME: %[[ARENA:[a-z0-9_]+]]: memref<4096xi8> {tg.arena}
+// CHECK: scf.for %[[S:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK: %[[BASE:.+]] = arith.constant 1024 : index
+// CHECK: %[[SLOT:.+]] = arith.constant 512 : index
+// CHECK: %[[AT:.+]] = arith.muli %[[S]], %[[SLOT]] : index
+// CHECK: %[[OFF:.+]] = arith.addi %[[BASE]], %[[AT]] : index
+// CHECK: memref.view %[[ARENA]][%[[OFF]]][] : memref<4096xi8> to memref<100xf32>
+// CHECK: %[[BASEB:.+]] = arith.constant 3072 : index
+// CHECK: %[[SLOTB:.+]] = arith.constant 256 : index
+// CHECK: %[[ATB:.+]] = arith.muli %[[S]], %[[SLOTB]] : index
+// CHECK: %[[OFFB:.+]] = arith.addi %[[BASEB]], %[[ATB]] : index
+// CHECK: memref.view %[[ARENA]][%[[OFFB]]][] : memref<4096xi8> to memref<50xf32>
+// CHECK: } {tg_cpu.slots = 4 : i64}
+func.func @slots(%arena: memref<1024xi8> {tg.arena}) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %s = %c0 to %c4 step %c1 {
+    %a = memref.alloc() : memref<100xf32>
+    linalg.fill ins(%zero : f32) outs(%a : memref<100xf32>)
+    memref.dealloc %a : memref<100xf32>
+    %b = memref.alloc() : memref<50xf32>
+    linalg.fill ins(%zero : f32) outs(%b : memref<50xf32>)
+    memref.dealloc %b : memref<50xf32>
+  } {tg_cpu.slots = 4 : i64}
   return
 }
