@@ -529,7 +529,7 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     // schedules) must not survive into this one.
     for (StringRef stale :
          {attr::offset, attr::offsets, attr::aliasArg, attr::aliasArgs,
-          attr::bytes, kScratchOffsetAttr})
+          attr::bytes, attr::scratchOffset})
       op.removeAttr(stale);
     setBucketOffset(&op, std::nullopt);
   }

@@ -13,7 +13,7 @@
 
 #include "passes/MemoryPlan.h"
 #include "passes/MemoryPlanScratch.h"
-#include "dialects/OpScratch.h"
+#include "dialects/TGDialect.h"
 
 #include "llvm/ADT/STLExtras.h"
 
