@@ -20,7 +20,7 @@
 namespace mlir::tg {
 
 /// The scratch a backend's lowering of `op` needs (tg.scratch, from
-/// tg-size-scratch) as a buffer of its own (kind workspace, named after the
+/// tg-size-scratch) as a buffer of its own (kind scratch, named after the
 /// op with " scratch"), live at the op's step `at` only: the op's operands
 /// and results are live then too, so it never shares bytes with them, and
 /// between ops it fills the holes of the graph's buffers. Appended to
