@@ -8,7 +8,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/TGOps.h"
-#include "dialects/OpScratch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -238,11 +237,13 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
     return expect(isa<DenseI64ArrayAttr>(value), "an i64 array");
   if (name == attr::memory)
     return expect(isa<MemoryPlanAttr>(value), "a #tg.memory<...> plan");
-  // Op scratch (tg-size-scratch, tg-plan-memory): bytes and arena offset
-  // (dialects/OpScratch.h).
-  if (name == kScratchAttr || name == kScratchOffsetAttr) {
+  // Op scratch (tg-size-scratch, tg-plan-memory): bytes and arena offset,
+  // i64 like every byte count of the plan.
+  if (name == attr::scratch || name == attr::scratchOffset) {
     auto n = dyn_cast<IntegerAttr>(value);
-    return expect(n && !n.getValue().isNegative(), "a non-negative integer");
+    return expect(n && n.getType().isSignlessInteger(64) &&
+                      !n.getValue().isNegative(),
+                  "a non-negative i64 (bytes)");
   }
   // Rematerialisation (tg-rematerialize).
   if (name == attr::recomputed)

@@ -40,6 +40,10 @@ inline constexpr llvm::StringLiteral bytes = TGDialect::BytesAttrHelper::getName
 inline constexpr llvm::StringLiteral aliasArg = TGDialect::AliasArgAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral aliasArgs = TGDialect::AliasArgsAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral memory = TGDialect::MemoryAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral scratch =
+    TGDialect::ScratchAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral scratchOffset =
+    TGDialect::ScratchOffsetAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral recomputed = TGDialect::RecomputedAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral remat = TGDialect::RematAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral budgetFit = TGDialect::BudgetFitAttrHelper::getNameStr();
@@ -81,6 +85,27 @@ std::optional<Role> getResultRole(FnOp fn, unsigned i) {
 /// The memory plan summary of a planned function (tg-plan-memory), if any.
 inline MemoryPlanAttr getMemoryPlan(Operation *fn) {
   return dialect(fn->getContext()).getMemoryAttrHelper().getAttr(fn);
+}
+
+/// The op's tg.scratch bytes (tg-size-scratch), or null.
+inline IntegerAttr getScratchBytes(Operation *op) {
+  return dialect(op->getContext()).getScratchAttrHelper().getAttr(op);
+}
+/// The op's tg.scratch_offset in the arena (tg-plan-memory), or null.
+inline IntegerAttr getScratchOffset(Operation *op) {
+  return dialect(op->getContext()).getScratchOffsetAttrHelper().getAttr(op);
+}
+/// Sets the op's tg.scratch to `bytes` (an i64, as the verifier requires).
+inline void setScratchBytes(Operation *op, int64_t bytes) {
+  MLIRContext *ctx = op->getContext();
+  dialect(ctx).getScratchAttrHelper().setAttr(
+      op, IntegerAttr::get(IntegerType::get(ctx, 64), bytes));
+}
+/// Sets the op's tg.scratch_offset to `offset` (an i64).
+inline void setScratchOffset(Operation *op, int64_t offset) {
+  MLIRContext *ctx = op->getContext();
+  dialect(ctx).getScratchOffsetAttrHelper().setAttr(
+      op, IntegerAttr::get(IntegerType::get(ctx, 64), offset));
 }
 } // namespace mlir::tg
 

@@ -54,6 +54,12 @@ def TG_Dialect : Dialect {
     // result lives in place of (-1: none).
     "::mlir::DenseI64ArrayAttr":$alias_args,
     "::mlir::tg::MemoryPlanAttr":$memory,
+    // Op scratch (tg-size-scratch, tg-plan-memory): the i64 bytes of
+    // scratch a backend's lowering of the op allocates for itself while it
+    // runs (accumulators, padded inputs, argmax indices, row temporaries),
+    // and their arena offset, a buffer of the plan live at the op's step.
+    "::mlir::IntegerAttr":$scratch,
+    "::mlir::IntegerAttr":$scratch_offset,
     // Rematerialisation (tg-rematerialize): a recomputed op, and the record
     // on the gradient function.
     "::mlir::UnitAttr":$recomputed,

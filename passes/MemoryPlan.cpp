@@ -37,13 +37,15 @@ StringRef mlir::tg::kindName(BufferKind kind) {
     return "activations";
   case BufferKind::Workspace:
     return "workspace";
+  case BufferKind::Scratch:
+    return "scratch";
   }
   return "workspace";
 }
 
 int64_t MemoryPlan::bytesOf(BufferKind kind) const {
   if (kind == BufferKind::Gradient || kind == BufferKind::Activation ||
-      kind == BufferKind::Workspace) {
+      kind == BufferKind::Workspace || kind == BufferKind::Scratch) {
     auto it = peakByKind.find(kind);
     return it == peakByKind.end() ? 0 : it->second;
   }
@@ -538,7 +540,7 @@ BlockPlan planBlockInOrder(Block &block, const Marks &marks,
     // schedules) must not survive into this one.
     for (StringRef stale :
          {attr::offset, attr::offsets, attr::aliasArg, attr::aliasArgs,
-          attr::bytes, kScratchOffsetAttr})
+          attr::bytes, attr::scratchOffset})
       op.removeAttr(stale);
     setBucketOffset(&op, std::nullopt);
   }
@@ -910,7 +912,9 @@ FailureOr<MemoryPlan> mlir::tg::planMemory(func::FuncOp fn,
       fn.getContext(), plan.bytesOf(BufferKind::Param),
       plan.bytesOf(BufferKind::Optimizer), plan.bytesOf(BufferKind::Input),
       plan.bytesOf(BufferKind::Gradient), plan.bytesOf(BufferKind::Activation),
-      plan.bytesOf(BufferKind::Workspace), plan.persistentBytes,
+      // #tg.memory has no field for planned op scratch: it is workspace.
+      plan.bytesOf(BufferKind::Workspace) + plan.bytesOf(BufferKind::Scratch),
+      plan.persistentBytes,
       plan.transientBytes, plan.peakBytes(),
       plan.persistentBytes + plan.lowerBoundBytes,
       plan.persistentBytes + plan.naiveBytes);

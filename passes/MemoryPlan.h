@@ -21,7 +21,17 @@
 namespace mlir::tg {
 
 /// What a buffer holds, for the report.
-enum class BufferKind { Param, Optimizer, Input, Gradient, Activation, Workspace };
+/// Scratch: what a backend's lowering of one op allocates for itself while
+/// the op runs (tg.scratch), planned live at the op's step only.
+enum class BufferKind {
+  Param,
+  Optimizer,
+  Input,
+  Gradient,
+  Activation,
+  Workspace,
+  Scratch
+};
 
 /// Name used in reports and JSON ("params", "gradients", ...).
 llvm::StringRef kindName(BufferKind kind);
@@ -57,9 +67,11 @@ struct MemoryPlan {
   /// Transient bytes live at the worst moment of the schedule, by kind.
   std::map<BufferKind, int64_t> peakByKind;
 
-  /// Scratch that a backend's lowering of single ops needs (padded conv
-  /// inputs, argmax indices), placed after the transient region; 0 until a
-  /// backend reports it (tgc fills it in for the CPU).
+  /// Op scratch that a backend's lowering allocates outside the plan (an
+  /// op tg-size-scratch could not size, or whose buffers exceed its
+  /// tg.scratch), appended after the transient region; 0 until a backend
+  /// reports it (tgc fills it in for the CPU). Planned op scratch is
+  /// BufferKind::Scratch, inside the transient region.
   int64_t scratchBytes = 0;
 
   /// Data parallelism (tg-data-parallel): the plan is each rank's; with
@@ -81,7 +93,8 @@ struct MemoryPlan {
     return persistentBytes + transientBytes + scratchBytes;
   }
   /// Bytes of `kind` in the report: persistent kinds in full, transient
-  /// kinds (gradients, activations, workspace) as live at the worst moment,
+  /// kinds (gradients, activations, workspace, scratch) as live at the
+  /// worst moment,
   /// so that the rows add up to the lower bound.
   int64_t bytesOf(BufferKind kind) const;
   /// Sum of every buffer of `kind`, as if none were ever freed.

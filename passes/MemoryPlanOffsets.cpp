@@ -13,7 +13,7 @@
 
 #include "passes/MemoryPlan.h"
 #include "passes/MemoryPlanScratch.h"
-#include "dialects/OpScratch.h"
+#include "dialects/TGDialect.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -187,7 +187,7 @@ void mlir::tg::addScratchBuffer(
   buf.op = op->getName().getStringRef().str();
   buf.loc = locString(op->getLoc());
   buf.name = buf.op + "#" + std::to_string(at) + " scratch";
-  buf.kind = BufferKind::Workspace;
+  buf.kind = BufferKind::Scratch;
   buf.bytes = bytes.getInt();
   buf.start = buf.end = at;
   scratchOf.push_back({op, buffers.size()});

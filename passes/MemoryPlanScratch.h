@@ -1,7 +1,7 @@
 //===- MemoryPlanScratch.h - op scratch in the memory plan ------*- C++ -*-===//
 //
 // How tg-plan-memory plans each op's own scratch (tg.scratch,
-// dialects/OpScratch.h): a buffer of the plan live at the op's step only,
+// declared in TGDialect.td): a buffer of the plan live at the op's step only,
 // so it fills a hole of the graph's buffers and the lower bound counts it;
 // its offset becomes the op's tg.scratch_offset. Shared by MemoryPlan.cpp
 // (liveness) and MemoryPlanOffsets.cpp (where they are defined).
@@ -11,7 +11,7 @@
 #ifndef TGC_PASSES_MEMORYPLANSCRATCH_H
 #define TGC_PASSES_MEMORYPLANSCRATCH_H
 
-#include "dialects/OpScratch.h"
+#include "dialects/TGDialect.h"
 #include "passes/MemoryPlan.h"
 
 #include <utility>
@@ -20,7 +20,7 @@
 namespace mlir::tg {
 
 /// The scratch a backend's lowering of `op` needs (tg.scratch, from
-/// tg-size-scratch) as a buffer of its own (kind workspace, named after the
+/// tg-size-scratch) as a buffer of its own (kind scratch, named after the
 /// op with " scratch"), live at the op's step `at` only: the op's operands
 /// and results are live then too, so it never shares bytes with them, and
 /// between ops it fills the holes of the graph's buffers. Appended to

@@ -73,8 +73,12 @@ void mlir::tg::printMemoryTable(const MemoryPlan &plan, llvm::raw_ostream &os) {
   // row above when that is the worst moment).
   if (plan.bucketBufferBytes)
     row("  bucket buffer", plan.bucketBufferBytes);
+  // Op scratch (tg.scratch): planned at its op's step, live at the worst
+  // moment; with the rows above it adds up to the lower bound. What a
+  // backend appends after the plan is a row of its own, added to the peak.
+  row("op scratch", plan.bytesOf(BufferKind::Scratch));
   if (plan.scratchBytes)
-    row("op scratch (cpu)", plan.scratchBytes);
+    row("  after the plan (cpu)", plan.scratchBytes);
   row("peak (planned arena)", plan.peakBytes());
   row("lower bound", plan.persistentBytes + plan.lowerBoundBytes);
   row("naive (no reuse)", plan.persistentBytes + plan.naiveBytes);
@@ -122,6 +126,7 @@ llvm::json::Object mlir::tg::memorySummaryJson(const MemoryPlan &plan) {
       {"inputs_bytes", plan.bytesOf(BufferKind::Input)},
       {"activations_bytes", plan.bytesOf(BufferKind::Activation)},
       {"workspace_bytes", plan.bytesOf(BufferKind::Workspace)},
+      {"op_scratch_bytes", plan.bytesOf(BufferKind::Scratch)},
       {"persistent_bytes", plan.persistentBytes},
       {"transient_bytes", plan.transientBytes},
       {"scratch_bytes", plan.scratchBytes},
@@ -166,6 +171,7 @@ void mlir::tg::printMemorySvg(const MemoryPlan &plan, llvm::raw_ostream &os) {
     case BufferKind::Gradient: return "#e15759";
     case BufferKind::Activation: return "#59a14f";
     case BufferKind::Workspace: return "#f28e2b";
+    case BufferKind::Scratch: return "#edc948";
     }
     return "#888888";
   };
@@ -200,7 +206,7 @@ void mlir::tg::printMemorySvg(const MemoryPlan &plan, llvm::raw_ostream &os) {
   double ly = top + 10;
   for (BufferKind k : {BufferKind::Param, BufferKind::Optimizer, BufferKind::Input,
                        BufferKind::Gradient, BufferKind::Activation,
-                       BufferKind::Workspace}) {
+                       BufferKind::Workspace, BufferKind::Scratch}) {
     os << "<rect x=\"" << width - 160 << "\" y=\"" << ly << "\" width=\"14\" "
        << "height=\"14\" fill=\"" << colour(k) << "\"/><text x=\""
        << width - 140 << "\" y=\"" << ly + 12 << "\">" << kindName(k) << " ("

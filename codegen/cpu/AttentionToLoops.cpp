@@ -218,6 +218,30 @@ struct Tiles {
                          maps, body);
   }
 
+  /// `dst` updated in place: `dst = body(inputs..., dst)` elementwise, each
+  /// input read whole or per row as in map(). Writing the loop-carried
+  /// tiles into themselves keeps a loop's yielded values equivalent to its
+  /// iteration arguments, so bufferization reuses one buffer across the
+  /// iterations instead of allocating fresh ones it must yield (heap
+  /// allocations that no plan can place).
+  Value update(Value dst, ValueRange inputs, ScalarFn body) {
+    ArrayRef<int64_t> shape = shapeOf(dst);
+    SmallVector<AffineMap> maps;
+    for (Value in : inputs)
+      maps.push_back(shapeOf(in).size() == shape.size()
+                         ? b.getMultiDimIdentityMap(shape.size())
+                         : AffineMap::get(shape.size(), 0,
+                                          {getAffineDimExpr(0, ctx())}, ctx()));
+    maps.push_back(b.getMultiDimIdentityMap(shape.size()));
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{dst.getType()}, inputs, ValueRange{dst}, maps,
+               iterators(shape.size()),
+               [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                 linalg::YieldOp::create(nb, nloc, body(nb, nloc, args));
+               })
+        .getResult(0);
+  }
+
   /// `init[i] combine= x[i, j]` over the columns of `x`.
   Value rowReduce(Value x, Value init,
                   function_ref<Value(OpBuilder &, Location, Value, Value)>
@@ -377,17 +401,27 @@ struct AttentionLowering final
 
   /// One key block of the online softmax: the running max, sum and
   /// unnormalised output `st` of the query block `qt` updated with the
-  /// keys `kt` and values `vt`.
+  /// keys `kt` and values `vt`, each in place (Tiles::update). The new
+  /// max is also a block temporary, since the rescaling factor reads the
+  /// old one; the block's row max `r` is reduced from -inf rather than from
+  /// `m`, and `m` takes max(m, r) last: a plain copy would be an identity
+  /// op that canonicalization folds away, leaving the reduction to write
+  /// into `m` while it is still read (a copy per block, yielded).
   static SmallVector<Value> step(Tiles &t, Value qt, Value kt, Value vt,
                                  Value q0, Value k0, double scale, bool causal,
                                  ValueRange st) {
     Value m = st[0], l = st[1], acc = st[2];
-    int64_t br = shapeOf(qt)[0], bc = shapeOf(kt)[0], dv = shapeOf(vt)[1];
+    int64_t br = shapeOf(qt)[0], bc = shapeOf(kt)[0];
     Value s = t.scores(qt, kt, q0, k0, scale, causal);
-    Value mNew = t.rowReduce(s, m, [](OpBuilder &b, Location l, Value x,
-                                      Value y) {
-      return arith::MaximumFOp::create(b, l, x, y).getResult();
-    });
+    auto maxOf = [](OpBuilder &b, Location l, ValueRange a) {
+      return arith::MaximumFOp::create(b, l, a[0], a[1]).getResult();
+    };
+    Value r = t.rowReduce(s, filledTensor(t.b, t.loc, {br}, t.ct, -INFINITY),
+                          [](OpBuilder &b, Location l, Value x, Value y) {
+                            return arith::MaximumFOp::create(b, l, x, y)
+                                .getResult();
+                          });
+    Value mNew = t.map({br}, {m, r}, maxOf);
     auto expDiff = [](OpBuilder &b, Location l, ValueRange a) {
       return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[1]))
           .getResult();
@@ -398,13 +432,13 @@ struct AttentionLowering final
     Value p = t.map({br, bc}, {s, mNew}, expDiff);
     Value alpha = t.map({br}, {m, mNew}, expDiff);
     Value lNew = t.rowReduce(
-        p, t.map({br}, {l, alpha}, mul),
+        p, t.update(l, alpha, mul),
         [](OpBuilder &b, Location loc, Value x, Value y) {
           return arith::AddFOp::create(b, loc, x, y).getResult();
         });
-    Value accNew = t.contract(p, vt, t.map({br, dv}, {acc, alpha}, mul), false,
-                              false);
-    return {mNew, lNew, accNew};
+    Value accNew =
+        t.contract(p, vt, t.update(acc, alpha, mul), false, false);
+    return {t.update(m, r, maxOf), lNew, accNew};
   }
 };
 

@@ -35,7 +35,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
-#include "dialects/OpScratch.h"
 #include "dialects/TGOps.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

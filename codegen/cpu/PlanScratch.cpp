@@ -26,7 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
-#include "dialects/OpScratch.h"
+#include "dialects/TGDialect.h"
 #include "passes/MemoryPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -255,8 +255,9 @@ Location mlir::tg::cpu::withScratchPlace(Location loc, ScratchPlace place) {
   MLIRContext *ctx = loc.getContext();
   Builder b(ctx);
   auto metadata = b.getDictionaryAttr(
-      {b.getNamedAttr(kScratchOffsetAttr, b.getI64IntegerAttr(place.offset)),
-       b.getNamedAttr(kScratchAttr, b.getI64IntegerAttr(place.bytes))});
+      {b.getNamedAttr(tg::attr::scratchOffset,
+                      b.getI64IntegerAttr(place.offset)),
+       b.getNamedAttr(tg::attr::scratch, b.getI64IntegerAttr(place.bytes))});
   return FusedLoc::get(ctx, {loc}, metadata);
 }
 
@@ -271,8 +272,9 @@ mlir::tg::cpu::scratchPlaceOf(Location loc) {
     auto dict = fused ? dyn_cast_if_present<DictionaryAttr>(fused.getMetadata())
                       : DictionaryAttr();
     auto offset =
-        dict ? dict.getAs<IntegerAttr>(kScratchOffsetAttr) : IntegerAttr();
-    auto bytes = dict ? dict.getAs<IntegerAttr>(kScratchAttr) : IntegerAttr();
+        dict ? dict.getAs<IntegerAttr>(tg::attr::scratchOffset) : IntegerAttr();
+    auto bytes =
+        dict ? dict.getAs<IntegerAttr>(tg::attr::scratch) : IntegerAttr();
     if (!offset || !bytes)
       return WalkResult::advance();
     if (found && found->offset != offset.getInt())

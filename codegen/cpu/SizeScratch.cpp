@@ -18,7 +18,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
-#include "dialects/OpScratch.h"
 #include "dialects/TGOps.h"
 #include "passes/MemoryPlan.h"
 
@@ -50,8 +49,8 @@ FailureOr<int64_t> mlir::tg::cpu::sizeOpScratch(ModuleOp module) {
       tgd.getOffsetAttrHelper().getName(), tgd.getOffsetsAttrHelper().getName(),
       tgd.getBytesAttrHelper().getName(), tgd.getAliasArgAttrHelper().getName(),
       tgd.getAliasArgsAttrHelper().getName(),
-      StringAttr::get(ctx, kScratchAttr),
-      StringAttr::get(ctx, kScratchOffsetAttr)};
+      tgd.getScratchAttrHelper().getName(),
+      tgd.getScratchOffsetAttrHelper().getName()};
   OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
   (*kernels)->setDiscardableAttrs(module->getDiscardableAttrDictionary());
   OpBuilder b = OpBuilder::atBlockEnd(kernels->getBody());
@@ -151,7 +150,7 @@ FailureOr<int64_t> mlir::tg::cpu::sizeOpScratch(ModuleOp module) {
     if (scratch[k] > 0)
       setScratchBytes(op, scratch[k]);
     else
-      op->removeAttr(kScratchAttr);
+      tgd.getScratchAttrHelper().removeAttr(op);
     unsized += scratch[k] < 0;
   }
   return unsized;

@@ -457,6 +457,24 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %0 : tensor<4xf32>
 }
 // -----
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.relu' op 'tg.scratch' must be a non-negative i64 (bytes)}}
+  %0 = tg.relu %x {tg.scratch = "4096"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+// -----
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.relu' op 'tg.scratch' must be a non-negative i64 (bytes)}}
+  %0 = tg.relu %x {tg.scratch = 4096 : i32} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+// -----
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.relu' op 'tg.scratch_offset' must be a non-negative i64 (bytes)}}
+  %0 = tg.relu %x {tg.scratch = 64 : i64, tg.scratch_offset = -256 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+// -----
 // expected-error @+1 {{'func.func' op 'tg.remat' must be a #tg.remat<...> record}}
 func.func @f() attributes {tg.remat = {bytes = 1 : i64}} {
   return

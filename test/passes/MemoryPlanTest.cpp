@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dialects/OpScratch.h"
+#include "dialects/TGDialect.h"
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
