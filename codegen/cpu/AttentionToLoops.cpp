@@ -416,11 +416,11 @@ struct AttentionLowering final
     auto maxOf = [](OpBuilder &b, Location l, ValueRange a) {
       return arith::MaximumFOp::create(b, l, a[0], a[1]).getResult();
     };
-    Value r = t.rowReduce(s, filledTensor(t.b, t.loc, {br}, t.ct, -INFINITY),
-                          [](OpBuilder &b, Location l, Value x, Value y) {
-                            return arith::MaximumFOp::create(b, l, x, y)
-                                .getResult();
-                          });
+    Value r =
+        t.rowReduce(s, filledTensor(t.b, t.loc, {br}, t.ct, -INFINITY),
+                    [](OpBuilder &b, Location l, Value x, Value y) {
+                      return arith::MaximumFOp::create(b, l, x, y).getResult();
+                    });
     Value mNew = t.map({br}, {m, r}, maxOf);
     auto expDiff = [](OpBuilder &b, Location l, ValueRange a) {
       return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[1]))
@@ -431,13 +431,12 @@ struct AttentionLowering final
     };
     Value p = t.map({br, bc}, {s, mNew}, expDiff);
     Value alpha = t.map({br}, {m, mNew}, expDiff);
-    Value lNew = t.rowReduce(
-        p, t.update(l, alpha, mul),
-        [](OpBuilder &b, Location loc, Value x, Value y) {
-          return arith::AddFOp::create(b, loc, x, y).getResult();
-        });
-    Value accNew =
-        t.contract(p, vt, t.update(acc, alpha, mul), false, false);
+    Value lNew =
+        t.rowReduce(p, t.update(l, alpha, mul),
+                    [](OpBuilder &b, Location loc, Value x, Value y) {
+                      return arith::AddFOp::create(b, loc, x, y).getResult();
+                    });
+    Value accNew = t.contract(p, vt, t.update(acc, alpha, mul), false, false);
     return {t.update(m, r, maxOf), lNew, accNew};
   }
 };
