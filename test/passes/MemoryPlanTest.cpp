@@ -95,7 +95,7 @@ TEST_CASE("random graphs get valid, deterministic plans", "[memory]") {
 /// indexed: for each buffer, largest first, every placed buffer whose
 /// lifetime overlaps it, sorted by offset, then the smallest gap that holds
 /// it, else the top of those. Quadratic, and the answer assignOffsets must
-/// keep exactly.
+/// keep exactly unless one of its other orders places the buffers lower.
 static int64_t referenceOffsets(std::vector<tg::Buffer> &bs,
                                 int64_t alignment) {
   auto size = [&](const tg::Buffer &b) {
@@ -154,10 +154,14 @@ TEST_CASE("indexed offset search gives the exhaustive best fit", "[memory]") {
     int64_t alignment = seed % 2 ? 256 : 64;
     int64_t top = tg::assignOffsets(bs, alignment);
     INFO("seed " << seed);
-    CHECK(top == referenceOffsets(expected, alignment));
-    for (size_t i = 0; i < bs.size(); ++i)
-      if (!bs[i].persistent)
-        CHECK(bs[i].offset == expected[i].offset);
+    // The largest-first search is kept unless another order (tried only
+    // when it misses the live-bytes bound) places everything lower.
+    int64_t reference = referenceOffsets(expected, alignment);
+    CHECK(top <= reference);
+    if (top == reference)
+      for (size_t i = 0; i < bs.size(); ++i)
+        if (!bs[i].persistent)
+          CHECK(bs[i].offset == expected[i].offset);
     tg::MemoryPlan plan;
     plan.buffers = bs;
     plan.transientBytes = top;
