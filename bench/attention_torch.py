@@ -20,8 +20,10 @@ Prints one key=value line; scripts/device-check.sh parses it.
 """
 import argparse
 import ctypes
-import statistics
 import sys
+
+from cuda_torch import Skip, check, open_device
+from cuda_torch import median_ms as timed_median
 
 
 def main() -> int:
@@ -36,25 +38,11 @@ def main() -> int:
     B, H, T, D = (int(v) for v in args.shape.split(","))
     tag = f"attention B={B} H={H} T={T} d={D}"
     try:
-        import torch
-        import torch.nn.functional as F
-    except ImportError as e:
-        print(f"{tag} status=SKIPPED reason=no-torch({e})")
+        torch, dev, cu, mod = open_device(open(args.ptx, "rb").read())
+    except Skip as e:
+        print(f"{tag} status=SKIPPED reason={e}")
         return 3
-    if not torch.cuda.is_available():
-        print(f"{tag} status=SKIPPED reason=no-cuda-device")
-        return 3
-    dev = torch.device("cuda")
-    torch.zeros(1, device=dev)  # the primary context, current on this thread
-    cu = ctypes.CDLL("libcuda.so.1")
-
-    def check(rc, what):
-        if rc != 0:
-            raise RuntimeError(f"{what} failed: CUresult {rc}")
-
-    ptx = open(args.ptx, "rb").read() + b"\0"
-    mod = ctypes.c_void_p()
-    check(cu.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(ptx)), "cuModuleLoadData")
+    import torch.nn.functional as F
 
     dt = torch.bfloat16
     g = torch.Generator(device=dev).manual_seed(17)
@@ -109,15 +97,7 @@ def main() -> int:
             check(cu.cuLaunchKernel(fn, gx, gy, 1, block, 1, 1, smem, stream, argv, None), "cuLaunchKernel")
 
     def median_ms(fn):
-        for _ in range(args.warmup):
-            fn()
-        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(args.iters)]
-        for a, b in ev:
-            a.record()
-            fn()
-            b.record()
-        torch.cuda.synchronize()
-        return statistics.median(a.elapsed_time(b) for a, b in ev)
+        return timed_median(torch, fn, args.warmup, args.iters)
 
     # Correctness first (one forward, one backward on the poisoned outputs).
     run("fwd")

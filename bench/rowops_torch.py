@@ -31,10 +31,11 @@ scripts/device-check.sh parses it.
 import argparse
 import ctypes
 import json
-import statistics
 import struct
 import sys
 import zlib
+
+from cuda_torch import Skip, check, median_ms, open_device
 
 DTYPE_BYTES = {"f32": 4, "f64": 8, "bf16": 2, "f16": 2, "i32": 4, "i64": 8, "i1": 1}
 # cuda.h's CU_TENSOR_MAP_* values for the manifest's names (runtime/cuda/TensorMap.h).
@@ -189,25 +190,12 @@ def main() -> int:
         print(f"{tag} bytes={need} steps={len(timed)} status=SKIPPED reason=plan-only")
         return 0
     try:
-        import torch
-        import torch.nn.functional as F
-    except ImportError as e:
-        print(f"{tag} bytes={need} status=SKIPPED reason=no-torch({e})")
+        torch, dev, cu, mod = open_device(plan["ptx"])
+    except Skip as e:
+        print(f"{tag} bytes={need} status=SKIPPED reason={e}")
         return 3
-    if not torch.cuda.is_available():
-        print(f"{tag} bytes={need} status=SKIPPED reason=no-cuda-device")
-        return 3
-    dev = torch.device("cuda")
-    torch.zeros(1, device=dev)  # the primary context, current on this thread
-    cu = ctypes.CDLL("libcuda.so.1")
+    import torch.nn.functional as F
 
-    def check(rc, what):
-        if rc != 0:
-            raise RuntimeError(f"{what} failed: CUresult {rc}")
-
-    mod = ctypes.c_void_p()
-    check(cu.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(plan["ptx"] + b"\0")),
-          "cuModuleLoadData")
     g = torch.Generator(device=dev).manual_seed(23)
     x = (torch.rand(rows, cols, device=dev, generator=g) * 8 - 4).to(torch.bfloat16)
     buffers = []
@@ -279,17 +267,7 @@ def main() -> int:
                                     ptrs, None), "cuLaunchKernel")
 
     def timeit(fn):
-        for _ in range(args.warmup):
-            fn()
-        times = []
-        for _ in range(args.iters):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-        return statistics.median(times)
+        return median_ms(torch, fn, args.warmup, args.iters)
 
     # Correctness: the whole entry once on NaN-poisoned memory.
     arena.fill_(0xFF)
