@@ -4,8 +4,13 @@ consecutive rows: the rows each rank of an N-rank job reads.
     split_batch.py IN.safetensors N OUT0 OUT1 ...
 """
 import json
+import os
 import struct
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tgc", "Inputs"))
+from batch import write_safetensors  # noqa: E402
 
 
 def main():
@@ -17,7 +22,7 @@ def main():
     header = json.loads(data[8:8 + size])
     base = 8 + size
     for r, out in enumerate(outs):
-        head, blobs, offset = {}, [], 0
+        parts = []
         for name, t in header.items():
             if name == "__metadata__":
                 continue
@@ -29,14 +34,8 @@ def main():
             row = (e - b) // rows
             part = rows // n
             blob = data[base + b + r * part * row:base + b + (r + 1) * part * row]
-            head[name] = {"dtype": t["dtype"], "shape": [part] + t["shape"][1:],
-                          "data_offsets": [offset, offset + len(blob)]}
-            blobs.append(blob)
-            offset += len(blob)
-        text = json.dumps(head).encode()
-        text += b" " * (-len(text) % 8)
-        with open(out, "wb") as f:
-            f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+            parts.append((name, t["dtype"], [part] + t["shape"][1:], blob))
+        write_safetensors(out, parts)
 
 
 if __name__ == "__main__":

@@ -16,11 +16,25 @@ import sys
 FMT = {"F32": "f", "I64": "q", "I32": "i"}
 
 
+def write_safetensors(path, tensors):
+    """Writes [(name, dtype, shape, bytes)] as one safetensors file."""
+    header, blobs, offset = {}, [], 0
+    for name, dtype, shape, blob in tensors:
+        header[name] = {"dtype": dtype, "shape": list(shape),
+                        "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    head = json.dumps(header).encode()
+    head += b" " * (-len(head) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+
+
 def main():
     out, specs = sys.argv[1], sys.argv[2:]
     rng = random.Random(1234)
     text = open("/usr/share/common-licenses/GPL-3", "rb").read()
-    header, blobs, offset = {}, [], 0
+    tensors = []
     for spec in specs:
         m = re.fullmatch(r"(\w+)=(\w+)\[([\d,]+)\]:(\S+)", spec)
         if not m:
@@ -41,14 +55,8 @@ def main():
         else:
             sys.exit(f"batch.py: unknown kind '{kind}'")
         blob = struct.pack("<%d%s" % (n, FMT[dtype]), *values)
-        header[name] = {"dtype": dtype, "shape": shape,
-                        "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    head = json.dumps(header).encode()
-    head += b" " * (-len(head) % 8)
-    with open(out, "wb") as f:
-        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+        tensors.append((name, dtype, shape, blob))
+    write_safetensors(out, tensors)
 
 
 if __name__ == "__main__":
