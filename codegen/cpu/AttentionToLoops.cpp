@@ -205,15 +205,23 @@ struct Tiles {
         .getResult(0);
   }
 
-  /// An elementwise tile of `shape` from `inputs`, each read whole (same
-  /// shape) or per row (rank 1 against a rank-2 tile).
-  Value map(ArrayRef<int64_t> shape, ValueRange inputs, ScalarFn body) {
+  /// The indexing maps of `inputs` read by a tile of `shape`: each input
+  /// whole (same shape) or per row (rank 1 against a rank-2 tile).
+  SmallVector<AffineMap> inputMaps(ArrayRef<int64_t> shape,
+                                   ValueRange inputs) {
     SmallVector<AffineMap> maps;
     for (Value in : inputs)
       maps.push_back(shapeOf(in).size() == shape.size()
                          ? b.getMultiDimIdentityMap(shape.size())
                          : AffineMap::get(shape.size(), 0,
                                           {getAffineDimExpr(0, ctx())}, ctx()));
+    return maps;
+  }
+
+  /// An elementwise tile of `shape` from `inputs`, each read as inputMaps
+  /// says.
+  Value map(ArrayRef<int64_t> shape, ValueRange inputs, ScalarFn body) {
+    SmallVector<AffineMap> maps = inputMaps(shape, inputs);
     return buildParallel(b, loc, RankedTensorType::get(shape, ct), inputs,
                          maps, body);
   }
@@ -226,12 +234,7 @@ struct Tiles {
   /// allocations that no plan can place).
   Value update(Value dst, ValueRange inputs, ScalarFn body) {
     ArrayRef<int64_t> shape = shapeOf(dst);
-    SmallVector<AffineMap> maps;
-    for (Value in : inputs)
-      maps.push_back(shapeOf(in).size() == shape.size()
-                         ? b.getMultiDimIdentityMap(shape.size())
-                         : AffineMap::get(shape.size(), 0,
-                                          {getAffineDimExpr(0, ctx())}, ctx()));
+    SmallVector<AffineMap> maps = inputMaps(shape, inputs);
     maps.push_back(b.getMultiDimIdentityMap(shape.size()));
     return linalg::GenericOp::create(
                b, loc, TypeRange{dst.getType()}, inputs, ValueRange{dst}, maps,
