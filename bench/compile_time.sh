@@ -25,13 +25,11 @@ load0=$(cut -d' ' -f1 /proc/loadavg)
 load1=$(cut -d' ' -f1 /proc/loadavg)
 read -r user wall rss <"$tmp/time"
 # The shared object is the artifact's `cpu.so` section (docs/artifact.md).
-so_bytes=$(python3 - "$tmp/model.tgx" <<'PY'
-import struct, sys
-d = open(sys.argv[1], 'rb').read()
-for i in range(struct.unpack_from('<I', d, 8)[0]):
-    e = d[32 + 64 * i:96 + 64 * i]
-    if e[:40].rstrip(b'\0') == b'cpu.so':
-        print(struct.unpack_from('<Q', e, 48)[0])
+so_bytes=$(python3 - "$tmp/model.tgx" "$root/scripts" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+from tgx import sections
+print(len(sections(sys.argv[1])["cpu.so"]))
 PY
 )
 {

@@ -10,21 +10,22 @@ pipeline printed after tg-outline-kernels (refused unless both hold the
 same number of kernels)."""
 import bisect
 import collections
+import os
 import re
-import struct
 import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "scripts"))
+import tgx  # noqa: E402
+
 
 def cpu_so(path):
-    b = open(path, "rb").read()
-    for i in range(struct.unpack_from("<I", b, 8)[0]):
-        e = b[32 + 64 * i:96 + 64 * i]
-        if e[:40].rstrip(b"\0") == b"cpu.so":
-            off, size = struct.unpack_from("<QQ", e, 40)
-            return b[off:off + size]
-    sys.exit("cpu_profile: error: no cpu.so section in " + path)
+    so = tgx.sections(path).get("cpu.so")
+    if so is None:
+        sys.exit("cpu_profile: error: no cpu.so section in " + path)
+    return so
 
 
 def kind(body):

@@ -57,24 +57,13 @@ bytes() {
 # all_reduce's tensors, a reduce_scatter's whole sources, an all_gather's
 # shards.
 gpu_bytes() { # MODEL.tgx
-  python3 - "$1" <<'PY'
-import json, struct, sys
-data = open(sys.argv[1], "rb").read()
-sections = {}
-for i in range(struct.unpack_from("<I", data, 8)[0]):
-    at = 32 + 64 * i
-    name = data[at:at + 40].rstrip(b"\0").decode()
-    offset, size = struct.unpack_from("<QQ", data, at + 40)
-    sections[name] = data[offset:offset + size]
-manifest = json.loads(sections["manifest"])
+  python3 - "$1" "$here/scripts" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from tgx import sections, steps
+manifest = json.loads(sections(sys.argv[1])["manifest"])
 entry = manifest["gpu"]["schedules"]["sm_80"]["entries"]["train_step"]
 size = {"f32": 4, "bf16": 2, "f16": 2}
-def steps(items):
-    for s in items:
-        if s.get("op") == "repeat":
-            yield from steps(s["steps"])
-        else:
-            yield s
 total = 0
 for s in steps(entry["steps"]):
     if s.get("op") in ("all_reduce", "reduce_scatter", "all_gather"):

@@ -8,28 +8,12 @@ summary that checks each map against its buffer: the bytes the map spans
 covers exactly the operand it was generated for.
 """
 import json
-import struct
+import os
 import sys
 
-
-def sections(path):
-    data = open(path, "rb").read()
-    count = struct.unpack_from("<I", data, 8)[0]
-    out = {}
-    for i in range(count):
-        at = 32 + 64 * i
-        name = data[at:at + 40].rstrip(b"\0").decode()
-        offset, size = struct.unpack_from("<QQ", data, at + 40)
-        out[name] = data[offset:offset + size]
-    return out
-
-
-def steps(items):
-    for s in items:
-        if s.get("op") == "repeat":
-            yield from steps(s["steps"])
-        else:
-            yield s
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "scripts"))
+from tgx import sections, steps  # noqa: E402
 
 
 ELEM = {"bf16": 2, "f16": 2, "f32": 4}
