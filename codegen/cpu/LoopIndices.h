@@ -22,17 +22,31 @@ inline Value index(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
+/// The value of `e`, a sum of constants and constant multiples of loop
+/// dimensions (what the vector kernels accept), at the loop point `point`.
+/// A plain dimension is its induction value and a constant an index
+/// constant, so maps of loops and constants add no arithmetic.
+inline Value indexAt(OpBuilder &b, Location loc, AffineExpr e,
+                     ArrayRef<Value> point) {
+  if (auto d = dyn_cast<AffineDimExpr>(e))
+    return point[d.getPosition()];
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return index(b, loc, c.getValue());
+  auto sum = cast<AffineBinaryOpExpr>(e);
+  Value lhs = indexAt(b, loc, sum.getLHS(), point);
+  Value rhs = indexAt(b, loc, sum.getRHS(), point);
+  if (e.getKind() == AffineExprKind::Mul)
+    return arith::MulIOp::create(b, loc, lhs, rhs);
+  return arith::AddIOp::create(b, loc, lhs, rhs);
+}
+
 /// The indices `map` reads at the loop point `point` (one induction value
-/// per loop dimension); constant results become index constants.
+/// per loop dimension); see indexAt for the expressions it may hold.
 inline SmallVector<Value> indicesAt(OpBuilder &b, Location loc, AffineMap map,
                                     ArrayRef<Value> point) {
   SmallVector<Value> idx;
-  for (AffineExpr e : map.getResults()) {
-    if (auto d = dyn_cast<AffineDimExpr>(e))
-      idx.push_back(point[d.getPosition()]);
-    else
-      idx.push_back(index(b, loc, cast<AffineConstantExpr>(e).getValue()));
-  }
+  for (AffineExpr e : map.getResults())
+    idx.push_back(indexAt(b, loc, e, point));
   return idx;
 }
 

@@ -15,6 +15,14 @@
 // scalar lowering (test/cpu/MathApproxTest.cpp checks it), and no sum is
 // reassociated that the reference evaluator sums in order.
 //
+// An operand's indices may be sums of loops and constants (a window's
+// `y + i`, a padded `x + 4 - j`): what matters is that along the innermost
+// loop its last index steps by exactly one element, so lanes are
+// consecutive. That lets the convolutions' stride-1 im2col copies and
+// col2im sums (ConvPoolToLinalg.cpp) run as vector rows; LLVM left them
+// scalar, unable to prove their arena views apart (LeNet's col2im: 10% of
+// its step as scalar adds).
+//
 // The analysis that decides whether a generic qualifies is here too
 // (vectorizableElementBits), shared with tg-select-vector-widths.
 //
@@ -47,6 +55,30 @@ struct Plan {
   SmallVector<Operation *> combiners; // by init, when innerReduction
   unsigned bits = 32;
 };
+
+/// Whether `e` is a sum of constants and constant multiples of loops (a
+/// window's `y * stride + tap - pad`): what LoopIndices.h computes.
+bool isLinearInLoops(AffineExpr e) {
+  if (isa<AffineDimExpr, AffineConstantExpr>(e))
+    return true;
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin || (e.getKind() != AffineExprKind::Add &&
+               e.getKind() != AffineExprKind::Mul))
+    return false;
+  if (e.getKind() == AffineExprKind::Mul && !bin.getLHS().isSymbolicOrConstant() &&
+      !bin.getRHS().isSymbolicOrConstant())
+    return false;
+  return isLinearInLoops(bin.getLHS()) && isLinearInLoops(bin.getRHS());
+}
+
+/// Whether `e` (linear in the loops) advances by exactly one element per
+/// step of loop `inner`, so that lanes of that loop read consecutive
+/// elements: `e - inner` no longer depends on it.
+bool stepsByOne(AffineExpr e, unsigned inner, unsigned dims) {
+  AffineExpr rest = simplifyAffineExpr(
+      e - getAffineDimExpr(inner, e.getContext()), dims, 0);
+  return !rest.isFunctionOfDim(inner);
+}
 
 /// Scalar types a vector of the body may hold.
 bool isScalar(Type t) { return isa<IntegerType, FloatType, IndexType>(t); }
@@ -87,8 +119,8 @@ FailureOr<Plan> analyse(linalg::GenericOp op, std::string &why) {
     AffineMap map = op.getMatchingIndexingMap(&operand);
     unsigned uses = 0;
     for (AffineExpr e : map.getResults()) {
-      if (!isa<AffineDimExpr, AffineConstantExpr>(e))
-        return fail("an index is not a loop or a constant");
+      if (!isLinearInLoops(e))
+        return fail("an index is not a sum of loops and constants");
       uses += e.isFunctionOfDim(plan.inner);
     }
     if (uses == 0) {
@@ -98,8 +130,16 @@ FailureOr<Plan> analyse(linalg::GenericOp op, std::string &why) {
     }
     if (op.isDpsInit(&operand) && plan.innerReduction)
       return fail("a result is indexed by the reduced loop");
-    if (uses != 1 || !map.getResults().back().isFunctionOfDim(plan.inner))
+    if (uses != 1 || !map.getResults().back().isFunctionOfDim(plan.inner) ||
+        !stepsByOne(map.getResults().back(), plan.inner, map.getNumDims()))
       return fail("an operand is not contiguous along the innermost loop");
+    // Lanes load before they store: an input that is also a result must
+    // be read where it is written, as the scalar loop reads it.
+    if (!op.isDpsInit(&operand))
+      for (OpOperand &init : op.getDpsInitsMutable())
+        if (init.get() == operand.get() &&
+            op.getMatchingIndexingMap(&init) != map)
+          return fail("an input is a result read at other positions");
     SmallVector<int64_t> strides;
     int64_t offset;
     if (failed(type.getStridesAndOffset(strides, offset)) ||

@@ -214,6 +214,9 @@ func.func @random_normal(%s: tensor<i64>) -> tensor<3x4xf32> {
 // go in blocks (kScratchSlots = 2 at most; here 2 of 1 image): a loop over the blocks,
 // marked tg_cpu.slots (tg-plan-scratch gives each its own scratch,
 // tg-parallelize-loops runs them on threads), around the block's images.
+// The padding: a zero-filled image whose interior a copy writes at +1
+// (not tensor.pad, whose bufferized copy is an element-by-element memrefCopy).
+// CHECK-DAG: #[[$PAD:.+]] = affine_map<(d0, d1, d2) -> (d0, d1 + 1, d2 + 1)>
 // CHECK-DAG: #[[$COL:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 * 2 + d2, d5 * 2 + d3)>
 // CHECK-DAG: #[[$W:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
 // CHECK-DAG: #[[$C:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
@@ -226,7 +229,8 @@ func.func @random_normal(%s: tensor<i64>) -> tensor<3x4xf32> {
 // CHECK: %[[LAST:.+]] = arith.minsi %[[END]], %{{.+}} : index
 // CHECK: scf.for %[[N:.+]] = %[[FIRST]] to %[[LAST]] step %{{.+}} iter_args(%[[OUT:.+]] = %[[OUTB]]) -> (tensor<2x6x4x4xf32>)
 // CHECK: tensor.extract_slice %{{.+}}[%[[N]], 0, 0, 0] [1, 4, 8, 8] [1, 1, 1, 1] : tensor<2x4x8x8xf32> to tensor<4x8x8xf32>
-// CHECK: tensor.pad %{{.+}} low[0, 1, 1] high[0, 1, 1]
+// CHECK: %[[ZP:.+]] = linalg.fill {{.*}} -> tensor<4x10x10xf32>
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #[[$PAD]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%{{.+}} : tensor<4x8x8xf32>) outs(%[[ZP]] : tensor<4x10x10xf32>)
 // CHECK: linalg.generic {indexing_maps = [#[[$COL]], #{{.+}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%{{.+}} : tensor<2x2x10x10xf32>) outs(%{{.+}} : tensor<2x2x3x3x4x4xf32>)
 // CHECK: tensor.extract_slice %[[OUT]][%[[N]], 0, 0, 0] [1, 6, 4, 4]
 // CHECK: linalg.fill {{.*}} -> tensor<2x3x16xf32>
@@ -274,17 +278,20 @@ func.func @conv2d_grad_weight(%x: tensor<2x3x8x8xf32>, %g: tensor<2x6x8x8xf32>) 
 // through a strided output map (y*2 + 1: stride 2, in front the padding
 // lo = (3 - 1) - 1) into a [G, Cg, KH, KW, 10, 10] tensor zeroed per block
 // of images and carried by the block's loop, then summed over the taps:
-// dx[iy] reads it at iy + 1 + 1 - i. One image: one block.
+// dx[iy] reads it at iy + 1 + 1 - i, the taps looped between a row (iy)
+// and its elements (ix), so each row is summed in registers. One image:
+// one block.
 // CHECK-DAG: #[[$WT:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1)>
 // CHECK-DAG: #[[$SCATTER:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4 * 2 + 1, d5 * 2 + 1)>
-// CHECK-DAG: #[[$TAPS:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4 - d2 + 2, d5 - d3 + 2)>
+// CHECK-DAG: #[[$TAPS:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d3, d4, d2 - d3 + 2, d5 - d4 + 2)>
+// CHECK-DAG: #[[$ROWS:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>
 // CHECK-LABEL: func.func @conv2d_grad_input
 // CHECK: scf.for {{.*}} iter_args(%[[DXB:.+]] = %{{.+}}) -> (tensor<1x4x8x8xf32>)
 // CHECK: %[[Z:.+]] = linalg.fill {{.*}} -> tensor<2x2x3x3x10x10xf32>
 // CHECK: scf.for {{.*}} iter_args(%{{.+}} = %[[DXB]], %[[ZI:.+]] = %[[Z]])
 // CHECK: linalg.generic {indexing_maps = [#[[$WT]], #{{.+}}, #{{.+}}], iterator_types = ["parallel", "parallel", "reduction", "parallel"]} {{.*}} outs(%{{.+}} : tensor<2x18x16xf32>)
 // CHECK: %[[S:.+]] = linalg.generic {indexing_maps = [#{{.+}}, #[[$SCATTER]]], {{.*}} ins(%{{.+}} : tensor<2x2x3x3x4x4xf32>) outs(%[[ZI]] : tensor<2x2x3x3x10x10xf32>)
-// CHECK: linalg.generic {indexing_maps = [#[[$TAPS]], #{{.+}}], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel", "parallel"]} ins(%[[S]] : tensor<2x2x3x3x10x10xf32>) outs(%{{.+}} : tensor<2x2x8x8xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[$TAPS]], #[[$ROWS]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%[[S]] : tensor<2x2x3x3x10x10xf32>) outs(%{{.+}} : tensor<2x2x8x8xf32>)
 // CHECK: scf.yield %{{.+}}, %[[S]]
 func.func @conv2d_grad_input(%g: tensor<1x6x4x4xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<1x4x8x8xf32> {
   %r = tg.conv2d_grad_input %g, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, groups = 2 : i64} : tensor<1x6x4x4xf32>, tensor<6x2x3x3xf32> -> tensor<1x4x8x8xf32>
@@ -293,9 +300,11 @@ func.func @conv2d_grad_input(%g: tensor<1x6x4x4xf32>, %w: tensor<6x2x3x3xf32>) -
 
 // -----
 
+// CHECK-DAG: #[[$PAD4:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 + 1, d3 + 1)>
 // CHECK-LABEL: func.func @pooling
-// CHECK: tensor.pad %{{.+}} low[0, 0, 1, 1] high[0, 0, 1, 1]
-// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: %[[NEG:.+]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[P:.+]] = linalg.fill ins(%[[NEG]] : f32) {{.*}} -> tensor<1x2x7x7xf32>
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #[[$PAD4]]], {{.*}} outs(%[[P]] : tensor<1x2x7x7xf32>)
 // CHECK: arith.constant dense<0.000000e+00> : tensor<3x3xf32>
 // CHECK: arith.maximumf
 // CHECK: arith.addf

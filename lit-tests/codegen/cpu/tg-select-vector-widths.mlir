@@ -165,6 +165,43 @@ func.func @unit_rows(%x: memref<64x1xf32>, %y: memref<64x1xf32>) {
 
 // -----
 
+#x = affine_map<(c, i, j, y, x) -> (c, y + i, x + j)>
+#col = affine_map<(c, i, j, y, x) -> (c, i, j, y, x)>
+// A stride-1 im2col copy: the window's read x + j advances one element
+// per step of x, so its rows are vectors too (rows of 10: 16 lanes).
+// CHECK-LABEL: func.func @window
+// CHECK: tg_cpu.vector_width = 8 : i64
+// AVX512-LABEL: func.func @window
+// AVX512: tg_cpu.vector_width = 16 : i64
+func.func @window(%in: memref<6x14x14xf32>, %out: memref<6x5x5x10x10xf32>) {
+  linalg.generic {indexing_maps = [#x, #col], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%in : memref<6x14x14xf32>) outs(%out : memref<6x5x5x10x10xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    linalg.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+#x = affine_map<(y, x) -> (y, x * 2)>
+#o = affine_map<(y, x) -> (y, x)>
+// ... but not a stride-2 one (every other element), ...
+// CHECK-LABEL: func.func @strided_window
+// CHECK-NOT: tg_cpu.vector_width
+// AVX512-LABEL: func.func @strided_window
+// AVX512-NOT: tg_cpu.vector_width
+func.func @strided_window(%in: memref<4x32xf32>, %out: memref<4x16xf32>) {
+  linalg.generic {indexing_maps = [#x, #o], iterator_types = ["parallel", "parallel"]}
+      ins(%in : memref<4x32xf32>) outs(%out : memref<4x16xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    linalg.yield %a : f32
+  }
+  return
+}
+
+// -----
+
 #id = affine_map<(i) -> (i)>
 // ... and a gather (embedding): a load in the body has no vector form.
 // CHECK-LABEL: func.func @gather

@@ -144,6 +144,72 @@ func.func @bf16(%x: memref<32xbf16>, %y: memref<32xbf16>) {
 
 // -----
 
+#z = affine_map<(c, y, i, j, x) -> (c, i, j, y + 4 - i, x + 4 - j)>
+#dx = affine_map<(c, y, i, j, x) -> (c, y, x)>
+// The convolution's col2im (LeNet's conv2): each row of dx summed over the
+// taps (i, j), read at y + 4 - i and x + 4 - j. The tap offsets are
+// computed once per row of lanes; the lanes are consecutive elements of
+// both buffers. Rows of 14 at 16 lanes: masked.
+// CHECK-LABEL: func.func @col2im
+// CHECK: scf.for %[[C:.+]] = %c0 to %c6 step %c1
+// CHECK: scf.for %[[Y:.+]] = %c0 to %c14 step %c1
+// CHECK: scf.for %[[I:.+]] = %c0 to %c5 step %c1
+// CHECK: scf.for %[[J:.+]] = %c0 to %c5 step %c1
+// CHECK: %[[M:.+]] = vector.constant_mask [14] : vector<16xi1>
+// CHECK: %[[NI:.+]] = arith.muli %[[I]], %c-1 : index
+// CHECK: %[[YI:.+]] = arith.addi %[[Y]], %[[NI]] : index
+// CHECK: %[[ZY:.+]] = arith.addi %[[YI]], %c4 : index
+// CHECK: %[[NJ:.+]] = arith.muli %[[J]], %c-1 : index
+// CHECK: %[[XJ:.+]] = arith.addi %c0, %[[NJ]] : index
+// CHECK: %[[ZX:.+]] = arith.addi %[[XJ]], %c4 : index
+// CHECK: %[[V:.+]] = vector.maskedload %arg0[%[[C]], %[[I]], %[[J]], %[[ZY]], %[[ZX]]], %[[M]]
+// CHECK: %[[D:.+]] = vector.maskedload %arg1[%[[C]], %[[Y]], %c0], %[[M]]
+// CHECK: %[[S:.+]] = arith.addf %[[D]], %[[V]] : vector<16xf32>
+// CHECK: vector.maskedstore %arg1[%[[C]], %[[Y]], %c0], %[[M]], %[[S]]
+func.func @col2im(%z: memref<6x5x5x18x18xf32>, %dx: memref<6x14x14xf32, strided<[196, 14, 1], offset: ?>>) {
+  linalg.generic {indexing_maps = [#z, #dx], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel"], tg_cpu.vector_width = 16 : i64}
+      ins(%z : memref<6x5x5x18x18xf32>) outs(%dx : memref<6x14x14xf32, strided<[196, 14, 1], offset: ?>>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+#in = affine_map<(y, x) -> (y, x * 2)>
+#out = affine_map<(y, x) -> (y, x)>
+// A strided read (a stride-2 window) is not consecutive lanes.
+func.func @bad_stride(%x: memref<4x32xf32>, %y: memref<4x16xf32>) {
+  // expected-error @+1 {{cannot be vectorised as 'tg_cpu.vector_width' asks: an operand is not contiguous along the innermost loop}}
+  linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "parallel"], tg_cpu.vector_width = 16 : i64}
+      ins(%x : memref<4x32xf32>) outs(%y : memref<4x16xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    linalg.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+#first = affine_map<(i, j) -> (0, j)>
+#id = affine_map<(i, j) -> (i, j)>
+// A result that is also read at positions other than the one being written
+// (here its first row, copied into each row): lanes load before they store,
+// which the scalar loop's order may not allow, so it is refused.
+func.func @bad_self_read(%y: memref<4x64xf32>) {
+  // expected-error @+1 {{cannot be vectorised as 'tg_cpu.vector_width' asks: an input is a result read at other positions}}
+  linalg.generic {indexing_maps = [#first, #id], iterator_types = ["parallel", "parallel"], tg_cpu.vector_width = 16 : i64}
+      ins(%y : memref<4x64xf32>) outs(%y : memref<4x64xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    linalg.yield %a : f32
+  }
+  return
+}
+
+// -----
+
 #id = affine_map<(i) -> (i)>
 // An attribute the pass cannot honour is an error, not a miscompile.
 func.func @bad_i1(%x: memref<64xf32>, %y: memref<64xi1>) {
