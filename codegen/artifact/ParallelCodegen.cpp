@@ -321,6 +321,8 @@ void simplifyGlue(llvm::Module &module, llvm::TargetMachine &machine) {
 void compilePartition(llvm::Module &module,
                       const tg::ParallelCodegenOptions &opts, bool glue,
                       TimingScope *parent, PartitionResult &result) {
+  // -O0 is fast instruction selection and register allocation too: the
+  // default level's greedy allocator dominated -O0 compiles.
   std::unique_ptr<llvm::TargetMachine> machine =
       opts.makeMachine(glue || opts.optLevel == 0
                            ? llvm::CodeGenOptLevel::None
