@@ -9,7 +9,9 @@
 # user CPU time, wall time, peak memory, the artifact's and its shared
 # object's size, the 1-minute load before and after, and the phase table.
 # The phase table is wall time: on a loaded machine only the CPU line and
-# the phases' shares mean anything.
+# the phases' shares mean anything. JOBS=N passes --jobs N (the threads of
+# LLVM's optimisation and code generation; default: every core); the
+# threads and partitions that ran are recorded.
 set -euo pipefail
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,7 +23,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 load0=$(cut -d' ' -f1 /proc/loadavg)
 /usr/bin/time -f '%U %e %M' -o "$tmp/time" \
-  "$build/bin/tgc" "$model" -o "$tmp/model.tgx" --time-phases 2>"$tmp/phases"
+  "$build/bin/tgc" "$model" -o "$tmp/model.tgx" --time-phases \
+  ${JOBS:+--jobs "$JOBS"} 2>"$tmp/phases"
 load1=$(cut -d' ' -f1 /proc/loadavg)
 read -r user wall rss <"$tmp/time"
 # The shared object is the artifact's `cpu.so` section (docs/artifact.md).
@@ -40,6 +43,7 @@ PY
   echo "- git: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "- command: tgc $(basename "$model") -o MODEL.tgx --time-phases (default -O3)"
   echo "- 1-minute load before/after: $load0 / $load1 on $(nproc) cores"
+  echo "- LLVM's optimisation and code generation: $(grep -o '([0-9]* partitions\?[^)]*threads\?)' "$tmp/phases" | tr -d '()') (--jobs ${JOBS:-default, $(nproc)})"
   echo
   echo "| user CPU (s) | wall (s) | peak memory (MB) | artifact (bytes) | cpu.so (bytes) | goal |"
   echo "|---:|---:|---:|---:|---:|---|"

@@ -8,12 +8,12 @@
 
 #include "codegen/artifact/CpuObject.h"
 #include "codegen/artifact/Manifest.h"
+#include "codegen/artifact/ParallelCodegen.h"
 #include "codegen/cpu/Passes.h"
 #include "runtime/Signature.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -22,7 +22,6 @@
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/GlobalVariable.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Transforms/Utils/CodeExtractor.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -490,56 +489,55 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
     return failure();
   }
   llvm::TargetOptions targetOptions;
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      llvm::Triple(triple), llvm::sys::getHostCPUName(), "", targetOptions,
-      llvm::Reloc::PIC_, std::nullopt,
-      // -O0 is fast instruction selection and register allocation too: the
-      // default level's greedy allocator dominated -O0 compiles.
-      opts.optLevel == 0 ? llvm::CodeGenOptLevel::None
-                         : llvm::CodeGenOptLevel::Default));
+  auto makeMachine = [=](llvm::CodeGenOptLevel level) {
+    return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+        llvm::Triple(triple), llvm::sys::getHostCPUName(), "", targetOptions,
+        llvm::Reloc::PIC_, std::nullopt, level));
+  };
+  std::unique_ptr<llvm::TargetMachine> machine =
+      makeMachine(llvm::CodeGenOptLevel::Default);
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(llvm::Triple(triple));
-  TimingScope optimizing = nest("LLVM optimisation");
   if (opts.optLevel > 0) {
-    TimingScope outlining = optimizing.nest("outlining loop nests");
+    TimingScope outlining = nest("outlining loop nests");
     outlineLoopNests(*llvmModule, /*minLoops=*/64);
     // Glue at -O0 (below), kernels and nests at the level asked for.
     keepGlueUnoptimized(*llvmModule, /*minInstructions=*/1000);
   }
-  if (auto err = makeOptimizingTransformer(std::min(opts.optLevel, 3u), 0, machine.get())(llvmModule.get())) {
-    error = "LLVM optimisation failed: " + llvm::toString(std::move(err));
-    return failure();
-  }
 
-  // Object file (in memory, so its size is checked before anything is
-  // written), then a shared object linked from it and the support object by
-  // the system's compiler driver (which knows the C library's startup files).
-  optimizing.stop();
-  SmallVector<char, 0> object;
-  TimingScope generating = nest("LLVM code generation");
-  {
-    llvm::raw_svector_ostream os(object);
-    llvm::legacy::PassManager codegen;
-    if (machine->addPassesToEmitFile(codegen, os, nullptr,
-                                     llvm::CodeGenFileType::ObjectFile)) {
-      error = "cannot emit an object file for " + triple;
-      return failure();
-    }
-    codegen.run(*llvmModule);
-  }
-  generating.stop();
-  if (object.size() > opts.maxCodeBytes) {
-    error = "the generated code is " + std::to_string(object.size()) +
+  // Object files (in memory, so their size is checked before anything is
+  // written), one per partition of the module, optimised and generated on
+  // all cores (ParallelCodegen.h); then a shared object linked from them
+  // and the support object by the system's compiler driver (which knows
+  // the C library's startup files).
+  ParallelCodegenOptions parallel;
+  parallel.optLevel = opts.optLevel;
+  parallel.jobs = opts.jobs;
+  parallel.partitions = opts.partitions;
+  parallel.timing = opts.timing;
+  parallel.makeMachine = makeMachine;
+  FailureOr<SmallVector<SmallVector<char, 0>>> objects =
+      emitObjectsInParallel(std::move(llvmModule), parallel, error);
+  if (failed(objects))
+    return failure();
+  uint64_t codeBytes = 0;
+  for (const SmallVector<char, 0> &object : *objects)
+    codeBytes += object.size();
+  if (codeBytes > opts.maxCodeBytes) {
+    error = "the generated code is " + std::to_string(codeBytes) +
             " bytes, over the limit of " + std::to_string(opts.maxCodeBytes) +
             " (a model this large is not supported)";
     return failure();
   }
   TimingScope linking = nest("linking the shared object");
   TempFiles temps;
-  std::string obj, support, so;
-  if (!temps.create("o", obj, error) || !temps.create("o", support, error) ||
-      !temps.create("so", so, error) ||
-      !writeWhole(obj, StringRef(object.data(), object.size()), error) ||
+  std::string support, so;
+  std::vector<std::string> objs(objects->size());
+  for (auto [path, object] : llvm::zip(objs, *objects))
+    if (!temps.create("o", path, error) ||
+        !writeWhole(path, StringRef(object.data(), object.size()), error))
+      return failure();
+  if (!temps.create("o", support, error) || !temps.create("so", so, error) ||
       !writeWhole(support, supportObject(), error))
     return failure();
   std::string driver = findProgram({"clang-22", "clang", "cc"});
@@ -549,7 +547,9 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
     return failure();
   }
   std::string errMsg;
-  SmallVector<StringRef> argv{driver, "-shared", "-o", so, obj, support, "-lm"};
+  SmallVector<StringRef> argv{driver, "-shared", "-o", so};
+  argv.append(objs.begin(), objs.end());
+  argv.append({support, "-lm"});
   // By soname, from the system's library path (Debian's libomp5 package):
   // the loader finds it there when the runtime dlopens cpu.so.
   if (parallelLoops > 0)

@@ -25,6 +25,13 @@ struct CpuObjectOptions {
   bool arena = true;
   /// LLVM optimisation level of the generated code (0-3).
   unsigned optLevel = 3;
+  /// Threads that run LLVM's optimisation and code generation, one
+  /// partition of the module at a time (tgc --jobs); 0: the machine's
+  /// cores. The code is the same bytes for every value.
+  unsigned jobs = 0;
+  /// Partitions the LLVM module is split into; 0: derived from the
+  /// module's size (ParallelCodegen.h), the same on every machine.
+  unsigned partitions = 0;
   /// The largest object code accepted (bytes): past it the model is
   /// refused before anything is written.
   uint64_t maxCodeBytes = uint64_t(2) << 30;

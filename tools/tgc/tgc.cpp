@@ -2,7 +2,7 @@
 //
 // `tgc MODEL.tg [--emit=tg|train] [--report=params|memory] [-o FILE]
 // [-D k=v ...] [--memory-budget SIZE] [--target=cpu,sm_80,sm_90a]
-// [--time-phases]`. Reads a model, checks it, and prints
+// [--time-phases] [--jobs N]`. Reads a model, checks it, and prints
 // the forward graph or the training module as tg IR, a parameter table, or
 // the memory plan, or writes the compiled artifact. The command line is
 // llvm::cl's (one parser for every LLVM-side tool); its messages are turned
@@ -92,6 +92,19 @@ struct DriverOptions {
       "O", cl::desc("LLVM optimisation of the artifact's code, 0-3 "
                     "(default 3)"),
       cl::init(3), cl::Prefix, cl::cat(tgcCategory)};
+  cl::opt<unsigned> jobs{
+      "jobs",
+      cl::desc("threads that optimise and generate the artifact's code "
+               "(default: the machine's cores); the code is the same for "
+               "every N"),
+      cl::value_desc("N"), cl::init(0), cl::cat(tgcCategory)};
+  cl::alias jobsShort{"j", cl::desc("alias for --jobs"), cl::aliasopt(jobs),
+                      cl::Prefix};
+  cl::opt<unsigned> partitions{
+      "llvm-partitions",
+      cl::desc("split the artifact's LLVM module into N partitions instead "
+               "of the number its size gives (to measure)"),
+      cl::value_desc("N"), cl::init(0), cl::Hidden, cl::cat(tgcCategory)};
   cl::opt<bool> noArena{"no-arena",
                         cl::desc("artifact without the planned arena: every "
                                  "buffer its own allocation (to check the "
@@ -249,6 +262,14 @@ bool checkArgs(DriverOptions &opts, std::string &error) {
   }
   if (opts.optLevel > 3) {
     error = "-O" + std::to_string(opts.optLevel) + ": the levels are -O0 .. -O3";
+    return false;
+  }
+  if (opts.jobs.getNumOccurrences() && opts.jobs == 0) {
+    error = "--jobs expects a thread count of at least 1";
+    return false;
+  }
+  if (opts.partitions.getNumOccurrences() && opts.partitions == 0) {
+    error = "--llvm-partitions expects a count of at least 1";
     return false;
   }
   for (const std::string &d : opts.defines) {
@@ -525,6 +546,8 @@ int main(int argc, char **argv) {
     }
     mlir::tg::CpuObjectOptions cpu;
     cpu.optLevel = opts.optLevel;
+    cpu.jobs = opts.jobs;
+    cpu.partitions = opts.partitions;
     cpu.arena = !opts.noArena;
     cpu.timing = timing;
     return tgc::writeArtifactFile(*module, fit->plan, opts.output, cpu,
