@@ -35,8 +35,9 @@
 // block (row of blocks, for column sums) each, and two kernels run. The
 // partial kernel ("tg_redp") writes each slice's partial in the
 // accumulator type to 8-byte slots of the launch's scratch (an f32 or
-// wider workspace the schedule places in the arena after the planned
-// values: KernelLaunch::scratchBytes), together with the full-shape
+// wider workspace: KernelLaunch::scratchBytes, sized before the plan by
+// tg-size-gpu-scratch through reductionScratchBytes and placed by the
+// plan), together with the full-shape
 // results; the combine kernel ("tg_redc") folds the slices in slice order
 // and writes the reduced results. The slice count depends only on the
 // shapes, so the sums stay bit-reproducible run to run.
@@ -63,6 +64,7 @@
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Diagnostics.h"
 
 #include <limits>
 #include <map>
@@ -863,15 +865,9 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
     launch.params.push_back({KernelParam::Kind::Operand, i});
   for (unsigned i = 0; i < p.results.size(); ++i)
     launch.params.push_back({KernelParam::Kind::Result, i});
-  bool rowSplit = stage == Stage::RowPartial || stage == Stage::RowFinal;
   if (stage != Stage::Whole) {
     launch.params.push_back({KernelParam::Kind::Scratch, 0});
-    uint64_t reds = phases.front().size();
-    if (rowSplit)
-      for (size_t q = 1; q < phases.size(); ++q)
-        reds += phases[q].size();
-    launch.scratchBytes = reds * uint64_t(rowSplit ? rowBlocks : slices) *
-                          uint64_t(kn) * 8;
+    launch.scratchBytes = launchScratchBytes();
   }
   if (!hasKernel(kernels, sym) && failed(emitKernel(sym, rowKernel)))
     return failure();
@@ -897,6 +893,34 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
     launches.insert(launches.end(), rest->begin(), rest->end());
   }
   return launches;
+}
+
+uint64_t ReductionLowering::launchScratchBytes() const {
+  // One 8-byte slot per reduction, slice (or row block) and output; a
+  // split row keeps every phase's partials (the output launch folds them).
+  bool rowSplit = stage == Stage::RowPartial || stage == Stage::RowFinal;
+  uint64_t reds = phases.front().size();
+  if (rowSplit)
+    for (size_t q = 1; q < phases.size(); ++q)
+      reds += phases[q].size();
+  return reds * uint64_t(rowSplit ? rowBlocks : slices) * uint64_t(kn) * 8;
+}
+
+FailureOr<uint64_t> ReductionLowering::scratchBytes(bool rowKernel,
+                                                    int64_t blocks) {
+  // run()'s decisions up to the launch, without a plan or a kernel.
+  rowRequested = rowKernel;
+  if (failed(analyze()))
+    return failure();
+  rowKernel = rowKernel && trailing;
+  rowMajor = rowKernel || kn == 1;
+  if (kn == 0)
+    return uint64_t(0);
+  // readRowBlocks refuses blocks on rows a warp takes.
+  if (rowKernel && rn > 1024)
+    rowBlocks = std::max<int64_t>(blocks, 1);
+  geometry(rowKernel);
+  return stage == Stage::Whole ? uint64_t(0) : launchScratchBytes();
 }
 
 /// Appends kernel `sym` (this stage's) to the kernels module.
@@ -964,11 +988,11 @@ bool isReductionKernelOp(Operation *op) {
   return redKind(op).has_value();
 }
 
-FailureOr<std::vector<KernelLaunch>>
-lowerReductionKernels(Operation *op, Target t, ModuleOp kernels) {
+/// The program of `op` (isReductionKernelOp), and whether it asks for the
+/// row kernel.
+static Program programOf(Operation *op, bool &row) {
   Program p;
   p.anchor = op;
-  bool row;
   if (auto f = dyn_cast<tgd::FusedOp>(op)) {
     Block &body = f.getBodyBlock();
     p.inputs.assign(body.args_begin(), body.args_end());
@@ -983,6 +1007,25 @@ lowerReductionKernels(Operation *op, Target t, ModuleOp kernels) {
     p.results.assign(op->result_begin(), op->result_end());
     row = true; // when its axes are the trailing ones
   }
+  return p;
+}
+
+FailureOr<uint64_t> reductionScratchBytes(Operation *op, int64_t rowBlocks) {
+  // The lowering reports what fails here; sizing only leaves it unsized.
+  ScopedDiagnosticHandler quiet(op->getContext(),
+                                [](Diagnostic &) { return success(); });
+  bool row;
+  Program p = programOf(op, row);
+  if (llvm::any_of(p.results,
+                   [&](Value r) { return llvm::is_contained(p.inputs, r); }))
+    return failure(); // lowerReductionKernels says why
+  return ReductionLowering(p, Target::SM80, ModuleOp()).scratchBytes(row, rowBlocks);
+}
+
+FailureOr<std::vector<KernelLaunch>>
+lowerReductionKernels(Operation *op, Target t, ModuleOp kernels) {
+  bool row;
+  Program p = programOf(op, row);
   // A group result must be computed in the group (tg.fused's verifier), so
   // every result has its own parameter.
   for (Value r : p.results)
