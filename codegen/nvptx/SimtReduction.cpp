@@ -64,7 +64,6 @@
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/Diagnostics.h"
 
 #include <limits>
 #include <map>
@@ -895,34 +894,6 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
   return launches;
 }
 
-uint64_t ReductionLowering::launchScratchBytes() const {
-  // One 8-byte slot per reduction, slice (or row block) and output; a
-  // split row keeps every phase's partials (the output launch folds them).
-  bool rowSplit = stage == Stage::RowPartial || stage == Stage::RowFinal;
-  uint64_t reds = phases.front().size();
-  if (rowSplit)
-    for (size_t q = 1; q < phases.size(); ++q)
-      reds += phases[q].size();
-  return reds * uint64_t(rowSplit ? rowBlocks : slices) * uint64_t(kn) * 8;
-}
-
-FailureOr<uint64_t> ReductionLowering::scratchBytes(bool rowKernel,
-                                                    int64_t blocks) {
-  // run()'s decisions up to the launch, without a plan or a kernel.
-  rowRequested = rowKernel;
-  if (failed(analyze()))
-    return failure();
-  rowKernel = rowKernel && trailing;
-  rowMajor = rowKernel || kn == 1;
-  if (kn == 0)
-    return uint64_t(0);
-  // readRowBlocks refuses blocks on rows a warp takes.
-  if (rowKernel && rn > 1024)
-    rowBlocks = std::max<int64_t>(blocks, 1);
-  geometry(rowKernel);
-  return stage == Stage::Whole ? uint64_t(0) : launchScratchBytes();
-}
-
 /// Appends kernel `sym` (this stage's) to the kernels module.
 LogicalResult ReductionLowering::emitKernel(const std::string &sym,
                                             bool rowKernel) {
@@ -988,9 +959,7 @@ bool isReductionKernelOp(Operation *op) {
   return redKind(op).has_value();
 }
 
-/// The program of `op` (isReductionKernelOp), and whether it asks for the
-/// row kernel.
-static Program programOf(Operation *op, bool &row) {
+Program reduction::programOf(Operation *op, bool &row) {
   Program p;
   p.anchor = op;
   if (auto f = dyn_cast<tgd::FusedOp>(op)) {
@@ -1008,18 +977,6 @@ static Program programOf(Operation *op, bool &row) {
     row = true; // when its axes are the trailing ones
   }
   return p;
-}
-
-FailureOr<uint64_t> reductionScratchBytes(Operation *op, int64_t rowBlocks) {
-  // The lowering reports what fails here; sizing only leaves it unsized.
-  ScopedDiagnosticHandler quiet(op->getContext(),
-                                [](Diagnostic &) { return success(); });
-  bool row;
-  Program p = programOf(op, row);
-  if (llvm::any_of(p.results,
-                   [&](Value r) { return llvm::is_contained(p.inputs, r); }))
-    return failure(); // lowerReductionKernels says why
-  return ReductionLowering(p, Target::SM80, ModuleOp()).scratchBytes(row, rowBlocks);
 }
 
 FailureOr<std::vector<KernelLaunch>>

@@ -74,6 +74,10 @@ struct Program {
 
 /// One dimension of a symbolic index: 0, outer dimension `d` or inner
 /// dimension `d` of the domain.
+/// The program of `op` (isReductionKernelOp: a group's body, or the op
+/// alone), and whether it asks for the row kernel.
+Program programOf(Operation *op, bool &row);
+
 struct Ix {
   enum Kind : uint8_t { Zero, Outer, Inner } kind = Zero;
   uint8_t d = 0;
