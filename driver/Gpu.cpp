@@ -33,6 +33,20 @@ bool tgc::prepareGpuKernelReport(mlir::ModuleOp module) {
   return mlir::succeeded(tg::nvptx::prepareGpuReport(module));
 }
 
+std::optional<mlir::tg::MemoryPlan>
+tgc::planGpuStep(mlir::ModuleOp module, const std::vector<std::string> &gpus) {
+  llvm::SmallVector<tg::nvptx::Target> archs;
+  for (const std::string &g : gpus)
+    archs.push_back(g == "sm_80" ? tg::nvptx::Target::SM80
+                                 : tg::nvptx::Target::SM90a);
+  mlir::ScopedDiagnosticHandler handler = tgcDiagnostics(module.getContext());
+  mlir::FailureOr<mlir::tg::MemoryPlan> plan =
+      tg::nvptx::planGpuEntry(module, archs, "train_step");
+  if (mlir::failed(plan))
+    return std::nullopt;
+  return std::move(*plan);
+}
+
 bool tgc::buildGpuSections(
     mlir::ModuleOp module, const std::vector<std::string> &gpus,
     llvm::json::Object &manifest,

@@ -157,6 +157,13 @@ bool buildGpuSections(mlir::ModuleOp module,
 /// the step fused again. False where a diagnostic was printed.
 bool prepareGpuKernelReport(mlir::ModuleOp module);
 
+/// The GPU plan of `module`'s train_step for the architectures `gpus`
+/// (one plan serves them all: the GPU kernels' op scratch sized for the
+/// largest), for `tgc --report=memory --target=sm_...`. Nothing where the
+/// GPU backend's diagnostic was printed.
+std::optional<mlir::tg::MemoryPlan>
+planGpuStep(mlir::ModuleOp module, const std::vector<std::string> &gpus);
+
 /// Compiles the training module for `targets` and writes the `.tgx`
 /// artifact at `path`: the manifest with the memory plan, the CPU shared
 /// object and, for GPU targets, the launch schedules (manifest "gpu"), the

@@ -41,7 +41,8 @@ std::string kernelSymbol(Operation *op, llvm::StringRef prefix, Target t) {
     for (llvm::StringRef a :
          {mlir::tg::attr::offset, mlir::tg::attr::offsets, mlir::tg::attr::bytes,
           mlir::tg::attr::aliasArg, mlir::tg::attr::aliasArgs, mlir::tg::attr::flops,
-          mlir::tg::attr::bytesRead, mlir::tg::attr::bytesWritten})
+          mlir::tg::attr::bytesRead, mlir::tg::attr::bytesWritten,
+          mlir::tg::attr::scratch, mlir::tg::attr::scratchOffset})
       inner->removeAttr(a);
   });
   std::string text;

@@ -68,4 +68,35 @@ def ConfigureRowReductionsPass
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
 
+def SizeGpuScratchPass : Pass<"tg-size-gpu-scratch", "::mlir::ModuleOp"> {
+  let summary = "Record each GPU op's kernel scratch as tg.scratch before the plan";
+  let description = [{
+    Sets `tg.scratch` (bytes, TGDialect.td) on every op whose GPU launches
+    take scratch (`KernelLaunch::scratchBytes`), so that tg-plan-memory
+    places it as a buffer live at the op's step only and records its
+    `tg.scratch_offset`, which the GPU schedule reads (docs/nvptx.md, "Op
+    scratch in the plan"). Two kinds of op take scratch, and both sizes
+    depend only on shapes and the tile configs: a split reduction's or a
+    long row's partials (8 bytes x reductions x slices x outputs; rows split
+    as tg-configure-row-reductions would split them before any in-place
+    choice, the most the lowering can then ask for), and an sm_90a
+    `wgmma_staged` GEMM's realigned copies (each odd-pitch operand padded
+    to 16-byte rows, each copy 256-byte aligned). One plan serves every
+    target of an artifact, so an op's size is the largest over `targets`.
+    Ops that take no GPU scratch lose any `tg.scratch` they carried (the
+    CPU backend's). Run it after tg-configure-gemms, before tg-plan-memory.
+
+    ```mlir
+    %r = tg.fused <gemm> ins(%dy, %w : tensor<8192x50257xbf16>, tensor<50257x768xbf16>) {tg.tile_configs = [..., #tg.tile_config<..., kernel = "wgmma_staged", target = "sm_90a">]} {...}
+    // becomes
+    %r = tg.fused <gemm> ins(...) {tg.scratch = 823525376 : i64, tg.tile_configs = [...]} {...}
+    ```
+  }];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+  let options = [
+    ListOption<"targets", "targets", "std::string",
+               "GPU targets whose scratch to size (sm_80, sm_90a; default both)">
+  ];
+}
+
 #endif // TG_NVPTX_PASSES_TD

@@ -80,7 +80,9 @@ LogicalResult prepareGpuReport(ModuleOp module) {
   return pm.run(module);
 }
 
-LogicalResult prepareGpuModule(ModuleOp module, ArrayRef<StringRef> entries) {
+LogicalResult prepareGpuModule(ModuleOp module, ArrayRef<StringRef> entries,
+                               ArrayRef<Target> targets,
+                               llvm::StringMap<mlir::tg::MemoryPlan> *plans) {
   if (failed(decomposeRefusedAttention(module)))
     return failure();
   padShardsForNccl(module);
@@ -90,6 +92,12 @@ LogicalResult prepareGpuModule(ModuleOp module, ArrayRef<StringRef> entries) {
   // lowering reads the one of the target it builds for), as attributes the
   // schedule's lowering reads (tg-configure-gemms).
   pm.addPass(createConfigureGemmsPass());
+  // Each op's kernel scratch (tg.scratch), for the plan to place: one plan
+  // serves every target, so the largest over the targets built.
+  SizeGpuScratchPassOptions sizing;
+  for (Target t : targets)
+    sizing.targets.push_back(toString(t));
+  pm.addPass(createSizeGpuScratchPass(sizing));
   if (failed(pm.run(module)))
     return failure();
   // Every entry point gets its own plan (tgc plans train_step and eval for
@@ -105,8 +113,11 @@ LogicalResult prepareGpuModule(ModuleOp module, ArrayRef<StringRef> entries) {
     auto fn = module.lookupSymbol<func::FuncOp>(name);
     if (!fn || fn.isExternal())
       continue;
-    if (failed(mlir::tg::planMemory(fn, opts)))
+    FailureOr<mlir::tg::MemoryPlan> plan = mlir::tg::planMemory(fn, opts);
+    if (failed(plan))
       return failure();
+    if (plans)
+      plans->insert_or_assign(name, std::move(*plan));
   }
   // Blocks per row of few long rows (tg-configure-row-reductions), after
   // the plan: a row result the plan puts in place of an operand keeps its
@@ -130,9 +141,11 @@ public:
     entry.name = fn.getName().str();
     if (auto plan = mlir::tg::getMemoryPlan(fn))
       entry.arenaBytes = plan.getTransientBytes();
-    // Kernel scratch lives only while its op's launches run, so every op's
-    // starts at the same place, after the planned values; the arena grows
-    // by the largest (lowerOp).
+    // Kernel scratch is a buffer of the plan (tg-size-gpu-scratch sizes it,
+    // tg-plan-memory places it: tg.scratch_offset). An op planned without
+    // it (a module planned by hand) gets the region after the planned
+    // values, shared by every such op, and the arena grows by the largest
+    // (scratchAt).
     scratchBase = (entry.arenaBytes + 255) / 256 * 256;
     for (BlockArgument a : fn.getArguments())
       where[a] = BufferRef{BufferRef::Kind::Arg, a.getArgNumber(), 0,
@@ -244,17 +257,16 @@ private:
       ScheduleStep step;
       for (auto [i, p] : llvm::enumerate(l.params)) {
         if (p.kind == KernelParam::Kind::Scratch) {
-          step.params.push_back(BufferRef{BufferRef::Kind::Arena, 0,
-                                          scratchBase,
+          FailureOr<int64_t> base = scratchAt(op, l, entry);
+          if (failed(base))
+            return failure();
+          step.params.push_back(BufferRef{BufferRef::Kind::Arena, 0, *base,
                                           int64_t(l.scratchBytes)});
-          entry.arenaBytes = std::max(
-              entry.arenaBytes, scratchBase + int64_t(l.scratchBytes));
           continue;
         }
         // A staged TMA descriptor (kernel = "wgmma_staged") describes the
         // operand's realigned copy in the op's scratch.
         if (p.kind == KernelParam::Kind::TensorMap && p.map.staged) {
-          int64_t at = scratchBase + int64_t(p.map.scratchOffset);
           int64_t bytes = int64_t(p.map.stagedBytes());
           if (p.map.scratchOffset + p.map.stagedBytes() > l.scratchBytes)
             return op->emitOpError()
@@ -262,9 +274,12 @@ private:
                    << " maps " << bytes << " bytes at scratch offset "
                    << p.map.scratchOffset << ", past the launch's "
                    << l.scratchBytes << " bytes of scratch";
-          step.params.push_back(BufferRef{BufferRef::Kind::Arena, 0, at, bytes});
-          entry.arenaBytes = std::max(
-              entry.arenaBytes, scratchBase + int64_t(l.scratchBytes));
+          FailureOr<int64_t> base = scratchAt(op, l, entry);
+          if (failed(base))
+            return failure();
+          step.params.push_back(BufferRef{BufferRef::Kind::Arena, 0,
+                                          *base + int64_t(p.map.scratchOffset),
+                                          bytes});
           continue;
         }
         // A TMA descriptor (sm_90a GEMMs) describes an operand's buffer.
@@ -286,6 +301,29 @@ private:
       entry.steps.push_back(std::move(step));
     }
     return success();
+  }
+
+  /// Where launch `l` of `op` finds its scratch: the plan's place for the
+  /// op's (tg.scratch_offset), or, for an op tg-size-gpu-scratch did not
+  /// size, the region after the planned values, which the arena then
+  /// covers. A launch that needs more than its op's tg.scratch is an
+  /// error: the plan may have put other values right after it.
+  FailureOr<int64_t> scratchAt(Operation *op, const KernelLaunch &l,
+                               EntrySchedule &entry) {
+    IntegerAttr bytes = mlir::tg::getScratchBytes(op);
+    IntegerAttr at = mlir::tg::getScratchOffset(op);
+    if (bytes && at) {
+      if (int64_t(l.scratchBytes) > bytes.getInt())
+        return op->emitOpError()
+               << "kernel '" << l.symbol << "' needs " << l.scratchBytes
+               << " bytes of scratch, more than the op's planned tg.scratch "
+                  "of "
+               << bytes.getInt() << " (tg-size-gpu-scratch)";
+      return at.getInt();
+    }
+    entry.arenaBytes =
+        std::max(entry.arenaBytes, scratchBase + int64_t(l.scratchBytes));
+    return scratchBase;
   }
 
   /// A collective (data parallelism): one step, its results where the
@@ -513,7 +551,7 @@ private:
   }
 
   GpuSchedule &schedule;
-  /// Arena offset of every launch's scratch (KernelParam::Kind::Scratch).
+  /// Arena offset of the scratch of the ops planned without it.
   int64_t scratchBase = 0;
   ModuleOp kernels;
   const LowerOpFn &lower;
@@ -748,7 +786,7 @@ FailureOr<GpuArtifact> buildGpuArtifact(ModuleOp module,
                                         std::string &error, bool assemble,
                                         const LowerOpFn &lower) {
   OwningOpRef<ModuleOp> gpu = cast<ModuleOp>(module->clone());
-  if (failed(prepareGpuModule(*gpu, entries)))
+  if (failed(prepareGpuModule(*gpu, entries, targets)))
     return failure();
   GpuArtifact out;
   llvm::json::Object schedules;
@@ -772,6 +810,19 @@ FailureOr<GpuArtifact> buildGpuArtifact(ModuleOp module,
   out.manifest = llvm::json::Object{{"targets", std::move(targetNames)},
                                     {"schedules", std::move(schedules)}};
   return out;
+}
+
+FailureOr<mlir::tg::MemoryPlan> planGpuEntry(ModuleOp module,
+                                             ArrayRef<Target> targets,
+                                             StringRef entry) {
+  OwningOpRef<ModuleOp> gpu = cast<ModuleOp>(module->clone());
+  llvm::StringMap<mlir::tg::MemoryPlan> plans;
+  if (failed(prepareGpuModule(*gpu, {entry}, targets, &plans)))
+    return failure();
+  auto it = plans.find(entry);
+  if (it == plans.end())
+    return module.emitError() << "has no function '" << entry << "' to plan";
+  return std::move(it->second);
 }
 
 } // namespace tg::nvptx

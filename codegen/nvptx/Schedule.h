@@ -15,8 +15,10 @@
 #define TG_CODEGEN_NVPTX_SCHEDULE_H
 
 #include "codegen/nvptx/KernelGen.h"
+#include "passes/MemoryPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
 
 #include <functional>
@@ -126,11 +128,23 @@ mlir::LogicalResult decomposeRefusedAttention(mlir::ModuleOp module);
 mlir::LogicalResult prepareGpuReport(mlir::ModuleOp module);
 
 /// Fuses (tg-fuse) `module`, a training module after the training pipeline
-/// (decomposed, unfused, unplanned), in place and plans each of its
-/// `entries` that it has for the GPU (tg.memory on each: the arena of its
-/// schedule). Fails with diagnostics on the IR.
-mlir::LogicalResult prepareGpuModule(mlir::ModuleOp module,
-                                     llvm::ArrayRef<llvm::StringRef> entries);
+/// (decomposed, unfused, unplanned), in place, configures its GEMMs, sizes
+/// its ops' kernel scratch for `targets` (tg-size-gpu-scratch; none given:
+/// both) and plans each of its `entries` that it has for the GPU
+/// (tg.memory on each: the arena of its schedule, the scratch inside;
+/// each plan also into `plans` when given). Fails with diagnostics on the
+/// IR.
+mlir::LogicalResult
+prepareGpuModule(mlir::ModuleOp module, llvm::ArrayRef<llvm::StringRef> entries,
+                 llvm::ArrayRef<Target> targets = {},
+                 llvm::StringMap<mlir::tg::MemoryPlan> *plans = nullptr);
+
+/// The GPU plan of `entry` (prepareGpuModule on a copy of `module` for
+/// `targets`): what `tgc --report=memory --target=sm_...` prints, the
+/// kernels' op scratch in its `op scratch` row.
+mlir::FailureOr<mlir::tg::MemoryPlan>
+planGpuEntry(mlir::ModuleOp module, llvm::ArrayRef<Target> targets,
+             llvm::StringRef entry);
 
 /// The schedule of each of `entries` that `module` (prepared by
 /// prepareGpuModule) has, for target `t`; the kernels go into `kernels` (a

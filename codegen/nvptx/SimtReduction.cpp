@@ -35,8 +35,9 @@
 // block (row of blocks, for column sums) each, and two kernels run. The
 // partial kernel ("tg_redp") writes each slice's partial in the
 // accumulator type to 8-byte slots of the launch's scratch (an f32 or
-// wider workspace the schedule places in the arena after the planned
-// values: KernelLaunch::scratchBytes), together with the full-shape
+// wider workspace: KernelLaunch::scratchBytes, sized before the plan by
+// tg-size-gpu-scratch through reductionScratchBytes and placed by the
+// plan), together with the full-shape
 // results; the combine kernel ("tg_redc") folds the slices in slice order
 // and writes the reduced results. The slice count depends only on the
 // shapes, so the sums stay bit-reproducible run to run.
@@ -863,15 +864,9 @@ FailureOr<std::vector<KernelLaunch>> ReductionLowering::run(bool rowKernel) {
     launch.params.push_back({KernelParam::Kind::Operand, i});
   for (unsigned i = 0; i < p.results.size(); ++i)
     launch.params.push_back({KernelParam::Kind::Result, i});
-  bool rowSplit = stage == Stage::RowPartial || stage == Stage::RowFinal;
   if (stage != Stage::Whole) {
     launch.params.push_back({KernelParam::Kind::Scratch, 0});
-    uint64_t reds = phases.front().size();
-    if (rowSplit)
-      for (size_t q = 1; q < phases.size(); ++q)
-        reds += phases[q].size();
-    launch.scratchBytes = reds * uint64_t(rowSplit ? rowBlocks : slices) *
-                          uint64_t(kn) * 8;
+    launch.scratchBytes = launchScratchBytes();
   }
   if (!hasKernel(kernels, sym) && failed(emitKernel(sym, rowKernel)))
     return failure();
@@ -964,11 +959,9 @@ bool isReductionKernelOp(Operation *op) {
   return redKind(op).has_value();
 }
 
-FailureOr<std::vector<KernelLaunch>>
-lowerReductionKernels(Operation *op, Target t, ModuleOp kernels) {
+Program reduction::programOf(Operation *op, bool &row) {
   Program p;
   p.anchor = op;
-  bool row;
   if (auto f = dyn_cast<tgd::FusedOp>(op)) {
     Block &body = f.getBodyBlock();
     p.inputs.assign(body.args_begin(), body.args_end());
@@ -983,6 +976,13 @@ lowerReductionKernels(Operation *op, Target t, ModuleOp kernels) {
     p.results.assign(op->result_begin(), op->result_end());
     row = true; // when its axes are the trailing ones
   }
+  return p;
+}
+
+FailureOr<std::vector<KernelLaunch>>
+lowerReductionKernels(Operation *op, Target t, ModuleOp kernels) {
+  bool row;
+  Program p = programOf(op, row);
   // A group result must be computed in the group (tg.fused's verifier), so
   // every result has its own parameter.
   for (Value r : p.results)

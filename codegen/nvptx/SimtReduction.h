@@ -28,6 +28,15 @@ inline constexpr llvm::StringLiteral kRowBlocksAttr = "tg_nvptx.row_blocks";
 /// of an operand.
 int64_t chooseRowBlocks(mlir::Operation *op);
 
+/// The bytes of scratch lowerReductionKernels' launches of `op`
+/// (isReductionKernelOp) take with `rowBlocks` blocks per row (the value
+/// kRowBlocksAttr would carry; 1 for none): the split partials, 0 when the
+/// op is one launch. Depends on the shapes only, so tg-size-gpu-scratch
+/// calls it before the plan. Fails, without a diagnostic, where the
+/// lowering would fail (it says why).
+mlir::FailureOr<uint64_t> reductionScratchBytes(mlir::Operation *op,
+                                                int64_t rowBlocks);
+
 /// True for the ops lowerReductionKernels takes: row_reduction and
 /// reduction groups, and single tg.sum/mean/max ops.
 bool isReductionKernelOp(mlir::Operation *op);

@@ -74,6 +74,10 @@ struct Program {
 
 /// One dimension of a symbolic index: 0, outer dimension `d` or inner
 /// dimension `d` of the domain.
+/// The program of `op` (isReductionKernelOp: a group's body, or the op
+/// alone), and whether it asks for the row kernel.
+Program programOf(Operation *op, bool &row);
+
 struct Ix {
   enum Kind : uint8_t { Zero, Outer, Inner } kind = Zero;
   uint8_t d = 0;
@@ -88,6 +92,10 @@ public:
       : p(p), target(t), kernels(kernels) {}
 
   FailureOr<std::vector<KernelLaunch>> run(bool rowKernel);
+  /// The scratch bytes run(rowKernel) gives its launches (0: none) with
+  /// `blocks` per row (kRowBlocksAttr), from the shapes alone: no plan is
+  /// read and no kernel is built (tg-size-gpu-scratch).
+  FailureOr<uint64_t> scratchBytes(bool rowKernel, int64_t blocks);
 
 private:
   // Analysis.
@@ -122,6 +130,8 @@ private:
   void storePartials(ArrayRef<Value> vals, Value isFirst, Value slice);
   Value scratchSlot(unsigned red, Value slice);
   void geometry(bool rowKernel);
+  /// This stage's scratch (a split stage: reductions x slices x outputs x 8).
+  uint64_t launchScratchBytes() const;
   LogicalResult emitKernel(const std::string &sym, bool rowKernel);
   bool isFull(unsigned result) const;
   LogicalResult checkPlan() const;

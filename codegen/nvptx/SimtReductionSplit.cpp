@@ -4,7 +4,9 @@
 // file comment, "split"): the partial kernel writes each slice's unfinished
 // partials to the launch's scratch; the combine kernel folds them in slice
 // order (deterministic: the same bits run to run), finishes (mean,
-// rounding) and stores the reduced results.
+// rounding) and stores the reduced results. Also the size of that scratch
+// (and of a split row's), from the shapes alone: reductionScratchBytes,
+// which tg-size-gpu-scratch records before the memory plan.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,8 +16,37 @@
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Diagnostics.h"
 
 namespace tg::nvptx::detail::reduction {
+
+uint64_t ReductionLowering::launchScratchBytes() const {
+  // One 8-byte slot per reduction, slice (or row block) and output; a
+  // split row keeps every phase's partials (the output launch folds them).
+  bool rowSplit = stage == Stage::RowPartial || stage == Stage::RowFinal;
+  uint64_t reds = phases.front().size();
+  if (rowSplit)
+    for (size_t q = 1; q < phases.size(); ++q)
+      reds += phases[q].size();
+  return reds * uint64_t(rowSplit ? rowBlocks : slices) * uint64_t(kn) * 8;
+}
+
+FailureOr<uint64_t> ReductionLowering::scratchBytes(bool rowKernel,
+                                                    int64_t blocks) {
+  // run()'s decisions up to the launch, without a plan or a kernel.
+  rowRequested = rowKernel;
+  if (failed(analyze()))
+    return failure();
+  rowKernel = rowKernel && trailing;
+  rowMajor = rowKernel || kn == 1;
+  if (kn == 0)
+    return uint64_t(0);
+  // readRowBlocks refuses blocks on rows a warp takes.
+  if (rowKernel && rn > 1024)
+    rowBlocks = std::max<int64_t>(blocks, 1);
+  geometry(rowKernel);
+  return stage == Stage::Whole ? uint64_t(0) : launchScratchBytes();
+}
 
 /// The 8-byte scratch slot of reduction `red`'s partial of `slice` for
 /// output k: [reduction][slice][output], so that the 32 outputs of a
@@ -88,3 +119,23 @@ LogicalResult ReductionLowering::buildCombineKernel() {
 }
 
 } // namespace tg::nvptx::detail::reduction
+
+namespace tg::nvptx::detail {
+
+using namespace reduction;
+
+FailureOr<uint64_t> reductionScratchBytes(Operation *op, int64_t rowBlocks) {
+  // The lowering reports what fails here; sizing only leaves it unsized.
+  ScopedDiagnosticHandler quiet(op->getContext(),
+                                [](Diagnostic &) { return success(); });
+  bool row;
+  Program p = programOf(op, row);
+  if (llvm::any_of(p.results,
+                   [&](Value r) { return llvm::is_contained(p.inputs, r); }))
+    return failure(); // lowerReductionKernels says why
+  // The split and its geometry are the same on every target.
+  return ReductionLowering(p, Target::SM80, ModuleOp())
+      .scratchBytes(row, rowBlocks);
+}
+
+} // namespace tg::nvptx::detail

@@ -28,6 +28,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <map>
 #include <set>
 
 using namespace mlir;
@@ -210,6 +211,95 @@ TEST_CASE("schedule: kernel scratch goes after the plan in the arena",
             .getObject("entries")
             ->getObject("train_step")
             ->getInteger("arena_bytes") == base + 1000);
+}
+
+TEST_CASE("schedule: kernel scratch the plan placed (tg.scratch_offset)",
+          "[nvptx][schedule]") {
+  // As tg-size-gpu-scratch leaves them: tg.add's launches take 1000 bytes
+  // of scratch, tg.mul's 40. The plan places each as a buffer live at its
+  // op's step, and the schedule reads the op's tg.scratch_offset: the
+  // arena is the plan's, nothing after it.
+  DialectRegistry registry;
+  mlir::tg::registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  auto parse = [&](int64_t addBytes) {
+    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(kStep, &ctx);
+    REQUIRE(m);
+    auto step = m->lookupSymbol<func::FuncOp>("train_step");
+    step.walk([&](Operation *op) {
+      if (isa<mlir::tg::AddOp>(op))
+        mlir::tg::setScratchBytes(op, addBytes);
+      if (isa<mlir::tg::MulOp>(op))
+        mlir::tg::setScratchBytes(op, 40);
+    });
+    REQUIRE(succeeded(mlir::tg::planMemory(step, {})));
+    return m;
+  };
+  auto withScratch = [](Operation *op, Target t, ModuleOp kernels)
+      -> FailureOr<std::vector<KernelLaunch>> {
+    FailureOr<std::vector<KernelLaunch>> l = lowerBinary(op, t, kernels);
+    if (failed(l) || l->empty() || isa<mlir::tg::SubOp>(op))
+      return l;
+    uint64_t bytes = isa<mlir::tg::AddOp>(op) ? 1000 : 40;
+    for (KernelLaunch &k : *l) {
+      k.params.push_back({KernelParam::Kind::Scratch, 0});
+      k.scratchBytes = bytes;
+    }
+    if (isa<mlir::tg::AddOp>(op))
+      l->push_back(l->front());
+    return l;
+  };
+  OwningOpRef<ModuleOp> m = parse(1000);
+  auto step = m->lookupSymbol<func::FuncOp>("train_step");
+  int64_t transient = mlir::tg::getMemoryPlan(step).getTransientBytes();
+  std::map<std::string, int64_t> at;
+  step.walk([&](Operation *op) {
+    if (auto o = mlir::tg::getScratchOffset(op))
+      at[op->getName().getStringRef().str()] = o.getInt();
+  });
+  REQUIRE(at.size() == 2);
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(m->getLoc());
+  FailureOr<GpuSchedule> s = buildGpuSchedule(*m, Target::SM80, *kernels,
+                                              {"train_step"}, withScratch);
+  REQUIRE(succeeded(s));
+  const EntrySchedule &e = s->entries[0];
+  CHECK(e.arenaBytes == transient);
+  int scratchParams = 0;
+  for (const ScheduleStep &st : e.steps) {
+    const BufferRef *scratch = nullptr;
+    for (auto [i, p] : llvm::enumerate(st.params))
+      if (st.launch.params[i].kind == KernelParam::Kind::Scratch)
+        scratch = &p;
+    if (!scratch)
+      continue;
+    ++scratchParams;
+    int64_t want = st.launch.scratchBytes == 1000 ? at["tg.add"] : at["tg.mul"];
+    CHECK(scratch->kind == BufferRef::Kind::Arena);
+    CHECK(scratch->offset == want);
+    CHECK(scratch->bytes == int64_t(st.launch.scratchBytes));
+    CHECK(scratch->offset + scratch->bytes <= transient);
+    // The op's operands and results are live at its step: no overlap.
+    for (const BufferRef &p : st.params)
+      if (&p != scratch && p.kind == BufferRef::Kind::Arena)
+        CHECK((p.offset + p.bytes <= scratch->offset ||
+               scratch->offset + scratch->bytes <= p.offset));
+  }
+  CHECK(scratchParams == 3); // add's two launches, mul's one
+
+  // A launch that needs more than its op's tg.scratch is refused at the op:
+  // the plan may have put other values right after the smaller buffer.
+  OwningOpRef<ModuleOp> small = parse(500);
+  std::string diag;
+  ScopedDiagnosticHandler h(&ctx, [&](Diagnostic &d) {
+    diag = d.str();
+    return success();
+  });
+  kernels = ModuleOp::create(small->getLoc());
+  CHECK(failed(buildGpuSchedule(*small, Target::SM80, *kernels, {"train_step"},
+                                withScratch)));
+  CHECK(diag.find("needs 1000 bytes of scratch, more than the op's planned "
+                  "tg.scratch of 500") != std::string::npos);
 }
 
 TEST_CASE("schedule: an op no generator takes is a located error",

@@ -298,11 +298,19 @@ bool checkArgs(DriverOptions &opts, std::string &error) {
   if (!targets)
     return false;
   opts.targets = *targets;
-  // --report=kernels lists the kernels of the GPU targets it is given.
+  // --report=kernels lists the kernels of the GPU targets it is given,
+  // --report=memory their plan.
   if (opts.targetList.getNumOccurrences() && !artifact &&
-      opts.report != Report::Kernels) {
+      opts.report != Report::Kernels && opts.report != Report::Memory) {
     error = "--target chooses the code of an artifact (or the kernels "
-            "--report=kernels lists); give -o MODEL.tgx";
+            "--report=kernels lists, the plan --report=memory prints); give "
+            "-o MODEL.tgx";
+    return false;
+  }
+  if (opts.report == Report::Memory && opts.targets.cpu &&
+      !opts.targets.gpus.empty()) {
+    error = "--report=memory prints one backend's plan: give --target=cpu "
+            "or the GPU targets";
     return false;
   }
   if (artifact)
@@ -518,7 +526,8 @@ int main(int argc, char **argv) {
   tgc::BuildSettings unfused = settings;
   unfused.fuse = false;
   if ((opts.emit == Emit::Train || opts.emit == Emit::Artifact ||
-       opts.report == Report::Precision) &&
+       opts.report == Report::Precision ||
+       (opts.report == Report::Memory && !opts.targets.gpus.empty())) &&
       !module->lookupSymbol("train_step") &&
       !tgc::buildTraining(*module, opts.report == Report::Precision
                                        ? unfused
@@ -566,13 +575,22 @@ int main(int argc, char **argv) {
   if (opts.report == Report::Params)
     printParams(*module, out.os());
   if (opts.report == Report::Memory) {
-    // The plan is the CPU artifact's: its ops' scratch included.
+    // The plan is the CPU artifact's, its ops' scratch included, or with
+    // GPU targets the GPU step's (its own fusion and plan, the kernels'
+    // scratch included: the artifact's arena_bytes).
+    std::optional<mlir::tg::MemoryPlan> gpuPlan;
+    if (!opts.targets.gpus.empty()) {
+      gpuPlan = tgc::planGpuStep(*module, opts.targets.gpus);
+      if (!gpuPlan)
+        return 1;
+    }
+    const mlir::tg::MemoryPlan &plan = gpuPlan ? *gpuPlan : fit->plan;
     if (opts.format == Format::Json)
-      mlir::tg::printMemoryJson(fit->plan, out.os());
+      mlir::tg::printMemoryJson(plan, out.os());
     else if (opts.format == Format::Svg)
-      mlir::tg::printMemorySvg(fit->plan, out.os());
+      mlir::tg::printMemorySvg(plan, out.os());
     else
-      mlir::tg::printMemoryTable(fit->plan, out.os());
+      mlir::tg::printMemoryTable(plan, out.os());
   }
   if (opts.report == Report::Kernels) {
     // A GPU target runs the attention its fused kernels refuse decomposed.
