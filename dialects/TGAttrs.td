@@ -194,7 +194,11 @@ def TG_TileConfigAttr : AttrDef<TG_Dialect, "TileConfig"> {
     own (mma.sync on sm_80, wgmma + TMA on sm_90a); `mma_sync` on sm_90a is
     the sm_80 kernel, for an operand whose rows TMA cannot describe (a
     contiguous dimension not a multiple of 8), with sm_80's tile fields;
-    `simt` is the CUDA-core GEMM for products too small for a tensor-core
+    `wgmma_staged` (sm_90a only, with sm_90a's tile fields) is the wgmma +
+    TMA kernel reading each operand whose rows TMA cannot describe from a
+    realigned copy in the op's scratch (rows padded to 8 elements by one
+    SIMT copy launch per operand before the GEMM), chosen when the copies
+    pay (docs/nvptx.md, "wgmma for odd row pitches"); `simt` is the CUDA-core GEMM for products too small for a tensor-core
     tile (its fixed 64x64x16 tile: stages 1, one warp each way, no
     consumers, not persistent).
 
