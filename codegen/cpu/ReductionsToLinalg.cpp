@@ -4,7 +4,10 @@
 // iterators over a linalg.fill of the identity element. bf16/f16 operands
 // accumulate in f32 and are rounded once at the end. matmul puts its
 // transposes and its batch broadcasting into the indexing maps, so no
-// operand is copied before the contraction.
+// operand is copied before the contraction. A float sum over axes that end
+// with the innermost one but are not only trailing (a bias gradient) is
+// partial sums along the contiguous axis first (partialSums), so that it
+// runs as vector rows.
 //
 //===----------------------------------------------------------------------===//
 
