@@ -4,7 +4,10 @@
 // iterators over a linalg.fill of the identity element. bf16/f16 operands
 // accumulate in f32 and are rounded once at the end. matmul puts its
 // transposes and its batch broadcasting into the indexing maps, so no
-// operand is copied before the contraction.
+// operand is copied before the contraction. A float sum over axes that end
+// with the innermost one but are not only trailing (a bias gradient) is
+// partial sums along the contiguous axis first (partialSums), so that it
+// runs as vector rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,9 +27,124 @@ namespace {
 
 enum class Reduce { Sum, Mean, Max };
 
+/// A float sum over axes that end with the innermost one and are not only
+/// trailing (a bias gradient: (n, y, x) of (n, c, y, x)), in two steps that
+/// run lanes at a time instead of one dependent add per element:
+///
+///  1. partial[kept..., k] += input[..., k]: the trailing reduced axes are
+///     one contiguous axis k (`tensor.collapse_shape`), the kept axes are
+///     the outer loops, the other reduced axes (n) the loops inside them and
+///     k the innermost, parallel loop; a vector row of adds that
+///     tg-vectorize-elementwise emits (LLVM kept the scalar adds serial, its
+///     accumulator in an arena view it cannot prove apart from the input);
+///  2. result[kept...] = sum over k of partial[kept..., k], in order.
+///
+/// Each element is then summed in a fixed order (over n, then over k), the
+/// same for any thread count, but not the reference's row-major order: the
+/// last bits differ from the one-step sum's. Returns null where the sum
+/// does not have this form, or inside a fused group, whose producers fuse
+/// into the reduction only without the reshape.
+Value partialSums(OpBuilder &b, Location loc, Value input,
+                  ArrayRef<int64_t> axes, Type acc,
+                  ArrayRef<int64_t> resultShape, bool keepdims,
+                  bool inGroup) {
+  MLIRContext *ctx = b.getContext();
+  ArrayRef<int64_t> inShape = shapeOf(input);
+  int64_t rank = inShape.size();
+  if (inGroup || !isa<FloatType>(acc) || rank < 2 ||
+      !llvm::is_contained(axes, rank - 1) ||
+      llvm::any_of(inShape, ShapedType::isDynamic))
+    return nullptr;
+  // The trailing run of reduced axes [t, rank) becomes axis t.
+  int64_t t = rank - 1;
+  while (t > 0 && llvm::is_contained(axes, t - 1))
+    --t;
+  SmallVector<int64_t> kept, outer; // dims < t, kept or reduced
+  for (int64_t d = 0; d < t; ++d)
+    (llvm::is_contained(axes, d) ? outer : kept).push_back(d);
+  if (kept.empty() || outer.empty())
+    return nullptr;
+  int64_t inner = 1;
+  for (int64_t d = t; d < rank; ++d)
+    inner *= inShape[d];
+
+  SmallVector<ReassociationIndices> collapse;
+  SmallVector<int64_t> flatShape(inShape.take_front(t));
+  for (int64_t d = 0; d < t; ++d)
+    collapse.push_back({d});
+  collapse.emplace_back();
+  for (int64_t d = t; d < rank; ++d)
+    collapse.back().push_back(d);
+  flatShape.push_back(inner);
+  Value flat = input;
+  if (t != rank - 1)
+    flat = tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get(flatShape, elementType(input)), input,
+        collapse);
+
+  // Step 1: loops (kept..., outer..., k); input dim d is read at the loop
+  // position it has in that order.
+  unsigned loops = t + 1;
+  SmallVector<AffineExpr> inExprs(loops), partExprs;
+  SmallVector<int64_t> partShape;
+  SmallVector<utils::IteratorType> its;
+  unsigned pos = 0;
+  for (int64_t d : kept) {
+    inExprs[d] = getAffineDimExpr(pos++, ctx);
+    partExprs.push_back(inExprs[d]);
+    partShape.push_back(inShape[d]);
+    its.push_back(utils::IteratorType::parallel);
+  }
+  for (int64_t d : outer) {
+    inExprs[d] = getAffineDimExpr(pos++, ctx);
+    its.push_back(utils::IteratorType::reduction);
+  }
+  inExprs[t] = getAffineDimExpr(pos, ctx);
+  partExprs.push_back(inExprs[t]);
+  partShape.push_back(inner);
+  its.push_back(utils::IteratorType::parallel);
+  Value partial =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get(partShape, acc)}, flat,
+          filledTensor(b, loc, partShape, acc, 0),
+          ArrayRef<AffineMap>{AffineMap::get(loops, 0, inExprs, ctx),
+                              AffineMap::get(loops, 0, partExprs, ctx)},
+          its,
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            linalg::YieldOp::create(
+                nb, l,
+                Value(arith::AddFOp::create(
+                    nb, l, a[1], convertScalar(nb, l, a[0], acc))));
+          })
+          .getResult(0);
+
+  // Step 2: loops (kept..., k), k reduced in order.
+  unsigned loops2 = kept.size() + 1;
+  SmallVector<AffineExpr> outExprs;
+  unsigned next = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!llvm::is_contained(axes, d))
+      outExprs.push_back(getAffineDimExpr(next++, ctx));
+    else if (keepdims)
+      outExprs.push_back(getAffineConstantExpr(0, ctx));
+  }
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{RankedTensorType::get(resultShape, acc)},
+             partial, filledTensor(b, loc, resultShape, acc, 0),
+             ArrayRef<AffineMap>{b.getMultiDimIdentityMap(loops2),
+                                 AffineMap::get(loops2, 0, outExprs, ctx)},
+             iterators(loops2 - 1, 1),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               linalg::YieldOp::create(
+                   nb, l, Value(arith::AddFOp::create(nb, l, a[1], a[0])));
+             })
+      .getResult(0);
+}
+
 /// Reduces `input` over `axes` into `resultType` (keepdims or not).
 Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
-             bool keepdims, Reduce kind, RankedTensorType resultType) {
+             bool keepdims, Reduce kind, RankedTensorType resultType,
+             bool inGroup) {
   MLIRContext *ctx = b.getContext();
   ArrayRef<int64_t> inShape = shapeOf(input);
   int64_t rank = inShape.size();
@@ -52,12 +170,18 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
     identity = isF ? -std::numeric_limits<double>::infinity()
                    : static_cast<double>(std::numeric_limits<int64_t>::min() >>
                                          (64 - acc.getIntOrFloatBitWidth()));
-  Value init = filledTensor(b, loc, resultType.getShape(), acc, identity);
+  Value r;
+  if (kind != Reduce::Max)
+    r = partialSums(b, loc, input, axes, acc, resultType.getShape(), keepdims,
+                    inGroup);
+  Value init = r ? Value() : filledTensor(b, loc, resultType.getShape(), acc,
+                                          identity);
   SmallVector<AffineMap> maps = {
       b.getMultiDimIdentityMap(rank),
       AffineMap::get(rank, 0, outExprs, ctx)};
   auto accType = RankedTensorType::get(resultType.getShape(), acc);
-  Value r = linalg::GenericOp::create(
+  if (!r)
+    r = linalg::GenericOp::create(
                 b, loc, TypeRange{accType}, input, init, maps, its,
                 [&](OpBuilder &nb, Location l, ValueRange a) {
                   Value x = convertScalar(nb, l, a[0], acc);
@@ -108,7 +232,8 @@ struct ReduceLowering final : OpConversionPattern<OpTy> {
                   ConversionPatternRewriter &rw) const override {
     rw.replaceOp(op, reduce(rw, op.getLoc(), adaptor.getInput(), op.getAxes(),
                             op.getKeepdims(), kind,
-                            cast<RankedTensorType>(op.getType())));
+                            cast<RankedTensorType>(op.getType()),
+                            op->template getParentOfType<FusedOp>() != nullptr));
     return success();
   }
 };
