@@ -91,7 +91,7 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   if (options.arena && options.stopAfterScratch)
     return;
   if (options.deallocate)
-    bufferization::buildBufferDeallocationPipeline(pm);
+    pm.addPass(createDeallocateBuffersPass());
   if (options.blas)
     pm.addPass(createConvertMatmulToBlasPass());
   if (options.outline)
@@ -133,6 +133,12 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
     // to it): scf-to-cf would give it several blocks, which it may not have.
     pm.addPass(createCanonicalizerPass());
   }
+  // Last, so the passes above see kernel arguments as memrefs: calls pass
+  // one pointer per buffer of static layout, not a descriptor of 3 + 2 x
+  // rank values (GPT-2 small's glue was half of its code).
+  PassBarePointersPassOptions bare;
+  bare.entryPoints = options.barePointerEntryPoints;
+  pm.addPass(createPassBarePointersPass(bare));
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
@@ -233,6 +239,11 @@ struct CpuPipelineCLOptions
       *this, "approximate-math",
       llvm::cl::desc("f32 tanh/exp/log/erf as inline polynomials"),
       llvm::cl::init(true)};
+  Option<bool> barePointerEntryPoints{
+      *this, "bare-pointer-entry-points",
+      llvm::cl::desc("Entry points take one pointer per buffer and have no "
+                     "C interface"),
+      llvm::cl::init(false)};
   Option<bool> parallel{*this, "parallel",
                         llvm::cl::desc("Loops with enough work run on "
                                        "several threads (OpenMP)"),
@@ -261,6 +272,7 @@ void mlir::tg::cpu::registerCpuPasses() {
         options.approximateMath = cl.approximateMath;
         options.stopAfterScratch = cl.stopAfterScratch;
         options.parallel = cl.parallel;
+        options.barePointerEntryPoints = cl.barePointerEntryPoints;
         buildCpuPipeline(pm, options);
       });
 }
