@@ -34,6 +34,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -49,7 +50,14 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   ConvertTGToLinalgPassOptions convert;
   convert.fuseGroups = options.fuseGroups;
   pm.addPass(createConvertTGToLinalgPass(convert));
-  pm.addPass(createCanonicalizerPass());
+  // Before kernels are outlined the step is one function of tens of
+  // thousands of ops in single-block regions: the canonicalizer's region
+  // simplification (dead-value and block passes over the whole function,
+  // repeated each iteration) finds nothing there that the rewrites and
+  // their dead-op erasure do not.
+  GreedyRewriteConfig wholeStep;
+  wholeStep.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+  pm.addPass(createCanonicalizerPass(wholeStep));
   // After canonicalization has uniqued the constants: a splat read by every
   // op of the step made the bufferization passes below quadratic in its
   // length (InlineSplatOperands.cpp).
@@ -85,7 +93,7 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCanonicalizerPass(wholeStep));
   if (options.arena)
     pm.addPass(createPlanScratchPass());
   if (options.arena && options.stopAfterScratch)
