@@ -16,6 +16,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace mlir::tg::cpu {
@@ -79,7 +80,11 @@ struct DeallocateBuffersPass final
     // canonicalizer erases (GPT-2 small's step: 188 copies).
     OpPassManager cleanup(func::FuncOp::getOperationName());
     cleanup.addPass(createCSEPass());
-    cleanup.addPass(createCanonicalizerPass());
+    // The step's regions are single blocks: no region simplification (the
+    // pipeline's canonicalizers over the whole step skip it too).
+    GreedyRewriteConfig config;
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    cleanup.addPass(createCanonicalizerPass(config));
     for (SetAside &a : aside) {
       a.fn.getBody().takeBody(*a.body);
       a.fn.setVisibility(a.visibility);

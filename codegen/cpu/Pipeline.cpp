@@ -132,14 +132,14 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   else
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCanonicalizerPass(wholeStep));
   if (options.parallel) {
     pm.addPass(createParallelizeLoopsPass());
     pm.addPass(createConvertSCFToOpenMPPass());
     // Inlines the memref.alloca_scope that convert-scf-to-openmp wraps
     // each body in (its bodies hold no alloca, tg-parallelize-loops sees
     // to it): scf-to-cf would give it several blocks, which it may not have.
-    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCanonicalizerPass(wholeStep));
   }
   // Last, so the passes above see kernel arguments as memrefs: calls pass
   // one pointer per buffer of static layout, not a descriptor of 3 + 2 x
