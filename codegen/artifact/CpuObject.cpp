@@ -1,8 +1,9 @@
 //===- CpuObject.cpp - the CPU code of an artifact --------------*- C++ -*-===//
 //
-// See CpuObject.h. The wrapper of entry E unpacks `void **buffers` into the
-// memref descriptors that `_mlir_ciface_E` takes (arguments, then results as
-// out-parameters), so the runtime needs no knowledge of MLIR's ABI.
+// See CpuObject.h. The wrapper of entry E passes the pointers of `void
+// **buffers` (arguments, the arena, then results as out-parameters) to E,
+// which takes one pointer per buffer, so the runtime needs no knowledge of
+// MLIR's ABI.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,92 +42,42 @@ using namespace mlir;
 
 namespace {
 
-/// Adds `llvm.func @tgx_<name>(ptr)` calling `_mlir_ciface_<name>` with one
-/// stack-allocated memref descriptor per buffer of the given ranks.
-LogicalResult addWrapper(ModuleOp module, StringRef name,
-                         ArrayRef<int64_t> ranks) {
+/// Adds `llvm.func @tgx_<name>(ptr)` calling the entry `<name>`, which
+/// takes one pointer per buffer (tg-pass-bare-pointers with entry points),
+/// with the `buffers` pointers of docs/artifact.md in order.
+LogicalResult addWrapper(ModuleOp module, StringRef name, size_t buffers) {
   MLIRContext *ctx = module.getContext();
-  auto callee =
-      module.lookupSymbol<LLVM::LLVMFuncOp>(("_mlir_ciface_" + name).str());
-  if (!callee)
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto callee = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+  if (!callee || callee.isExternal() ||
+      !isa<LLVM::LLVMVoidType>(callee.getFunctionType().getReturnType()) ||
+      llvm::any_of(callee.getArgumentTypes(),
+                   [&](Type t) { return t != ptr; }))
     return module.emitError() << "artifact: the CPU pipeline produced no "
-                                 "C interface for '"
-                              << name << "'";
-  if (callee.getNumArguments() != ranks.size())
-    return module.emitError() << "artifact: '_mlir_ciface_" << name
-                              << "' takes " << callee.getNumArguments()
-                              << " descriptors, expected " << ranks.size();
+                                 "entry point '"
+                              << name << "' taking one pointer per buffer";
+  if (callee.getNumArguments() != buffers)
+    return module.emitError() << "artifact: '" << name << "' takes "
+                              << callee.getNumArguments()
+                              << " buffers, expected " << buffers;
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(module.getBody());
   Location loc = module.getLoc();
-  auto ptr = LLVM::LLVMPointerType::get(ctx);
-  auto i64 = IntegerType::get(ctx, 64);
-  auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr});
+  auto fnType =
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr});
   auto fn = LLVM::LLVMFuncOp::create(b, loc, ("tgx_" + name).str(), fnType);
-  Block *entry = fn.addEntryBlock(b);
-  b.setInsertionPointToStart(entry);
-  Value buffers = fn.getArgument(0);
-  Value one = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(1));
-  SmallVector<Value> descriptors;
-  // Shapes are static: fillShapes writes sizes and strides afterwards.
-  for (auto [i, rank] : llvm::enumerate(ranks)) {
-    SmallVector<Type> fields{ptr, ptr, i64};
-    if (rank > 0) {
-      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
-      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
-    }
-    auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
-    Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, buffers,
-                                     ArrayRef<LLVM::GEPArg>{int32_t(i)});
-    Value data = LLVM::LoadOp::create(b, loc, ptr, slot);
-    Value desc = LLVM::UndefOp::create(b, loc, descType);
-    desc = LLVM::InsertValueOp::create(b, loc, desc, data, ArrayRef<int64_t>{0});
-    desc = LLVM::InsertValueOp::create(b, loc, desc, data, ArrayRef<int64_t>{1});
-    Value zero = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(0));
-    desc = LLVM::InsertValueOp::create(b, loc, desc, zero, ArrayRef<int64_t>{2});
-    Value alloca = LLVM::AllocaOp::create(b, loc, ptr, descType, one);
-    descriptors.push_back(alloca);
-    // Sizes and strides are filled in by fillShapes below.
-    LLVM::StoreOp::create(b, loc, desc, alloca);
+  b.setInsertionPointToStart(fn.addEntryBlock(b));
+  SmallVector<Value> pointers;
+  for (size_t i = 0; i < buffers; ++i) {
+    Value slot =
+        LLVM::GEPOp::create(b, loc, ptr, ptr, fn.getArgument(0),
+                            ArrayRef<LLVM::GEPArg>{int32_t(i)});
+    pointers.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
   }
-  LLVM::CallOp::create(b, loc, callee, descriptors);
+  LLVM::CallOp::create(b, loc, callee, pointers);
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return success();
 }
-
-/// Writes sizes and strides of static shapes into the wrapper's descriptors.
-void fillShapes(ModuleOp module, StringRef name,
-                ArrayRef<SmallVector<int64_t>> shapes) {
-  auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(("tgx_" + name).str());
-  MLIRContext *ctx = module.getContext();
-  auto i64 = IntegerType::get(ctx, 64);
-  SmallVector<LLVM::StoreOp> stores;
-  fn.walk([&](LLVM::StoreOp s) { stores.push_back(s); });
-  for (auto [store, shape] : llvm::zip(stores, shapes)) {
-    if (shape.empty())
-      continue;
-    OpBuilder b(store);
-    Location loc = store.getLoc();
-    Value desc = store.getValue();
-    int64_t stride = 1;
-    SmallVector<int64_t> strides(shape.size());
-    for (int64_t d = shape.size() - 1; d >= 0; --d) {
-      strides[d] = stride;
-      stride *= shape[d];
-    }
-    for (auto [d, size] : llvm::enumerate(shape)) {
-      Value s = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(size));
-      desc = LLVM::InsertValueOp::create(b, loc, desc, s,
-                                         ArrayRef<int64_t>{3, int64_t(d)});
-      Value st = LLVM::ConstantOp::create(b, loc, i64,
-                                          b.getI64IntegerAttr(strides[d]));
-      desc = LLVM::InsertValueOp::create(b, loc, desc, st,
-                                         ArrayRef<int64_t>{4, int64_t(d)});
-    }
-    store.getValueMutable().assign(desc);
-  }
-}
-
 
 /// Calls in the module of at least this many functions defined in it
 /// (kernels, outlined nests) make a function or a loop glue, such as an
@@ -385,7 +336,7 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
     auto fn = module.lookupSymbol<func::FuncOp>(name);
     if (!fn)
       continue;
-    // Descriptors in the order of _mlir_ciface_<name>: arguments, the
+    // Buffers in the order of the lowered entry's arguments: arguments, the
     // arena of a planned entry (tg-bind-arena appends it), results.
     SmallVector<SmallVector<int64_t>> shapes;
     for (Type t : fn.getArgumentTypes())
@@ -401,6 +352,7 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
 
   options.arena = opts.arena;
   options.genericAllocations = true;
+  options.barePointerEntryPoints = true;
   OwningOpRef<ModuleOp> lowered(cast<ModuleOp>(module->clone()));
   // Only functions an entry point can call become code: the model's
   // `forward` (no entry point; eval is its copy, and train_step's call of
@@ -445,14 +397,10 @@ mlir::tg::buildCpuSharedObject(ModuleOp module, std::string &error,
   if (failed(addSignature(module, *lowered, arenas, error)))
     return failure();
   for (auto &[name, shapes] : entries) {
-    SmallVector<int64_t> ranks;
-    for (auto &s : shapes)
-      ranks.push_back(s.size());
-    if (failed(addWrapper(*lowered, name, ranks))) {
+    if (failed(addWrapper(*lowered, name, shapes.size()))) {
       error = "cannot wrap entry point '" + name + "'";
       return failure();
     }
-    fillShapes(*lowered, name, shapes);
   }
 
   lowering.stop();

@@ -137,6 +137,11 @@ struct CpuPipelineOptions {
   /// argument after their own and keep every planned value in it
   /// (tg-bind-arena); the rest of the code still allocates.
   bool arena = false;
+  /// The entry points take one pointer per buffer (tg-pass-bare-pointers),
+  /// with no C interface: what the artifact's `tgx_<entry>` calls. Off: a
+  /// `_mlir_ciface_<entry>` taking descriptors (the JIT's ExecutionEngine).
+  /// The functions the module calls take pointers either way.
+  bool barePointerEntryPoints = false;
   /// Allocations call _mlir_memref_to_llvm_alloc/_aligned_alloc/_free (the
   /// artifact's support code counts them) instead of malloc and free.
   bool genericAllocations = false;

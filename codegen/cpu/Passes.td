@@ -450,6 +450,76 @@ def OutlineKernelsPass : Pass<"tg-outline-kernels", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def DeallocateBuffersPass : Pass<"tg-deallocate-buffers", "::mlir::ModuleOp"> {
+  let summary = "Free the intermediate buffers of the functions that allocate";
+  let description = [{
+    Runs upstream's `buffer-deallocation-pipeline` (ownership-based
+    deallocation, its simplification, the lowering of `bufferization.dealloc`
+    and the canonicalizations between them) on the module, with every
+    function that cannot need it set aside: a function that nothing in the
+    module calls, that calls nothing and that has no op allocating memory
+    (its buffers are its arguments and views of them: a step planned into
+    its arena). The set-aside functions then get the pipeline's last two
+    passes, CSE and canonicalization, alone: with the arena they merge equal
+    views and erase the copies between them that became self-copies.
+
+    Why: the pipeline is a handful of passes over the whole module, and the
+    planned `train_step`, the longest function by far (GPT-2 small: 12
+    layers forward and backward before kernels are outlined), allocates
+    nothing once tg-plan-scratch has placed its scratch: the passes only
+    walked it.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def PassBarePointersPass : Pass<"tg-pass-bare-pointers", "::mlir::ModuleOp"> {
+  let summary = "Functions take each buffer of static layout as one pointer";
+  let description = [{
+    Runs on buffers, after the last pass that looks at function arguments
+    as memrefs and before the lowering of memrefs to LLVM. Each argument of
+    a function defined in the module that is a memref of static shape and
+    static strides (any offset; integer, bf16, f16, f32 or f64 elements)
+    becomes one `!llvm.ptr` to its first element: the function rebuilds the
+    memref descriptor from the pointer and its type's constant sizes and
+    strides (`builtin.unrealized_conversion_cast`, which the memref lowering
+    resolves), and every `func.call` passes the aligned pointer advanced by
+    the buffer's offset. Memrefs of dynamic shape or strides keep the
+    descriptor.
+
+    Only functions whose every use is a `func.call` are rewritten: private
+    functions (the kernels, the micro-batch functions), and, with
+    `entry-points`, the functions marked `llvm.emit_c_interface`, which then
+    lose the mark: a caller outside the module calls them directly with one
+    pointer per buffer (the artifact's `tgx_<entry>`, docs/artifact.md).
+
+    Why: a memref descriptor is 3 + 2 x rank values (pointers, offset,
+    sizes, strides), and after `tg-outline-kernels` the entry points are
+    long lists of kernel calls: each buffer passed as a descriptor made the
+    glue (the step, its C interface and the `tgx_` wrapper) about half of
+    GPT-2 small's code and a large share of the lowering's and LLVM's time.
+
+    ```mlir
+    func.call @tg_kernel_0(%v) : (memref<64xf32, strided<[1], offset: ?>>) -> ()
+    // becomes (in the caller)
+    %d = builtin.unrealized_conversion_cast %v : memref<64xf32, strided<[1], offset: ?>> to !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+    %a = llvm.extractvalue %d[1] : !llvm.struct<...>
+    %o = llvm.extractvalue %d[2] : !llvm.struct<...>
+    %p = llvm.getelementptr %a[%o] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    func.call @tg_kernel_0(%p) : (!llvm.ptr) -> ()
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+  let options = [
+    Option<"entryPoints", "entry-points", "bool", /*default=*/"false",
+           "Also the functions marked llvm.emit_c_interface, which lose "
+           "their C interface">,
+  ];
+}
+
 def ParallelizeLoopsPass : Pass<"tg-parallelize-loops", "::mlir::ModuleOp"> {
   let summary = "Choose the loops that run on several threads, by their work";
   let description = [{

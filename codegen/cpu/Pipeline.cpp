@@ -34,6 +34,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -49,7 +50,14 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   ConvertTGToLinalgPassOptions convert;
   convert.fuseGroups = options.fuseGroups;
   pm.addPass(createConvertTGToLinalgPass(convert));
-  pm.addPass(createCanonicalizerPass());
+  // Before kernels are outlined the step is one function of tens of
+  // thousands of ops in single-block regions: the canonicalizer's region
+  // simplification (dead-value and block passes over the whole function,
+  // repeated each iteration) finds nothing there that the rewrites and
+  // their dead-op erasure do not.
+  GreedyRewriteConfig wholeStep;
+  wholeStep.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+  pm.addPass(createCanonicalizerPass(wholeStep));
   // After canonicalization has uniqued the constants: a splat read by every
   // op of the step made the bufferization passes below quadratic in its
   // length (InlineSplatOperands.cpp).
@@ -85,13 +93,13 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCanonicalizerPass(wholeStep));
   if (options.arena)
     pm.addPass(createPlanScratchPass());
   if (options.arena && options.stopAfterScratch)
     return;
   if (options.deallocate)
-    bufferization::buildBufferDeallocationPipeline(pm);
+    pm.addPass(createDeallocateBuffersPass());
   if (options.blas)
     pm.addPass(createConvertMatmulToBlasPass());
   if (options.outline)
@@ -124,15 +132,21 @@ void mlir::tg::cpu::buildCpuPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   else
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCanonicalizerPass(wholeStep));
   if (options.parallel) {
     pm.addPass(createParallelizeLoopsPass());
     pm.addPass(createConvertSCFToOpenMPPass());
     // Inlines the memref.alloca_scope that convert-scf-to-openmp wraps
     // each body in (its bodies hold no alloca, tg-parallelize-loops sees
     // to it): scf-to-cf would give it several blocks, which it may not have.
-    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCanonicalizerPass(wholeStep));
   }
+  // Last, so the passes above see kernel arguments as memrefs: calls pass
+  // one pointer per buffer of static layout, not a descriptor of 3 + 2 x
+  // rank values (GPT-2 small's glue was half of its code).
+  PassBarePointersPassOptions bare;
+  bare.entryPoints = options.barePointerEntryPoints;
+  pm.addPass(createPassBarePointersPass(bare));
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
@@ -233,6 +247,11 @@ struct CpuPipelineCLOptions
       *this, "approximate-math",
       llvm::cl::desc("f32 tanh/exp/log/erf as inline polynomials"),
       llvm::cl::init(true)};
+  Option<bool> barePointerEntryPoints{
+      *this, "bare-pointer-entry-points",
+      llvm::cl::desc("Entry points take one pointer per buffer and have no "
+                     "C interface"),
+      llvm::cl::init(false)};
   Option<bool> parallel{*this, "parallel",
                         llvm::cl::desc("Loops with enough work run on "
                                        "several threads (OpenMP)"),
@@ -261,6 +280,7 @@ void mlir::tg::cpu::registerCpuPasses() {
         options.approximateMath = cl.approximateMath;
         options.stopAfterScratch = cl.stopAfterScratch;
         options.parallel = cl.parallel;
+        options.barePointerEntryPoints = cl.barePointerEntryPoints;
         buildCpuPipeline(pm, options);
       });
 }
