@@ -148,10 +148,9 @@ unsigned outlineLoopNests(llvm::Module &module, unsigned minLoops) {
 
 /// Marks `optnone` every function of at least `minInstructions` whose every
 /// loop (if any) is glue (kGlueCalls), after outlineLoopNests: the entry
-/// points, their C-interface wrappers and the `tgx_` wrappers, long lines of
-/// kernel calls that pass every buffer as an expanded memref descriptor (pointer,
-/// pointer, offset, sizes, strides; GPT-2 small's train_step: 82,000 lines
-/// of LLVM IR). Optimised, each is a few basic blocks of tens of thousands
+/// points and the `tgx_` wrappers, long lines of kernel calls (one pointer
+/// per buffer since tg-pass-bare-pointers; GPT-2 small's train_step was
+/// 82,000 lines of LLVM IR with expanded memref descriptors). Optimised, each is a few basic blocks of tens of thousands
 /// of instructions, and LLVM's optimisation, instruction scheduling and
 /// alias queries are superlinear in a block's length. The glue runs once
 /// per call of an entry (per micro-batch), for microseconds against a step
