@@ -116,6 +116,23 @@ struct Fixture {
   }
 };
 
+/// lowerBinary, then kernel scratch: tg.add two launches sharing 1000 bytes,
+/// tg.mul one launch with 40 (tg.sub none).
+FailureOr<std::vector<KernelLaunch>> withScratch(Operation *op, Target t,
+                                                 ModuleOp kernels) {
+  FailureOr<std::vector<KernelLaunch>> l = lowerBinary(op, t, kernels);
+  if (failed(l) || l->empty() || isa<mlir::tg::SubOp>(op))
+    return l;
+  uint64_t bytes = isa<mlir::tg::AddOp>(op) ? 1000 : 40;
+  for (KernelLaunch &k : *l) {
+    k.params.push_back({KernelParam::Kind::Scratch, 0});
+    k.scratchBytes = bytes;
+  }
+  if (isa<mlir::tg::AddOp>(op))
+    l->push_back(l->front());
+  return l;
+}
+
 } // namespace
 
 TEST_CASE("schedule: parameters and results map to the plan's buffers",
@@ -166,20 +183,6 @@ TEST_CASE("schedule: kernel scratch goes after the plan in the arena",
   // The stand-in generator gives tg.add two launches sharing 1000 bytes of
   // scratch and tg.mul one with 40: every op's scratch starts at one arena
   // offset past the planned values, and the arena grows by the largest.
-  auto withScratch = [](Operation *op, Target t, ModuleOp kernels)
-      -> FailureOr<std::vector<KernelLaunch>> {
-    FailureOr<std::vector<KernelLaunch>> l = lowerBinary(op, t, kernels);
-    if (failed(l) || l->empty() || isa<mlir::tg::SubOp>(op))
-      return l;
-    uint64_t bytes = isa<mlir::tg::AddOp>(op) ? 1000 : 40;
-    for (KernelLaunch &k : *l) {
-      k.params.push_back({KernelParam::Kind::Scratch, 0});
-      k.scratchBytes = bytes;
-    }
-    if (isa<mlir::tg::AddOp>(op))
-      l->push_back(l->front());
-    return l;
-  };
   OwningOpRef<ModuleOp> kernels = ModuleOp::create(f.module->getLoc());
   FailureOr<GpuSchedule> plain = buildGpuSchedule(
       *f.module, Target::SM80, *kernels, {"train_step"}, lowerBinary);
@@ -235,20 +238,6 @@ TEST_CASE("schedule: kernel scratch the plan placed (tg.scratch_offset)",
     });
     REQUIRE(succeeded(mlir::tg::planMemory(step, {})));
     return m;
-  };
-  auto withScratch = [](Operation *op, Target t, ModuleOp kernels)
-      -> FailureOr<std::vector<KernelLaunch>> {
-    FailureOr<std::vector<KernelLaunch>> l = lowerBinary(op, t, kernels);
-    if (failed(l) || l->empty() || isa<mlir::tg::SubOp>(op))
-      return l;
-    uint64_t bytes = isa<mlir::tg::AddOp>(op) ? 1000 : 40;
-    for (KernelLaunch &k : *l) {
-      k.params.push_back({KernelParam::Kind::Scratch, 0});
-      k.scratchBytes = bytes;
-    }
-    if (isa<mlir::tg::AddOp>(op))
-      l->push_back(l->front());
-    return l;
   };
   OwningOpRef<ModuleOp> m = parse(1000);
   auto step = m->lookupSymbol<func::FuncOp>("train_step");
